@@ -1,0 +1,194 @@
+/*
+ * memwall: run large language models on devices under the memory wall.
+ *
+ * The public C API of libmemwall, for apps (JNI, Swift, C, C++). Everything else in the library
+ * is private. Conventions:
+ * - Functions that can fail return an mw_status; on failure, mw_last_error() returns a message
+ *   naming the file, field and value at fault (thread-local, valid until the next failing call
+ *   on the same thread). No function aborts the process on bad input.
+ * - Objects are opaque; each *_create / *_load has a matching *_free that accepts NULL.
+ * - Parameter structs are filled with defaults by their *_default_params() function; set only
+ *   the fields you need.
+ * - Token ids are int32; text is UTF-8 and passed with an explicit length.
+ */
+#ifndef MEMWALL_H
+#define MEMWALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MEMWALL_API_VERSION 1
+
+#if defined(_WIN32)
+#define MW_API __declspec(dllexport)
+#else
+#define MW_API __attribute__((visibility("default")))
+#endif
+
+typedef int32_t mw_token;
+typedef struct mw_model mw_model;
+typedef struct mw_context mw_context;
+typedef struct mw_sampler mw_sampler;
+
+typedef enum mw_status {
+    MW_OK = 0,
+    MW_ERR_INVALID_ARGUMENT = 1, /* the request is impossible (bad value, prompt too long) */
+    MW_ERR_BAD_FILE = 2,         /* a model file is malformed */
+    MW_ERR_IO = 3,               /* the OS refused: open, read, mmap */
+    MW_ERR_UNSUPPORTED = 4,      /* well-formed but not supported (architecture, tensor type) */
+    MW_ERR_OUT_OF_MEMORY = 5,    /* an allocation failed or the model does not fit */
+    MW_ERR_CONTEXT_FULL = 6,     /* the KV cache has no room for the batch */
+    MW_ERR_INTERNAL = 7,         /* a bug in memwall; please report it */
+} mw_status;
+
+/* Tensor / KV-cache types (ggml type ids, as in GGUF files). */
+typedef enum mw_type {
+    MW_TYPE_F32 = 0,
+    MW_TYPE_F16 = 1,
+    MW_TYPE_Q4_0 = 2,
+    MW_TYPE_Q8_0 = 8,
+    MW_TYPE_BF16 = 30,
+} mw_type;
+
+/* Message of the last failed call on this thread ("" if none). */
+MW_API const char* mw_last_error(void);
+/* "0.1.0". */
+MW_API const char* mw_version(void);
+/* A short description of the CPU features memwall's kernels use on this machine. */
+MW_API const char* mw_system_info(void);
+
+/* ---- Model ------------------------------------------------------------------------------ */
+
+typedef struct mw_model_params {
+    bool use_mmap;  /* map the file (default true); false reads it into memory */
+    bool use_mlock; /* lock the weights in RAM; failure is reported by mw_model_warning() */
+} mw_model_params;
+
+MW_API mw_model_params mw_model_default_params(void);
+MW_API mw_status mw_model_load(const char* path, const mw_model_params* params, mw_model** out);
+MW_API void mw_model_free(mw_model* model);
+
+/* A non-fatal problem met while loading (e.g. mlock refused), or NULL. */
+MW_API const char* mw_model_warning(const mw_model* model);
+/* general.architecture, e.g. "llama". */
+MW_API const char* mw_model_arch(const mw_model* model);
+/* A one-line description: name, architecture, size, type. */
+MW_API const char* mw_model_desc(const mw_model* model);
+MW_API int32_t mw_model_n_vocab(const mw_model* model);
+MW_API int32_t mw_model_n_ctx_train(const mw_model* model);
+MW_API int32_t mw_model_n_embd(const mw_model* model);
+MW_API int32_t mw_model_n_layer(const mw_model* model);
+MW_API uint64_t mw_model_n_params(const mw_model* model);
+/* Bytes of weight data in the file. */
+MW_API uint64_t mw_model_weight_bytes(const mw_model* model);
+/* Weight bytes read to decode one token (MoE: the experts used only, on average). */
+MW_API uint64_t mw_model_bytes_per_token(const mw_model* model);
+/* Metadata value as text (numbers formatted, arrays abbreviated). Returns the full length,
+ * or -1 if the key is absent; writes at most buf_size bytes including the NUL. */
+MW_API int32_t mw_model_meta(const mw_model* model, const char* key, char* buf, size_t buf_size);
+
+/* ---- Vocabulary ------------------------------------------------------------------------- */
+
+/* Tokenizes `text` (UTF-8, text_len bytes). add_special adds BOS/EOS as the vocab says;
+ * parse_special turns special-token text like "<s>" into its id. Returns the number of tokens,
+ * or, when n_max is too small, minus the number needed (nothing is written then). */
+MW_API int32_t mw_tokenize(const mw_model* model, const char* text, int32_t text_len,
+                           mw_token* tokens, int32_t n_max, bool add_special, bool parse_special);
+/* The text of one token. special: render control tokens (e.g. "<s>") instead of "".
+ * Returns the number of bytes, or minus the size needed when buf_size is too small.
+ * The piece may be an incomplete UTF-8 sequence; see mw_detokenizer for streaming. */
+MW_API int32_t mw_token_to_piece(const mw_model* model, mw_token token, char* buf,
+                                 int32_t buf_size, bool special);
+MW_API mw_token mw_token_bos(const mw_model* model); /* -1 if none */
+MW_API mw_token mw_token_eos(const mw_model* model); /* -1 if none */
+/* End of generation: EOS, EOT, or another end token of the vocab. */
+MW_API bool mw_token_is_eog(const mw_model* model, mw_token token);
+
+/* Streaming detokenization that never splits a UTF-8 character. */
+typedef struct mw_detokenizer mw_detokenizer;
+MW_API mw_detokenizer* mw_detokenizer_create(const mw_model* model, bool special);
+MW_API void mw_detokenizer_free(mw_detokenizer* d);
+/* Appends a token; returns the complete UTF-8 text now available (may be ""), valid until the
+ * next call. *len receives its length. */
+MW_API const char* mw_detokenizer_push(mw_detokenizer* d, mw_token token, size_t* len);
+/* Flushes what is held back (invalid trailing bytes come out as U+FFFD). */
+MW_API const char* mw_detokenizer_flush(mw_detokenizer* d, size_t* len);
+
+/* ---- Context: KV cache and decoding ----------------------------------------------------- */
+
+typedef struct mw_context_params {
+    uint32_t n_ctx;   /* KV cache size in tokens; 0 = the model's training context */
+    uint32_t n_batch; /* largest batch decoded in one step (prompt chunks); 0 = 512 */
+    int32_t n_threads; /* 0 = physical performance cores */
+    mw_type type_k;   /* KV cache key type: MW_TYPE_F16 (default) or MW_TYPE_F32 */
+    mw_type type_v;   /* KV cache value type */
+} mw_context_params;
+
+MW_API mw_context_params mw_context_default_params(void);
+MW_API mw_status mw_context_create(mw_model* model, const mw_context_params* params,
+                                   mw_context** out);
+MW_API void mw_context_free(mw_context* ctx);
+MW_API uint32_t mw_context_n_ctx(const mw_context* ctx);
+MW_API int32_t mw_context_n_threads(const mw_context* ctx);
+/* Number of tokens in the KV cache (the position of the next token). */
+MW_API uint32_t mw_context_n_past(const mw_context* ctx);
+/* Drops cached tokens from position n_keep on (0 clears the cache). */
+MW_API mw_status mw_context_truncate(mw_context* ctx, uint32_t n_keep);
+
+/* Runs the tokens through the model at the next positions and appends them to the KV cache.
+ * all_logits: keep logits for every token of the batch, else for the last one only.
+ * Batches larger than n_batch are split internally. MW_ERR_CONTEXT_FULL when they do not fit. */
+MW_API mw_status mw_decode(mw_context* ctx, const mw_token* tokens, int32_t n_tokens,
+                           bool all_logits);
+/* Logits (n_vocab floats) of token i of the last mw_decode batch; i = -1 means the last token.
+ * NULL if that row was not kept. */
+MW_API const float* mw_get_logits(mw_context* ctx, int32_t i);
+
+/* ---- Sampling --------------------------------------------------------------------------- */
+
+typedef struct mw_sampler_params {
+    float temperature;    /* <= 0: greedy (argmax, ties to the lowest id) */
+    int32_t top_k;        /* <= 0: off */
+    float top_p;          /* >= 1: off */
+    float min_p;          /* <= 0: off */
+    float repeat_penalty; /* 1: off */
+    int32_t repeat_last_n; /* tokens considered by the repetition penalty */
+    uint64_t seed;        /* same seed, same model, same prompt: same text */
+} mw_sampler_params;
+
+MW_API mw_sampler_params mw_sampler_default_params(void);
+MW_API mw_sampler* mw_sampler_create(const mw_sampler_params* params);
+MW_API void mw_sampler_free(mw_sampler* sampler);
+/* Picks a token from the logits (not modified). */
+MW_API mw_token mw_sampler_sample(mw_sampler* sampler, const float* logits, int32_t n_vocab);
+/* Records a token (prompt or generated) for the repetition penalty. */
+MW_API void mw_sampler_accept(mw_sampler* sampler, mw_token token);
+
+/* ---- Measurements ----------------------------------------------------------------------- */
+
+typedef struct mw_perf {
+    double load_ms;          /* model load */
+    double prompt_ms;        /* time in batches of more than one token */
+    double decode_ms;        /* time in single-token batches */
+    int32_t n_prompt_tokens;
+    int32_t n_decode_tokens;
+    uint64_t weights_bytes;  /* weight data (mapped or read) */
+    uint64_t weights_resident_bytes; /* of which now in RAM */
+    uint64_t kv_bytes;       /* KV cache allocation */
+    uint64_t scratch_bytes;  /* activation buffers */
+    uint64_t peak_rss_bytes; /* of the process, from the OS */
+} mw_perf;
+
+MW_API mw_perf mw_context_perf(const mw_context* ctx);
+MW_API void mw_context_perf_reset(mw_context* ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MEMWALL_H */

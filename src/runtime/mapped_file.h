@@ -1,0 +1,52 @@
+// A model file's bytes: memory-mapped (default, pages load on demand and are shared with the page
+// cache) or read into an owned buffer (--no-mmap). Optionally locked in RAM (--mlock).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace mw {
+
+struct MapOptions {
+    bool use_mmap = true;
+    bool lock = false;  // mlock the bytes; a refusal is reported in lock_error(), not thrown
+    // Read at most this many bytes (0 = whole file). For header-only reads of partial downloads.
+    uint64_t max_bytes = 0;
+};
+
+class MappedFile {
+public:
+    static MappedFile open(const std::string& path, const MapOptions& options = {});
+
+    MappedFile() = default;
+    MappedFile(MappedFile&& other) noexcept;
+    MappedFile& operator=(MappedFile&& other) noexcept;
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+    ~MappedFile();
+
+    std::span<const uint8_t> bytes() const { return {data_, size_}; }
+    const std::string& path() const { return path_; }
+    uint64_t file_size() const { return file_size_; }
+    bool is_mapped() const { return mapped_; }
+    bool is_locked() const { return locked_; }
+    // Why --mlock failed (empty when it succeeded or was not asked for).
+    const std::string& lock_error() const { return lock_error_; }
+    // Bytes of this file currently resident in RAM (mincore for a mapping; all of it otherwise).
+    uint64_t resident_bytes() const;
+
+private:
+    void release();
+
+    std::string path_;
+    uint8_t* data_ = nullptr;
+    size_t size_ = 0;
+    uint64_t file_size_ = 0;
+    bool mapped_ = false;
+    bool locked_ = false;
+    std::string lock_error_;
+};
+
+}  // namespace mw

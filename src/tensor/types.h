@@ -1,0 +1,45 @@
+// The type-traits table: one row per tensor type memwall computes with. Adding a type means adding
+// a row here (and its functions in quants_*.cpp), never touching the model code.
+//
+// Conventions (byte-compatible with GGUF / ggml):
+// - `n` is an element count and a multiple of the type's block size.
+// - to_float:   decode n elements of this type into floats (the scalar reference).
+// - from_float: encode n floats into this type with the plain round-to-nearest reference quantizer.
+//               Used for activations (Q8_0/Q8_1/Q8_K, F16, BF16) and the KV cache.
+// - vec_dot:    sum_i w[i] * x[i] for one row `w` of this type and `x` already encoded in
+//               `vec_dot_type`. The integer kernels accumulate exactly like the reference.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "format/ggml_types.h"
+
+namespace mw {
+
+using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);
+using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+using VecDotFn = float (*)(int64_t n, const void* w, const void* x);
+
+struct TypeTraits {
+    GgmlType type;
+    const char* name;
+    uint32_t block_size;
+    uint32_t type_size;
+    bool is_quantized;
+    ToFloatFn to_float;      // null only for types that are never decoded
+    FromFloatFn from_float;  // null when memwall cannot yet encode this type
+    VecDotFn vec_dot;        // null when this type is not used as a weight
+    GgmlType vec_dot_type;   // what activations are encoded to before vec_dot
+};
+
+// The row for `type`, or nullptr when memwall cannot compute with it (IQ types, ...).
+const TypeTraits* type_traits(GgmlType type);
+const TypeTraits* type_traits(uint32_t type_id);
+
+// Bytes of one row of n elements (n a multiple of the block size).
+inline size_t row_bytes(const TypeTraits& t, int64_t n) {
+    return size_t(n / t.block_size) * t.type_size;
+}
+
+}  // namespace mw

@@ -1,0 +1,79 @@
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace mw::test {
+
+std::string shared_dir() {
+    const char* env = std::getenv("MEMWALL_SHARED_DIR");
+    std::string dir = env && *env ? env : MEMWALL_SHARED_DIR;
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        ADD_FAILURE() << "shared test data folder not found at '" << dir
+                      << "': the tests need ../shared beside the project root (or set "
+                         "MEMWALL_SHARED_DIR)";
+        throw std::runtime_error("missing ../shared");
+    }
+    return dir;
+}
+
+std::string shared_path(const std::string& relative) {
+    std::string path = shared_dir() + "/" + relative;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        ADD_FAILURE() << "shared test file missing: " << path;
+        throw std::runtime_error("missing shared file " + path);
+    }
+    return path;
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string temp_dir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = std::string(base && *base ? base : "/tmp") + "/memwall-test-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+    return buf.data();
+}
+
+std::string cli_path() { return MEMWALL_CLI_PATH; }
+
+CommandResult run_command(const std::string& command_line) {
+    const std::string dir = temp_dir();
+    const std::string out_path = dir + "/stdout";
+    const std::string err_path = dir + "/stderr";
+    const std::string full = command_line + " >" + out_path + " 2>" + err_path;
+    const int status = std::system(full.c_str());
+    CommandResult result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = read_text(out_path);
+    result.err = read_text(err_path);
+    std::remove(out_path.c_str());
+    std::remove(err_path.c_str());
+    ::rmdir(dir.c_str());
+    return result;
+}
+
+}  // namespace mw::test

@@ -1,0 +1,30 @@
+// Helpers shared by the tests: where ../shared is, reading files, building GGUF bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mw::test {
+
+// The shared data folder (../shared beside the project, or $MEMWALL_SHARED_DIR). Fails the
+// calling test with a clear message when it is missing.
+std::string shared_dir();
+// shared_dir() + "/" + relative; fails the test if the file does not exist.
+std::string shared_path(const std::string& relative);
+std::vector<uint8_t> read_file(const std::string& path);
+std::string read_text(const std::string& path);
+// A fresh temporary directory for this test (removed by the OS later).
+std::string temp_dir();
+// Path of the memwall CLI binary built with the tests.
+std::string cli_path();
+
+struct CommandResult {
+    int exit_code;
+    std::string out;
+    std::string err;
+};
+// Runs the shell command line and captures stdout and stderr.
+CommandResult run_command(const std::string& command_line);
+
+}  // namespace mw::test
