@@ -1,0 +1,208 @@
+// Block layouts of the quantized tensor types (byte-compatible with GGUF / ggml) and the scalar
+// reference functions that the type-traits table (tensor/types.h) points at.
+//
+// The reference functions are the specification: SIMD kernels are tested against them. They
+// follow ggml's reference code operation for operation where bit-exactness matters (dequantize,
+// the activation quantizers) and its integer-per-block arithmetic in the dot products.
+//
+// Half-precision fields are stored as raw uint16_t bits (fp16 unless named otherwise); convert
+// with base/fp16.h. All blocks are tightly packed (static_asserts below check the file sizes).
+#pragma once
+
+#include <cstdint>
+
+namespace mw {
+
+inline constexpr int kQK = 32;     // elements per block of the 32-element types
+inline constexpr int kQK_K = 256;  // elements per super-block of the K-quants
+
+// ---- 32-element block types ----------------------------------------------------------------
+
+// x = d * (q - 8), q in 0..15. Element j in the low nibble of qs[j], j+16 in its high nibble.
+struct BlockQ4_0 {
+    uint16_t d;
+    uint8_t qs[kQK / 2];
+};
+
+// x = d * q + m, q in 0..15, nibbles as in Q4_0.
+struct BlockQ4_1 {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qs[kQK / 2];
+};
+
+// x = d * (q - 16), q in 0..31: low 4 bits as in Q4_0, bit 4 of element j is bit j of qh
+// (read as a little-endian uint32).
+struct BlockQ5_0 {
+    uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[kQK / 2];
+};
+
+// x = d * q + m, q in 0..31, bits as in Q5_0.
+struct BlockQ5_1 {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qh[4];
+    uint8_t qs[kQK / 2];
+};
+
+// x = d * q.
+struct BlockQ8_0 {
+    uint16_t d;
+    int8_t qs[kQK];
+};
+
+// x = d * q; s = d * sum(q) (fp16) lets Q4_1/Q5_1 dot products apply their offset m cheaply.
+struct BlockQ8_1 {
+    uint16_t d;
+    uint16_t s;
+    int8_t qs[kQK];
+};
+
+// ---- K-quants: 256-element super-blocks of 16 or 8 sub-blocks -------------------------------
+
+// 16 sub-blocks of 16: x = d * (scales[j] & 15) * q - dmin * (scales[j] >> 4), q in 0..3.
+// qs: element 128*h + 32*s + l (h < 2, s < 4, l < 32) is bits 2s..2s+1 of qs[32*h + l].
+struct BlockQ2_K {
+    uint8_t scales[kQK_K / 16];
+    uint8_t qs[kQK_K / 4];
+    uint16_t d;
+    uint16_t dmin;
+};
+
+// 16 sub-blocks of 16: x = d * (scale_j - 32) * (q - 4), q in 0..7. Low 2 bits of q laid out as
+// in Q2_K; bit 2 of element 32*b + l (b < 8) is bit b of hmask[l]. The 6-bit scales are packed
+// into 12 bytes (see q3k_scale).
+struct BlockQ3_K {
+    uint8_t hmask[kQK_K / 8];
+    uint8_t qs[kQK_K / 4];
+    uint8_t scales[12];
+    uint16_t d;
+};
+
+// 8 sub-blocks of 32: x = d * sc_j * q - dmin * m_j, q in 0..15, 6-bit sc/m packed into 12
+// bytes (see q4k_scale_min). Element 64*p + l (l < 32) is the low nibble of qs[32*p + l], element
+// 64*p + 32 + l its high nibble.
+struct BlockQ4_K {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qs[kQK_K / 2];
+};
+
+// As Q4_K with q in 0..31: bit 4 of element 32*b + l (b < 8) is bit b of qh[l].
+struct BlockQ5_K {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[12];
+    uint8_t qh[kQK_K / 8];
+    uint8_t qs[kQK_K / 2];
+};
+
+// 16 sub-blocks of 16: x = d * scales[j] * (q - 32), q in 0..63. For half h (128 elements) and
+// l < 32: the 4 low bits of elements l, l+32, l+64, l+96 are the low nibble of ql[64h + l], of
+// ql[64h + l + 32], the high nibble of ql[64h + l], of ql[64h + l + 32]; their 2 high bits are
+// bits 0-1, 2-3, 4-5, 6-7 of qh[32h + l].
+struct BlockQ6_K {
+    uint8_t ql[kQK_K / 2];
+    uint8_t qh[kQK_K / 4];
+    int8_t scales[kQK_K / 16];
+    uint16_t d;
+};
+
+// Activations for the K-quant dot products: x = d * q with a float32 d, plus the sums of each
+// 16 quants (the K-quant mins multiply these instead of every element).
+struct BlockQ8_K {
+    float d;
+    int8_t qs[kQK_K];
+    int16_t bsums[kQK_K / 16];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ8_1) == 36);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockQ8_K) == 292);
+
+// Scale j (0..15) of a Q3_K block, in 0..63 (the format subtracts 32). Low 4 bits: the low
+// nibbles of bytes 0-7 for j < 8, their high nibbles for j >= 8; high 2 bits: bits 2*(j/4) of
+// byte 8 + j%4.
+inline int q3k_scale(const uint8_t* scales, int j) {
+    const int low = j < 8 ? scales[j] & 0xF : scales[j - 8] >> 4;
+    const int high = (scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return low | (high << 4);
+}
+
+// Scale and min of sub-block j (0..7) of a Q4_K / Q5_K block, each 6 bits. For j < 4 they are the
+// low 6 bits of bytes j and j+4; for j >= 4 the low / high nibble of byte j+4 hold their low 4
+// bits and the top 2 bits of bytes j-4 / j hold their high 2 bits.
+inline void q4k_scale_min(const uint8_t* scales, int j, int* scale, int* min) {
+    if (j < 4) {
+        *scale = scales[j] & 63;
+        *min = scales[j + 4] & 63;
+    } else {
+        *scale = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
+        *min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+    }
+}
+
+// The scalar reference functions. Signatures match ToFloatFn / FromFloatFn / VecDotFn; `n` is a
+// multiple of the block size.
+namespace ref {
+
+// Plain types.
+void f32_to_float(const void* src, float* dst, int64_t n);
+void f32_from_float(const float* src, void* dst, int64_t n);
+void f16_to_float(const void* src, float* dst, int64_t n);
+void f16_from_float(const float* src, void* dst, int64_t n);
+void bf16_to_float(const void* src, float* dst, int64_t n);
+void bf16_from_float(const float* src, void* dst, int64_t n);
+// Products rounded to float, summed in double (as ggml does).
+float vec_dot_f32(int64_t n, const void* w, const void* x);
+float vec_dot_f16(int64_t n, const void* w, const void* x);
+float vec_dot_bf16(int64_t n, const void* w, const void* x);
+
+// 32-element block types.
+void dequantize_row_q4_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q4_1(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_1(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_1(const void* src, float* dst, int64_t n);
+// Round-to-nearest quantizers, identical to what llama-quantize writes without an imatrix.
+void quantize_row_q4_0(const float* src, void* dst, int64_t n);
+void quantize_row_q4_1(const float* src, void* dst, int64_t n);
+void quantize_row_q5_0(const float* src, void* dst, int64_t n);
+void quantize_row_q5_1(const float* src, void* dst, int64_t n);
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x);
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* x);
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
+
+// K-quants.
+void dequantize_row_q2_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q3_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q4_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q6_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_k(const void* src, float* dst, int64_t n);
+void quantize_row_q8_k(const float* src, void* dst, int64_t n);
+float vec_dot_q2_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q3_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
+
+}  // namespace ref
+}  // namespace mw
