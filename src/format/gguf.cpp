@@ -56,6 +56,18 @@ public:
         return {reinterpret_cast<const char*>(take(length, field)), length};
     }
 
+    // read_string without building a field name: false (nothing consumed) when the string does
+    // not fit, so that hot loops (vocab arrays) format the name only for the error message.
+    bool try_read_string(std::string_view& out) {
+        if (remaining() < 8) return false;
+        uint64_t length;
+        std::memcpy(&length, here(), 8);
+        if (length > remaining() - 8) return false;
+        out = {reinterpret_cast<const char*>(here() + 8), length};
+        pos_ += 8 + length;
+        return true;
+    }
+
 private:
     std::span<const uint8_t> bytes_;
     const std::string& name_;
@@ -124,12 +136,16 @@ public:
         }
         v.data = cur_.here();
         if (v.elem_type == ValueType::string) {
+            // count <= remaining / 8, so this reserves at most twice the file's size.
             v.strings.reserve(v.count);
             for (uint64_t i = 0; i < v.count; ++i) {
-                v.strings.push_back(cur_.read_string(fmt::format("{}[{}]", field, i)));
+                std::string_view s;
+                if (!cur_.try_read_string(s)) s = cur_.read_string(fmt::format("{}[{}]", field, i));
+                v.strings.push_back(s);
             }
         } else if (v.elem_type == ValueType::array) {
-            v.arrays.reserve(v.count);
+            // No reserve: a Value is ~8 times larger than the 12 bytes an empty array needs, so
+            // memory follows the arrays actually present, not the count claimed.
             for (uint64_t i = 0; i < v.count; ++i) {
                 v.arrays.push_back(
                     parse_value(ValueType::array, fmt::format("{}[{}]", field, i), depth + 1));
@@ -313,7 +329,10 @@ uint64_t Value::as_u64() const {
 
 double Value::as_f64() const {
     if (is_float()) return load_float(type, data);
-    if (is_integer()) return double(as_i64());
+    if (is_integer()) {
+        const IntValue v = load_int(type, data);  // u64 above i64 max converts too
+        return v.negative ? -double(v.magnitude) : double(v.magnitude);
+    }
     fail(ErrorKind::bad_file, "value of type {} is not a number", value_type_name(type));
 }
 
@@ -405,7 +424,13 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
         file.alignment_ = alignment;
     }
 
-    // Tensor infos.
+    // Tensor infos. Checked again now that the metadata is read, before reserving.
+    if (tensor_count > cur.remaining() / kMinTensorInfoBytes) {
+        fail(ErrorKind::bad_file,
+             "{}: header.tensor_count = {} is impossible: the {} bytes after the metadata can "
+             "hold at most {} tensor infos",
+             fname, tensor_count, cur.remaining(), cur.remaining() / kMinTensorInfoBytes);
+    }
     std::unordered_set<std::string_view> names;
     file.tensors_.reserve(tensor_count);
     for (uint64_t i = 0; i < tensor_count; ++i) {
@@ -473,7 +498,8 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
     // The data section starts at the next multiple of the alignment.
     const uint64_t header_end = cur.pos();
     file.data_offset_ = (header_end + file.alignment_ - 1) / file.alignment_ * file.alignment_;
-    file.data_end_ = file.data_offset_;
+    // A file without tensors (a vocab-only file) needs no padding after its header.
+    file.data_end_ = file.tensors_.empty() ? header_end : file.data_offset_;
 
     for (TensorInfo& t : file.tensors_) {
         const std::string tname = printable(t.name);
@@ -586,6 +612,11 @@ std::optional<float> GgufFile::get_f32(std::string_view key) const {
     if (!std::isfinite(d)) {
         fail(ErrorKind::bad_file, "{}: metadata \"{}\" = {} is not finite", name_, key, d);
     }
+    // Converting a double outside float's range is undefined behaviour, not infinity.
+    if (std::fabs(d) > double(std::numeric_limits<float>::max())) {
+        fail(ErrorKind::bad_file, "{}: metadata \"{}\" = {} is out of range for f32", name_, key,
+             d);
+    }
     return float(d);
 }
 
@@ -631,10 +662,12 @@ std::string value_to_string(const Value& value, size_t max_elements) {
                     out += fmt::format("\"{}\"", printable(value.strings[i]));
                 } else if (value.elem_type == ValueType::array) {
                     out += value_to_string(value.arrays[i], max_elements);
-                } else if (scalar_is_float(value.elem_type)) {
-                    out += fmt::format("{}", value.elem_f64(i));
                 } else {
-                    out += fmt::format("{}", value.elem_i64(i));
+                    // Rendered as a scalar: elem_i64 would refuse u64 values above i64's range.
+                    Value elem;
+                    elem.type = value.elem_type;
+                    elem.data = value.data + i * value_type_size(value.elem_type);
+                    out += value_to_string(elem, max_elements);
                 }
             }
             if (value.count > shown) out += ", ...";

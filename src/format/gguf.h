@@ -97,7 +97,8 @@ public:
     uint32_t version() const { return version_; }
     uint32_t alignment() const { return alignment_; }
     uint64_t data_offset() const { return data_offset_; }
-    // End of the last tensor's data (the size a complete file must have at least).
+    // End of the last tensor's data (the size a complete file must have at least); the end of
+    // the header for a file without tensors, which needs no padding.
     uint64_t data_end() const { return data_end_; }
 
     const std::vector<KeyValue>& metadata() const { return kv_; }
