@@ -67,6 +67,7 @@ MW_API const char* mw_system_info(void);
 typedef struct mw_model_params {
     bool use_mmap;  /* map the file (default true); false reads it into memory */
     bool use_mlock; /* lock the weights in RAM; failure is reported by mw_model_warning() */
+    bool vocab_only; /* load only the vocabulary (tokenize/detokenize; no contexts) */
 } mw_model_params;
 
 MW_API mw_model_params mw_model_default_params(void);
@@ -122,9 +123,10 @@ MW_API const char* mw_detokenizer_flush(mw_detokenizer* d, size_t* len);
 /* ---- Context: KV cache and decoding ----------------------------------------------------- */
 
 typedef struct mw_context_params {
-    uint32_t n_ctx;   /* KV cache size in tokens; 0 = the model's training context */
+    uint32_t n_ctx;   /* KV cache size in tokens; 0 = min(training context, 4096) */
     uint32_t n_batch; /* largest batch decoded in one step (prompt chunks); 0 = 512 */
-    int32_t n_threads; /* 0 = physical performance cores */
+    int32_t n_threads; /* 0 = physical performance cores; < 0 = try a few counts on this model
+                          (a few decode steps each) and keep the fastest ("-t auto") */
     mw_type type_k;   /* KV cache key type: MW_TYPE_F16 (default) or MW_TYPE_F32 */
     mw_type type_v;   /* KV cache value type */
 } mw_context_params;
@@ -182,10 +184,74 @@ typedef struct mw_perf {
     uint64_t kv_bytes;       /* KV cache allocation */
     uint64_t scratch_bytes;  /* activation buffers */
     uint64_t peak_rss_bytes; /* of the process, from the OS */
+    uint64_t rss_bytes;      /* of the process now, from the OS */
+    uint64_t major_faults;   /* page faults that read from storage (weights paged in), process */
+    uint64_t minor_faults;   /* page faults served from memory, process */
 } mw_perf;
 
 MW_API mw_perf mw_context_perf(const mw_context* ctx);
 MW_API void mw_context_perf_reset(mw_context* ctx);
+
+/* ---- Planning: will a model fit, and how fast will it run -------------------------------- */
+/* The functions returning char* return a JSON document (UTF-8, NUL-terminated) that the caller
+ * frees with mw_free_string(); NULL on failure, with mw_last_error() saying why. The keys are
+ * listed in docs/plan.md. */
+
+MW_API void mw_free_string(char* s);
+
+typedef struct mw_probe_params {
+    int32_t n_threads; /* threads for the measurements; 0 = the engine's default */
+    double seconds;    /* measurement budget; <= 0 = 1.5 s */
+    bool measure;      /* false: only facts (CPU, SIMD, caches, RAM), nothing measured */
+    bool write_cache;  /* keep the result as this machine's device for plans (docs/plan.md) */
+} mw_probe_params;
+
+MW_API mw_probe_params mw_probe_default_params(void);
+/* This machine: CPU, SIMD features, caches, RAM and memory available now, measured read and
+ * triad memory bandwidth (multi-threaded) and the engine's matmul throughput. */
+MW_API char* mw_probe_json(const mw_probe_params* params);
+
+/* Memory and speed plans for models x devices x quantizations. The request is JSON, every key
+ * optional (none: the seeds' case, a 35B dense model and a 30B MoE on 12/16/24 GB phones):
+ * {"models": [{"file": PATH} | {"hf_config": PATH} | {"catalogue": NAME or "all"}],
+ *  "devices": ["this" | PROFILE | {"ram": "16G", "bandwidth": "68G", "os_reserve": "4G"}],
+ *  "ctx": 4096, "kv_type": "f16", "quants": ["Q4_K_M", ...], "batch": 512, "threads": 0,
+ *  "best_only": false}
+ * A GGUF file is read up to its header only: a partial download works. */
+MW_API char* mw_plan_json(const char* request_json);
+/* The built-in model catalogue and device profiles. */
+MW_API char* mw_plan_catalogue_json(void);
+
+typedef enum mw_fit_verdict {
+    MW_FIT_YES = 0,   /* fits with room to spare */
+    MW_FIT_TIGHT = 1, /* fits, with less than 10 % to spare */
+    MW_FIT_NO = 2,    /* does not fit */
+} mw_fit_verdict;
+
+typedef struct mw_fit {
+    mw_fit_verdict verdict;
+    uint32_t n_ctx; /* the context size planned (0 in the params resolved as the runtime does) */
+    uint64_t weights_bytes;
+    uint64_t kv_bytes;
+    uint64_t compute_bytes;
+    uint64_t overhead_bytes;
+    uint64_t total_bytes;     /* the predicted peak RSS */
+    uint64_t available_bytes; /* memory available now */
+    char message[2048];       /* the numbers; when it does not fit, the nearest configurations
+                                 that do (smaller context, quantized KV cache, smaller quant) */
+} mw_fit;
+
+/* Refuse or fit: plans the model file (its header only) with these context parameters against
+ * the memory available now, before anything is allocated. MW_OK with *out filled in (check
+ * out->verdict); an error status when the file cannot be read. */
+MW_API mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit* out);
+
+/* For bench: records the speeds measured on this machine, so that plans for this device use the
+ * efficiency this engine reaches here. decode_bytes_per_token: mw_model_bytes_per_token();
+ * prompt_flops_per_token: 2 x the weights one token multiplies (2 x mw_model_n_params() for a
+ * dense model). A speed <= 0 leaves that figure unchanged. */
+MW_API mw_status mw_device_record_bench(uint64_t decode_bytes_per_token, double decode_tok_s,
+                                        double prompt_flops_per_token, double prompt_tok_s);
 
 #ifdef __cplusplus
 }

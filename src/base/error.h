@@ -15,6 +15,7 @@ enum class ErrorKind {
     io,                // the OS refused (open, read, mmap)
     unsupported,       // well-formed but not something memwall runs (architecture, tensor type)
     out_of_memory,     // an allocation or a memory plan failed
+    context_full,      // the KV cache has no room for the tokens
 };
 
 class Error : public std::runtime_error {

@@ -58,6 +58,9 @@ public:
 
     size_t tensor_count() const { return tensors_.size(); }
     uint64_t total_bytes() const;
+    // The header alone (metadata and tensor infos, no data): what a header-only parse needs, e.g.
+    // to plan the memory of a model that exists only as a description.
+    std::vector<uint8_t> header_bytes() const;
 
 private:
     struct Entry {
@@ -77,7 +80,6 @@ private:
 
     void set_raw(std::string_view key, ValueType type, std::vector<uint8_t> payload);
     Tensor& add_tensor_info(std::string_view name, GgmlType type, std::vector<uint64_t> ne);
-    std::vector<uint8_t> header_bytes() const;
 
     uint32_t alignment_;
     std::vector<Entry> entries_;

@@ -1,3 +1,327 @@
-#include "memwall.h"
+// The C API: thin wrappers that turn C structs into library calls and every exception into a
+// status code plus a thread-local message. No exception crosses this boundary.
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
 
-extern "C" const char* mw_version(void) { return "0.1.0"; }
+#include "base/error.h"
+#include "memwall.h"
+#include "model/sampler.h"
+#include "runtime/api_error.h"
+#include "runtime/context.h"
+#include "runtime/loaded_model.h"
+#include "tensor/cpu_features.h"
+#include "tensor/types.h"
+#include "vocab/vocab.h"
+
+struct mw_model {
+    std::unique_ptr<mw::LoadedModel> loaded;
+};
+
+struct mw_context {
+    std::unique_ptr<mw::Context> ctx;
+};
+
+struct mw_sampler {
+    mw::Sampler sampler;
+};
+
+struct mw_detokenizer {
+    mw::TokenTextStream stream;
+    int32_t n_tokens;
+    std::string out;
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+mw_status status_of(mw::ErrorKind kind) {
+    switch (kind) {
+        case mw::ErrorKind::invalid_argument: return MW_ERR_INVALID_ARGUMENT;
+        case mw::ErrorKind::bad_file: return MW_ERR_BAD_FILE;
+        case mw::ErrorKind::io: return MW_ERR_IO;
+        case mw::ErrorKind::unsupported: return MW_ERR_UNSUPPORTED;
+        case mw::ErrorKind::out_of_memory: return MW_ERR_OUT_OF_MEMORY;
+        case mw::ErrorKind::context_full: return MW_ERR_CONTEXT_FULL;
+    }
+    return MW_ERR_INTERNAL;
+}
+
+// Runs f, converting any exception into a status and the thread's last error message.
+template <typename F>
+mw_status guarded(F&& f) {
+    try {
+        f();
+        return MW_OK;
+    } catch (const mw::Error& e) {
+        g_last_error = e.what();
+        return status_of(e.kind());
+    } catch (const std::bad_alloc&) {
+        g_last_error = "out of memory";
+        return MW_ERR_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
+        g_last_error = std::string("internal error: ") + e.what();
+        return MW_ERR_INTERNAL;
+    } catch (...) {
+        g_last_error = "internal error: unknown exception";
+        return MW_ERR_INTERNAL;
+    }
+}
+
+mw_status invalid(const char* message) {
+    g_last_error = message;
+    return MW_ERR_INVALID_ARGUMENT;
+}
+
+mw::GgmlType kv_type(mw_type t, const char* which) {
+    switch (t) {
+        case MW_TYPE_F32: return mw::GgmlType::F32;
+        case MW_TYPE_F16: return mw::GgmlType::F16;
+        case MW_TYPE_BF16: return mw::GgmlType::BF16;
+        case MW_TYPE_Q8_0: return mw::GgmlType::Q8_0;
+        case MW_TYPE_Q4_0: return mw::GgmlType::Q4_0;
+    }
+    mw::fail(mw::ErrorKind::invalid_argument, "unknown KV cache type {} for {}", int(t), which);
+}
+
+// Copies s into buf (NUL-terminated, truncated to fit); returns the full length.
+int32_t copy_out(const std::string& s, char* buf, size_t buf_size) {
+    if (buf && buf_size > 0) {
+        const size_t n = std::min(s.size(), buf_size - 1);
+        std::memcpy(buf, s.data(), n);
+        buf[n] = '\0';
+    }
+    return int32_t(s.size());
+}
+
+}  // namespace
+
+namespace mw {
+void set_api_last_error(const std::string& message) { g_last_error = message; }
+}  // namespace mw
+
+extern "C" {
+
+const char* mw_last_error(void) { return g_last_error.c_str(); }
+const char* mw_version(void) { return "0.1.0"; }
+const char* mw_system_info(void) {
+    static const std::string info =
+        std::string("kernels ") + mw::kernel_isa() + "; CPU " + mw::cpu_features_summary();
+    return info.c_str();
+}
+
+mw_model_params mw_model_default_params(void) {
+    mw_model_params p;
+    p.use_mmap = true;
+    p.use_mlock = false;
+    p.vocab_only = false;
+    return p;
+}
+
+mw_status mw_model_load(const char* path, const mw_model_params* params, mw_model** out) {
+    if (!out) return invalid("mw_model_load: out is NULL");
+    *out = nullptr;
+    if (!path) return invalid("mw_model_load: path is NULL");
+    const mw_model_params p = params ? *params : mw_model_default_params();
+    return guarded([&] {
+        mw::MapOptions options;
+        options.use_mmap = p.use_mmap;
+        options.lock = p.use_mlock;
+        auto model = std::make_unique<mw_model>();
+        model->loaded = mw::LoadedModel::load(path, options, p.vocab_only);
+        *out = model.release();
+    });
+}
+
+void mw_model_free(mw_model* model) { delete model; }
+
+const char* mw_model_warning(const mw_model* m) {
+    return m && !m->loaded->warning.empty() ? m->loaded->warning.c_str() : nullptr;
+}
+const char* mw_model_arch(const mw_model* m) { return m->loaded->model.hp.arch.c_str(); }
+const char* mw_model_desc(const mw_model* m) { return m->loaded->desc.c_str(); }
+int32_t mw_model_n_vocab(const mw_model* m) { return int32_t(m->loaded->model.hp.n_vocab); }
+int32_t mw_model_n_ctx_train(const mw_model* m) { return int32_t(m->loaded->model.hp.n_ctx_train); }
+int32_t mw_model_n_embd(const mw_model* m) { return int32_t(m->loaded->model.hp.n_embd); }
+int32_t mw_model_n_layer(const mw_model* m) { return int32_t(m->loaded->model.hp.n_layer); }
+uint64_t mw_model_n_params(const mw_model* m) { return m->loaded->model.n_params; }
+uint64_t mw_model_weight_bytes(const mw_model* m) { return m->loaded->model.weight_bytes; }
+uint64_t mw_model_bytes_per_token(const mw_model* m) { return m->loaded->model.bytes_per_token; }
+
+int32_t mw_model_meta(const mw_model* m, const char* key, char* buf, size_t buf_size) {
+    if (!m || !key) return -1;
+    const mw::gguf::Value* v = m->loaded->gguf.find(key);
+    if (!v) return -1;
+    const std::string text = v->type == mw::gguf::ValueType::string
+                                 ? std::string(v->str)
+                                 : mw::gguf::value_to_string(*v);
+    return copy_out(text, buf, buf_size);
+}
+
+int32_t mw_tokenize(const mw_model* m, const char* text, int32_t text_len, mw_token* tokens,
+                    int32_t n_max, bool add_special, bool parse_special) {
+    if (!m || (!text && text_len > 0) || text_len < 0) {
+        g_last_error = "mw_tokenize: invalid arguments";
+        return INT32_MIN;
+    }
+    std::vector<int32_t> ids;
+    const mw_status st = guarded([&] {
+        ids = m->loaded->vocab->tokenize(std::string_view(text ? text : "", size_t(text_len)),
+                                        add_special, parse_special);
+    });
+    if (st != MW_OK) return INT32_MIN;
+    if (ids.size() > size_t(INT32_MAX)) return INT32_MIN;
+    if (int32_t(ids.size()) > n_max || (!tokens && !ids.empty())) return -int32_t(ids.size());
+    std::copy(ids.begin(), ids.end(), tokens);
+    return int32_t(ids.size());
+}
+
+int32_t mw_token_to_piece(const mw_model* m, mw_token token, char* buf, int32_t buf_size,
+                          bool special) {
+    if (!m || token < 0 || token >= m->loaded->vocab->n_tokens()) return 0;
+    const std::string piece = m->loaded->vocab->token_to_piece(token, special);
+    if (int32_t(piece.size()) > buf_size || (!buf && !piece.empty())) return -int32_t(piece.size());
+    if (!piece.empty()) std::memcpy(buf, piece.data(), piece.size());
+    return int32_t(piece.size());
+}
+
+mw_token mw_token_bos(const mw_model* m) { return m->loaded->vocab->bos(); }
+mw_token mw_token_eos(const mw_model* m) { return m->loaded->vocab->eos(); }
+bool mw_token_is_eog(const mw_model* m, mw_token token) { return m->loaded->vocab->is_eog(token); }
+
+mw_detokenizer* mw_detokenizer_create(const mw_model* m, bool special) {
+    if (!m) return nullptr;
+    return new (std::nothrow) mw_detokenizer{mw::TokenTextStream(*m->loaded->vocab, special),
+                                             m->loaded->vocab->n_tokens(), {}};
+}
+void mw_detokenizer_free(mw_detokenizer* d) { delete d; }
+
+const char* mw_detokenizer_push(mw_detokenizer* d, mw_token token, size_t* len) {
+    d->out.clear();
+    if (token >= 0 && token < d->n_tokens) d->out = d->stream.push(token);
+    if (len) *len = d->out.size();
+    return d->out.c_str();
+}
+
+const char* mw_detokenizer_flush(mw_detokenizer* d, size_t* len) {
+    d->out = d->stream.finish();
+    if (len) *len = d->out.size();
+    return d->out.c_str();
+}
+
+mw_context_params mw_context_default_params(void) {
+    mw_context_params p;
+    p.n_ctx = 0;
+    p.n_batch = 512;
+    p.n_threads = 0;
+    p.type_k = MW_TYPE_F16;
+    p.type_v = MW_TYPE_F16;
+    return p;
+}
+
+mw_status mw_context_create(mw_model* model, const mw_context_params* params, mw_context** out) {
+    if (!out) return invalid("mw_context_create: out is NULL");
+    *out = nullptr;
+    if (!model) return invalid("mw_context_create: model is NULL");
+    if (model->loaded->vocab_only) {
+        return invalid("mw_context_create: the model was loaded with vocab_only");
+    }
+    const mw_context_params p = params ? *params : mw_context_default_params();
+    return guarded([&] {
+        mw::ContextParams cp;
+        cp.n_ctx = p.n_ctx;
+        cp.n_batch = p.n_batch;
+        cp.n_threads = p.n_threads;
+        cp.type_k = kv_type(p.type_k, "keys");
+        cp.type_v = kv_type(p.type_v, "values");
+        auto ctx = std::make_unique<mw_context>();
+        ctx->ctx = std::make_unique<mw::Context>(*model->loaded, cp);
+        *out = ctx.release();
+    });
+}
+
+void mw_context_free(mw_context* ctx) { delete ctx; }
+uint32_t mw_context_n_ctx(const mw_context* ctx) { return ctx->ctx->n_ctx(); }
+int32_t mw_context_n_threads(const mw_context* ctx) { return ctx->ctx->n_threads(); }
+uint32_t mw_context_n_past(const mw_context* ctx) { return ctx->ctx->n_past(); }
+
+mw_status mw_context_truncate(mw_context* ctx, uint32_t n_keep) {
+    if (!ctx) return invalid("mw_context_truncate: ctx is NULL");
+    return guarded([&] { ctx->ctx->truncate(n_keep); });
+}
+
+mw_status mw_decode(mw_context* ctx, const mw_token* tokens, int32_t n_tokens, bool all_logits) {
+    if (!ctx) return invalid("mw_decode: ctx is NULL");
+    if (!tokens || n_tokens <= 0) return invalid("mw_decode: empty batch");
+    return guarded([&] { ctx->ctx->decode(tokens, uint32_t(n_tokens), all_logits); });
+}
+
+const float* mw_get_logits(mw_context* ctx, int32_t i) { return ctx ? ctx->ctx->logits(i) : nullptr; }
+
+mw_sampler_params mw_sampler_default_params(void) {
+    const mw::SamplerParams d;
+    mw_sampler_params p;
+    p.temperature = d.temperature;
+    p.top_k = d.top_k;
+    p.top_p = d.top_p;
+    p.min_p = d.min_p;
+    p.repeat_penalty = d.repeat_penalty;
+    p.repeat_last_n = d.repeat_last_n;
+    p.seed = d.seed;
+    return p;
+}
+
+mw_sampler* mw_sampler_create(const mw_sampler_params* params) {
+    const mw_sampler_params p = params ? *params : mw_sampler_default_params();
+    mw::SamplerParams sp;
+    sp.temperature = p.temperature;
+    sp.top_k = p.top_k;
+    sp.top_p = p.top_p;
+    sp.min_p = p.min_p;
+    sp.repeat_penalty = p.repeat_penalty;
+    sp.repeat_last_n = p.repeat_last_n;
+    sp.seed = p.seed;
+    return new (std::nothrow) mw_sampler{mw::Sampler(sp)};
+}
+
+void mw_sampler_free(mw_sampler* s) { delete s; }
+
+mw_token mw_sampler_sample(mw_sampler* s, const float* logits, int32_t n_vocab) {
+    if (!s || !logits || n_vocab <= 0) return -1;
+    return s->sampler.sample(logits, n_vocab);
+}
+
+void mw_sampler_accept(mw_sampler* s, mw_token token) {
+    if (s) s->sampler.accept(token);
+}
+
+mw_perf mw_context_perf(const mw_context* ctx) {
+    mw_perf p{};
+    if (!ctx) return p;
+    const mw::Context& c = *ctx->ctx;
+    const mw::LoadedModel& m = c.model();
+    p.load_ms = m.load_ms;
+    p.prompt_ms = c.perf().prompt_ms;
+    p.decode_ms = c.perf().decode_ms;
+    p.n_prompt_tokens = int32_t(c.perf().n_prompt_tokens);
+    p.n_decode_tokens = int32_t(c.perf().n_decode_tokens);
+    p.weights_bytes = m.model.weight_bytes;
+    p.weights_resident_bytes = m.file.resident_bytes();
+    p.kv_bytes = c.kv_bytes();
+    p.scratch_bytes = c.scratch_bytes();
+    const mw::ProcessMemory pm = mw::process_memory();
+    p.peak_rss_bytes = pm.peak_rss_bytes;
+    p.rss_bytes = pm.rss_bytes;
+    p.major_faults = pm.major_faults;
+    p.minor_faults = pm.minor_faults;
+    return p;
+}
+
+void mw_context_perf_reset(mw_context* ctx) {
+    if (ctx) ctx->ctx->perf() = {};
+}
+
+}  // extern "C"

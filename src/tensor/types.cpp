@@ -1,7 +1,11 @@
 #include "tensor/types.h"
 
 #include <array>
+#include <cstdlib>
+#include <cstring>
 
+#include "tensor/cpu_features.h"
+#include "tensor/kernels.h"
 #include "tensor/quants.h"
 
 namespace mw {
@@ -9,45 +13,101 @@ namespace {
 
 using T = GgmlType;
 
+// The generic matrix kernel: one vec_dot per (row, token). Used for types without a tiled kernel.
+template <VecDotFn vec_dot>
+void matmul_by_rows(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
+                    const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                    int64_t ldy) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = w + size_t(r) * w_row_bytes;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            y[t * ldy + r] = vec_dot(n_cols, wr, act + size_t(t) * act_stride);
+        }
+    }
+}
+
 // Weight types pair with the activation type their dot product wants, as in ggml: the 32-element
 // types with Q8_0 (symmetric) or Q8_1 (with offset, whose blocks carry d * sum), the K-quants with
 // Q8_K. Activation-only types (Q8_1, Q8_K) have no vec_dot of their own.
-constexpr std::array<TypeTraits, 15> kTraits = {{
-    {T::F32, "F32", 1, 4, false, ref::f32_to_float, ref::f32_from_float, ref::vec_dot_f32, T::F32},
-    {T::F16, "F16", 1, 2, false, ref::f16_to_float, ref::f16_from_float, ref::vec_dot_f16, T::F16},
+constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
+    {T::F32, "F32", 1, 4, false, ref::f32_to_float, ref::f32_from_float, ref::vec_dot_f32, T::F32,
+     matmul_by_rows<ref::vec_dot_f32>, "scalar"},
+    {T::F16, "F16", 1, 2, false, ref::f16_to_float, ref::f16_from_float, ref::vec_dot_f16, T::F16,
+     matmul_by_rows<ref::vec_dot_f16>, "scalar"},
     {T::BF16, "BF16", 1, 2, false, ref::bf16_to_float, ref::bf16_from_float, ref::vec_dot_bf16,
-     T::BF16},
+     T::BF16, matmul_by_rows<ref::vec_dot_bf16>, "scalar"},
     {T::Q4_0, "Q4_0", kQK, sizeof(BlockQ4_0), true, ref::dequantize_row_q4_0,
-     ref::quantize_row_q4_0, ref::vec_dot_q4_0_q8_0, T::Q8_0},
+     ref::quantize_row_q4_0, ref::vec_dot_q4_0_q8_0, T::Q8_0,
+     matmul_by_rows<ref::vec_dot_q4_0_q8_0>, "scalar"},
     {T::Q4_1, "Q4_1", kQK, sizeof(BlockQ4_1), true, ref::dequantize_row_q4_1,
-     ref::quantize_row_q4_1, ref::vec_dot_q4_1_q8_1, T::Q8_1},
+     ref::quantize_row_q4_1, ref::vec_dot_q4_1_q8_1, T::Q8_1,
+     matmul_by_rows<ref::vec_dot_q4_1_q8_1>, "scalar"},
     {T::Q5_0, "Q5_0", kQK, sizeof(BlockQ5_0), true, ref::dequantize_row_q5_0,
-     ref::quantize_row_q5_0, ref::vec_dot_q5_0_q8_0, T::Q8_0},
+     ref::quantize_row_q5_0, ref::vec_dot_q5_0_q8_0, T::Q8_0,
+     matmul_by_rows<ref::vec_dot_q5_0_q8_0>, "scalar"},
     {T::Q5_1, "Q5_1", kQK, sizeof(BlockQ5_1), true, ref::dequantize_row_q5_1,
-     ref::quantize_row_q5_1, ref::vec_dot_q5_1_q8_1, T::Q8_1},
+     ref::quantize_row_q5_1, ref::vec_dot_q5_1_q8_1, T::Q8_1,
+     matmul_by_rows<ref::vec_dot_q5_1_q8_1>, "scalar"},
     {T::Q8_0, "Q8_0", kQK, sizeof(BlockQ8_0), true, ref::dequantize_row_q8_0,
-     ref::quantize_row_q8_0, ref::vec_dot_q8_0_q8_0, T::Q8_0},
+     ref::quantize_row_q8_0, ref::vec_dot_q8_0_q8_0, T::Q8_0,
+     matmul_by_rows<ref::vec_dot_q8_0_q8_0>, "scalar"},
     {T::Q8_1, "Q8_1", kQK, sizeof(BlockQ8_1), true, ref::dequantize_row_q8_1,
-     ref::quantize_row_q8_1, nullptr, T::Q8_1},
+     ref::quantize_row_q8_1, nullptr, T::Q8_1, nullptr, "scalar"},
     // K-quant quantizers (importance-weighted search) are not written yet: from_float is null.
     {T::Q2_K, "Q2_K", kQK_K, sizeof(BlockQ2_K), true, ref::dequantize_row_q2_k, nullptr,
-     ref::vec_dot_q2_k_q8_k, T::Q8_K},
+     ref::vec_dot_q2_k_q8_k, T::Q8_K,
+     matmul_by_rows<ref::vec_dot_q2_k_q8_k>, "scalar"},
     {T::Q3_K, "Q3_K", kQK_K, sizeof(BlockQ3_K), true, ref::dequantize_row_q3_k, nullptr,
-     ref::vec_dot_q3_k_q8_k, T::Q8_K},
+     ref::vec_dot_q3_k_q8_k, T::Q8_K,
+     matmul_by_rows<ref::vec_dot_q3_k_q8_k>, "scalar"},
     {T::Q4_K, "Q4_K", kQK_K, sizeof(BlockQ4_K), true, ref::dequantize_row_q4_k, nullptr,
-     ref::vec_dot_q4_k_q8_k, T::Q8_K},
+     ref::vec_dot_q4_k_q8_k, T::Q8_K,
+     matmul_by_rows<ref::vec_dot_q4_k_q8_k>, "scalar"},
     {T::Q5_K, "Q5_K", kQK_K, sizeof(BlockQ5_K), true, ref::dequantize_row_q5_k, nullptr,
-     ref::vec_dot_q5_k_q8_k, T::Q8_K},
+     ref::vec_dot_q5_k_q8_k, T::Q8_K,
+     matmul_by_rows<ref::vec_dot_q5_k_q8_k>, "scalar"},
     {T::Q6_K, "Q6_K", kQK_K, sizeof(BlockQ6_K), true, ref::dequantize_row_q6_k, nullptr,
-     ref::vec_dot_q6_k_q8_k, T::Q8_K},
+     ref::vec_dot_q6_k_q8_k, T::Q8_K,
+     matmul_by_rows<ref::vec_dot_q6_k_q8_k>, "scalar"},
     {T::Q8_K, "Q8_K", kQK_K, sizeof(BlockQ8_K), true, ref::dequantize_row_q8_k,
-     ref::quantize_row_q8_k, nullptr, T::Q8_K},
+     ref::quantize_row_q8_k, nullptr, T::Q8_K, nullptr, "scalar"},
 }};
+
+// Parses MEMWALL_ISA; unknown values are ignored (the best available set is used).
+IsaLimit isa_limit() {
+    const char* env = std::getenv("MEMWALL_ISA");
+    if (!env) return IsaLimit::best;
+    if (!std::strcmp(env, "scalar")) return IsaLimit::scalar;
+    if (!std::strcmp(env, "avx2")) return IsaLimit::avx2;
+    if (!std::strcmp(env, "avx512")) return IsaLimit::avx512;
+    if (!std::strcmp(env, "neon")) return IsaLimit::neon;
+    return IsaLimit::best;
+}
+
+struct Table {
+    std::array<TypeTraits, kTypeCount> rows;
+    const char* isa = "scalar";
+};
+
+Table build_table() {
+    Table table{kReferenceTraits};
+    table.isa = install_kernels(table.rows, cpu_features(), isa_limit());
+    return table;
+}
+
+const Table& table() {
+    static const Table t = build_table();
+    return t;
+}
 
 }  // namespace
 
+const TraitsArray& reference_type_traits() { return kReferenceTraits; }
+
+const char* kernel_isa() { return table().isa; }
+
 const TypeTraits* type_traits(GgmlType type) {
-    for (const TypeTraits& t : kTraits) {
+    for (const TypeTraits& t : table().rows) {
         if (t.type == type) return &t;
     }
     return nullptr;

@@ -1,0 +1,252 @@
+#include "model/model.h"
+
+#include <cstdint>
+#include <map>
+
+#include "base/error.h"
+#include "base/fp16.h"
+
+namespace mw {
+namespace {
+
+std::string shape_string(const gguf::TensorInfo& t) {
+    std::string s = "[";
+    for (uint32_t d = 0; d < t.n_dims; ++d) s += fmt::format("{}{}", d ? ", " : "", t.ne[d]);
+    return s + "]";
+}
+
+// Looks tensors up by name, checks their shapes, and collects every missing or malformed tensor
+// so that one error lists them all.
+class Binder {
+public:
+    explicit Binder(const gguf::GgufFile& file) : f_(file) {}
+
+    WeightMatrix matrix(const std::string& name, int64_t n_cols, int64_t n_rows,
+                        bool required = true) {
+        const gguf::TensorInfo* t = find(name, required);
+        if (!t) return {};
+        if (!check_shape(*t, {n_cols, n_rows})) return {};
+        return make_matrix(*t, n_cols, n_rows);
+    }
+
+    ExpertWeights experts(const std::string& name, int64_t n_cols, int64_t n_rows,
+                          int64_t n_expert) {
+        const gguf::TensorInfo* t = find(name, true);
+        if (!t) return {};
+        if (!check_shape(*t, {n_cols, n_rows, n_expert})) return {};
+        ExpertWeights e;
+        e.first = make_matrix(*t, n_cols, n_rows);
+        e.expert_stride = e.first.row_bytes * size_t(n_rows);
+        return e;
+    }
+
+    // A small 1-D tensor (norm weight, bias), decoded to floats.
+    std::vector<float> vector(const std::string& name, int64_t n, bool required = true) {
+        const gguf::TensorInfo* t = find(name, required);
+        if (!t) return {};
+        if (!check_shape(*t, {n})) return {};
+        const TypeTraits* traits = type_traits(t->type);
+        if (!traits || !traits->to_float || traits->block_size != 1) {
+            problems_.push_back(fmt::format("{} has type {}, expected F32/F16/BF16", name,
+                                            type_name(t->type)));
+            return {};
+        }
+        std::vector<float> out(size_t(n), 0.0f);
+        if (t->data) traits->to_float(t->data, out.data(), n);
+        return out;
+    }
+
+    bool has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
+
+    void finish(const HParams& hp) const {
+        if (missing_.empty() && problems_.empty()) return;
+        std::string msg = fmt::format("{}: cannot bind the {} model ({} layers):", f_.name(),
+                                      hp.arch, hp.n_layer);
+        if (!missing_.empty()) {
+            msg += fmt::format(" {} missing tensor{}:", missing_.size(), missing_.size() > 1 ? "s" : "");
+            for (size_t i = 0; i < missing_.size() && i < 24; ++i) msg += " " + missing_[i];
+            if (missing_.size() > 24) msg += fmt::format(" ... and {} more", missing_.size() - 24);
+            msg += ".";
+        }
+        for (const std::string& p : problems_) msg += " " + p + ".";
+        throw Error(problems_.empty() ? ErrorKind::bad_file : ErrorKind::bad_file, msg);
+    }
+
+private:
+    static std::string type_name(uint32_t id) {
+        const auto layout = ggml_layout(id);
+        return layout ? std::string(layout->name) : fmt::format("#{}", id);
+    }
+
+    const gguf::TensorInfo* find(const std::string& name, bool required) {
+        const gguf::TensorInfo* t = f_.find_tensor(name);
+        if (!t && required) missing_.push_back(name);
+        // Weights are read in place as floats and blocks with fp16/f32 scales: a file with
+        // general.alignment below 4 can place them where such reads are undefined.
+        if (t && t->data && reinterpret_cast<uintptr_t>(t->data) % kWeightAlignment != 0) {
+            problems_.push_back(fmt::format(
+                "{} data (offset {} of the data section, general.alignment = {}) is not aligned to "
+                "{} bytes",
+                name, t->offset, f_.alignment(), kWeightAlignment));
+            return nullptr;
+        }
+        return t;
+    }
+
+    static constexpr uintptr_t kWeightAlignment = 4;
+
+    bool check_shape(const gguf::TensorInfo& t, std::initializer_list<int64_t> expected) {
+        bool ok = true;
+        size_t d = 0;
+        for (int64_t e : expected) {
+            if (int64_t(t.ne[d]) != e) ok = false;
+            ++d;
+        }
+        for (; d < gguf::kMaxDims; ++d) {
+            if (t.ne[d] != 1) ok = false;
+        }
+        if (!ok) {
+            std::string want = "[";
+            size_t i = 0;
+            for (int64_t e : expected) want += fmt::format("{}{}", i++ ? ", " : "", e);
+            problems_.push_back(fmt::format("{} has shape {}, expected {}", t.name,
+                                            shape_string(t), want + "]"));
+        }
+        return ok;
+    }
+
+    WeightMatrix make_matrix(const gguf::TensorInfo& t, int64_t n_cols, int64_t n_rows) {
+        const TypeTraits* traits = type_traits(t.type);
+        if (!traits || !traits->vec_dot || !traits->to_float) {
+            problems_.push_back(fmt::format("{} has tensor type {}, which memwall cannot compute "
+                                            "with yet",
+                                            t.name, type_name(t.type)));
+            return {};
+        }
+        WeightMatrix w;
+        w.data = t.data;
+        w.traits = traits;
+        w.n_cols = n_cols;
+        w.n_rows = n_rows;
+        w.row_bytes = row_bytes(*traits, n_cols);
+        return w;
+    }
+
+    const gguf::GgufFile& f_;
+    std::vector<std::string> missing_;
+    std::vector<std::string> problems_;
+};
+
+// By shape, not data: a model bound from a header-only parse (planning) has no data.
+uint64_t matrix_bytes(const WeightMatrix& w) {
+    return w.traits ? w.row_bytes * uint64_t(w.n_rows) : 0;
+}
+
+}  // namespace
+
+Model Model::bind(const gguf::GgufFile& file) {
+    Model m;
+    m.hp = read_hparams(file);
+    HParams& hp = m.hp;
+    Binder b(file);
+
+    const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight");
+    const gguf::Value* tokens = file.find("tokenizer.ggml.tokens");
+    if (tokens && tokens->type == gguf::ValueType::array) {
+        hp.n_vocab = uint32_t(std::min<uint64_t>(tokens->count, UINT32_MAX));
+    } else if (embd) {
+        hp.n_vocab = uint32_t(std::min<uint64_t>(embd->ne[1], UINT32_MAX));
+    }
+    if (hp.n_vocab == 0) {
+        fail(ErrorKind::bad_file, "{}: the vocabulary is empty (tokenizer.ggml.tokens)", file.name());
+    }
+
+    const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab;
+    const int64_t n_q = int64_t(hp.n_head) * hp.head_dim_k;
+    const int64_t n_k = hp.n_embd_k_gqa(), n_v = hp.n_embd_v_gqa();
+    const int64_t n_attn_out = int64_t(hp.n_head) * hp.head_dim_v;
+
+    m.tok_embd = b.matrix("token_embd.weight", n_embd, n_vocab);
+    m.output_norm = b.vector("output_norm.weight", n_embd);
+    m.output = b.has("output.weight") ? b.matrix("output.weight", n_embd, n_vocab) : m.tok_embd;
+    if (b.has("rope_freqs.weight")) m.rope_freq_factors = b.vector("rope_freqs.weight", hp.n_rot / 2);
+
+    const bool moe = hp.n_expert > 0;
+    m.layers.resize(hp.n_layer);
+    for (uint32_t i = 0; i < hp.n_layer; ++i) {
+        Layer& l = m.layers[i];
+        const std::string p = fmt::format("blk.{}.", i);
+        l.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
+        l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
+        l.wk = b.matrix(p + "attn_k.weight", n_embd, n_k);
+        l.wv = b.matrix(p + "attn_v.weight", n_embd, n_v);
+        l.wo = b.matrix(p + "attn_output.weight", n_attn_out, n_embd);
+        l.bq = b.vector(p + "attn_q.bias", n_q, false);
+        l.bk = b.vector(p + "attn_k.bias", n_k, false);
+        l.bv = b.vector(p + "attn_v.bias", n_v, false);
+        const bool qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3moe";
+        l.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim_k, qk_norm);
+        l.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim_k, qk_norm);
+        l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+        if (!moe) {
+            l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
+            l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
+            l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
+        } else {
+            const int64_t ne = hp.n_expert, nf = hp.n_ff_expert;
+            l.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, ne);
+            l.exp_gate = b.experts(p + "ffn_gate_exps.weight", n_embd, nf, ne);
+            l.exp_up = b.experts(p + "ffn_up_exps.weight", n_embd, nf, ne);
+            l.exp_down = b.experts(p + "ffn_down_exps.weight", nf, n_embd, ne);
+            if (hp.arch == "qwen2moe") {
+                const int64_t ns = hp.n_ff_shared_expert ? hp.n_ff_shared_expert : hp.n_ff;
+                l.shared_router = b.matrix(p + "ffn_gate_inp_shexp.weight", n_embd, 1);
+                l.shared_gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, ns);
+                l.shared_up = b.matrix(p + "ffn_up_shexp.weight", n_embd, ns);
+                l.shared_down = b.matrix(p + "ffn_down_shexp.weight", ns, n_embd);
+            }
+        }
+    }
+    b.finish(hp);
+
+    // RoPE parameters shared by every layer.
+    m.rope.n_rot = int(hp.n_rot);
+    m.rope.freq_base = hp.rope_freq_base;
+    m.rope.freq_scale = hp.rope_freq_scale;
+    m.rope.neox = hp.rope_style == RopeStyle::neox;
+    m.rope.n_ctx_orig = int(hp.rope_n_ctx_orig);
+    m.rope.ext_factor = hp.yarn_ext_factor;
+    m.rope.attn_factor = hp.yarn_attn_factor;
+    m.rope.beta_fast = hp.yarn_beta_fast;
+    m.rope.beta_slow = hp.yarn_beta_slow;
+    m.rope.freq_factors = m.rope_freq_factors.empty() ? nullptr : m.rope_freq_factors.data();
+
+    // Sizes.
+    std::map<std::string, int> type_counts;
+    for (const gguf::TensorInfo& t : file.tensors()) {
+        m.weight_bytes += t.n_bytes;
+        m.n_params += t.n_elements;
+        const auto layout = ggml_layout(t.type);
+        type_counts[std::string(layout ? layout->name : "?")]++;
+    }
+    for (const auto& [name, count] : type_counts) {
+        m.type_summary += fmt::format("{}{} x{}", m.type_summary.empty() ? "" : ", ", name, count);
+    }
+    uint64_t per_token = m.tok_embd.row_bytes + matrix_bytes(m.output);
+    for (const Layer& l : m.layers) {
+        per_token += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo);
+        per_token += matrix_bytes(l.ffn_gate) + matrix_bytes(l.ffn_up) + matrix_bytes(l.ffn_down);
+        per_token += matrix_bytes(l.router) + matrix_bytes(l.shared_router);
+        per_token += matrix_bytes(l.shared_gate) + matrix_bytes(l.shared_up) + matrix_bytes(l.shared_down);
+        if (moe) {
+            const uint64_t one_expert = matrix_bytes(l.exp_gate.first) + matrix_bytes(l.exp_up.first) +
+                                        matrix_bytes(l.exp_down.first);
+            per_token += one_expert * hp.n_expert_used;
+        }
+        per_token += (l.attn_norm.size() + l.ffn_norm.size()) * sizeof(float);
+    }
+    m.bytes_per_token = per_token;
+    return m;
+}
+
+}  // namespace mw

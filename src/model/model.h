@@ -1,0 +1,64 @@
+// A transformer's weights, bound by name to the tensors of a parsed GGUF file. The model does not
+// own the file's bytes: whoever loads it (runtime/) keeps the mapping alive as long as the model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/gguf.h"
+#include "model/hparams.h"
+#include "tensor/ops.h"
+
+namespace mw {
+
+// A stack of equally-shaped matrices (one per expert), stored as one 3-D GGUF tensor.
+struct ExpertWeights {
+    WeightMatrix first;     // expert 0
+    size_t expert_stride = 0;  // bytes between consecutive experts
+
+    WeightMatrix expert(int64_t e) const {
+        WeightMatrix w = first;
+        w.data += size_t(e) * expert_stride;
+        return w;
+    }
+    bool present() const { return first.data != nullptr; }
+};
+
+struct Layer {
+    std::vector<float> attn_norm;
+    WeightMatrix wq, wk, wv, wo;
+    std::vector<float> bq, bk, bv;          // qwen2 biases (empty if absent)
+    std::vector<float> q_norm, k_norm;      // qwen3 per-head RMSNorm weights (empty if absent)
+    std::vector<float> ffn_norm;
+    // Dense FFN.
+    WeightMatrix ffn_gate, ffn_up, ffn_down;
+    // Mixture of experts.
+    WeightMatrix router;  // n_embd -> n_expert logits
+    ExpertWeights exp_gate, exp_up, exp_down;
+    WeightMatrix shared_gate, shared_up, shared_down;  // qwen2moe shared expert
+    WeightMatrix shared_router;                        // its sigmoid gate (1 output)
+};
+
+struct Model {
+    HParams hp;
+    WeightMatrix tok_embd;
+    std::vector<float> output_norm;
+    WeightMatrix output;  // token_embd when the output is tied
+    std::vector<Layer> layers;
+    RopeParams rope{};
+    std::vector<float> rope_freq_factors;  // rope_freqs.weight (Llama 3.1+), empty if absent
+
+    uint64_t weight_bytes = 0;  // all tensor data in the file
+    uint64_t n_params = 0;
+    // Weight bytes read to produce one token: every matrix once, but only n_expert_used of the
+    // experts (the token embedding contributes one row).
+    uint64_t bytes_per_token = 0;
+    std::string type_summary;  // e.g. "Q4_K x13, Q6_K x3, F32 x5"
+
+    // Binds every tensor the architecture needs, checking shapes and types. Missing tensors are
+    // reported together in one error.
+    static Model bind(const gguf::GgufFile& file);
+};
+
+}  // namespace mw

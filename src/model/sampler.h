@@ -1,0 +1,52 @@
+// Token sampling: repetition penalty, top-k, top-p, min-p and temperature, applied in that order
+// (llama.cpp's default chain), then a draw from a seeded generator. Temperature <= 0 is greedy.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <vector>
+
+namespace mw {
+
+struct SamplerParams {
+    float temperature = 0.8f;
+    int32_t top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    float repeat_penalty = 1.0f;
+    int32_t repeat_last_n = 64;
+    uint64_t seed = 0;
+};
+
+class Sampler {
+public:
+    explicit Sampler(const SamplerParams& params);
+
+    int32_t sample(const float* logits, int32_t n_vocab);
+    void accept(int32_t token);
+    void reset();
+
+private:
+    struct Candidate {
+        int32_t id;
+        float logit;
+        float p;
+    };
+    void apply_penalty();
+    void keep_top_k(size_t k);
+    void keep_top_p(float p);
+    void keep_min_p(float p);
+    void softmax_sorted();
+
+    SamplerParams params_;
+    std::mt19937_64 rng_;
+    std::deque<int32_t> recent_;
+    std::vector<Candidate> cand_;
+    bool sorted_ = false;
+};
+
+// Index of the largest value; ties go to the lowest index.
+int32_t argmax(const float* logits, int32_t n);
+
+}  // namespace mw

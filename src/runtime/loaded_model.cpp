@@ -1,0 +1,78 @@
+#include "runtime/loaded_model.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include "base/error.h"
+
+namespace mw {
+
+namespace {
+
+// Parses `bytes` (the mapped file's, or the caller's) and binds the vocabulary and weights.
+void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::string& name,
+                    bool vocab_only) {
+    m.gguf = gguf::GgufFile::parse(bytes, name);
+    m.vocab = Vocab::from_gguf(m.gguf);
+    if (vocab_only) {
+        m.vocab_only = true;
+        m.model.hp.n_vocab = uint32_t(m.vocab->n_tokens());
+        if (const auto arch = m.gguf.get_string("general.architecture")) m.model.hp.arch = *arch;
+        m.desc = fmt::format("{} vocabulary ({} tokens)", m.model.hp.arch, m.vocab->n_tokens());
+        return;
+    }
+    m.model = Model::bind(m.gguf);
+    if (m.vocab->n_tokens() != int32_t(m.model.hp.n_vocab)) {
+        fail(ErrorKind::bad_file, "{}: the vocabulary has {} tokens but token_embd.weight has {} rows",
+             name, m.vocab->n_tokens(), m.model.hp.n_vocab);
+    }
+    if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
+    const HParams& hp = m.model.hp;
+    m.desc = fmt::format("{}{}{} ({} layers, {} embd, {:.2f} M params, {}, {:.2f} MiB)",
+                         hp.name, hp.name.empty() ? "" : ": ", hp.arch, hp.n_layer, hp.n_embd,
+                         double(m.model.n_params) / 1e6, m.model.type_summary,
+                         double(m.model.weight_bytes) / (1 << 20));
+}
+
+}  // namespace
+
+std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path, const MapOptions& options,
+                                               bool vocab_only) {
+    const auto start = std::chrono::steady_clock::now();
+    auto m = std::make_unique<LoadedModel>();
+    m->file = MappedFile::open(path, options);
+    parse_and_bind(*m, m->file.bytes(), path, vocab_only);
+    if (!vocab_only) {
+        m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+    return m;
+}
+
+std::unique_ptr<LoadedModel> LoadedModel::load_from_bytes(std::span<const uint8_t> bytes,
+                                                          const std::string& name, bool vocab_only) {
+    auto m = std::make_unique<LoadedModel>();
+    parse_and_bind(*m, bytes, name, vocab_only);
+    return m;
+}
+
+ProcessMemory process_memory() {
+    ProcessMemory pm;
+    struct rusage ru {};
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        pm.peak_rss_bytes = uint64_t(ru.ru_maxrss) * 1024;
+        pm.major_faults = uint64_t(ru.ru_majflt);
+        pm.minor_faults = uint64_t(ru.ru_minflt);
+    }
+    std::ifstream statm("/proc/self/statm");
+    uint64_t size_pages = 0, resident_pages = 0;
+    if (statm >> size_pages >> resident_pages) {
+        pm.rss_bytes = resident_pages * uint64_t(sysconf(_SC_PAGESIZE));
+    }
+    return pm;
+}
+
+}  // namespace mw

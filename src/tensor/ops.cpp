@@ -1,0 +1,174 @@
+#include "tensor/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace mw {
+
+size_t matmul_scratch_bytes(const WeightMatrix& w, int64_t n_tokens) {
+    const TypeTraits* act = type_traits(w.traits->vec_dot_type);
+    return row_bytes(*act, w.n_cols) * size_t(n_tokens);
+}
+
+void matmul(Parallel& par, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+            uint8_t* scratch) {
+    const TypeTraits& wt = *w.traits;
+    const TypeTraits& at = *type_traits(wt.vec_dot_type);
+    const size_t act_row_bytes = row_bytes(at, w.n_cols);
+    const bool encode = wt.vec_dot_type != GgmlType::F32;
+
+    // 1. Encode the activations once per token, shared by every row of the weight.
+    if (encode) {
+        parallel_for_work(par, n_tokens * w.n_cols, [&](int ith, int nth) {
+            const Range r = split_range(n_tokens, ith, nth);
+            for (int64_t t = r.begin; t < r.end; ++t) {
+                at.from_float(x + t * w.n_cols, scratch + size_t(t) * act_row_bytes, w.n_cols);
+            }
+        });
+    }
+    const uint8_t* act = encode ? scratch : reinterpret_cast<const uint8_t*>(x);
+
+    // 2. Each thread computes a contiguous block of output rows for every token.
+    parallel_for_work(par, w.n_rows * w.n_cols * n_tokens, [&](int ith, int nth) {
+        const Range r = split_range(w.n_rows, ith, nth);
+        if (r.begin < r.end) {
+            wt.matmul(w.data, w.row_bytes, w.n_cols, r.begin, r.end, act, act_row_bytes, n_tokens,
+                      y, w.n_rows);
+        }
+    });
+}
+
+void get_row(const WeightMatrix& w, int64_t r, float* out) {
+    w.traits->to_float(w.row(r), out, w.n_cols);
+}
+
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += double(x[i] * x[i]);
+    const float mean = float(sum / double(n));
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    if (weight) {
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale * weight[i];
+    } else {
+        for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale;
+    }
+}
+
+namespace {
+
+// Dimension index at which the rotation of frequency base^(-2i/n_rot) completes n_rot * 2 pi
+// turns... YaRN's correction range: the dims whose wavelength is between the two "beta" turns.
+float yarn_corr_dim(int n_rot, int n_ctx_orig, float n_turns, float base) {
+    return float(n_rot) * std::log(float(n_ctx_orig) / (n_turns * 2.0f * float(M_PI))) /
+           (2.0f * std::log(base));
+}
+
+float yarn_ramp(float low, float high, int i0) {
+    const float y = (float(i0) / 2.0f - low) / std::max(0.001f, high - low);
+    return 1.0f - std::min(1.0f, std::max(0.0f, y));
+}
+
+}  // namespace
+
+void rope_cache(const RopeParams& p, float pos, float* out) {
+    const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
+    float corr_low = 0.0f, corr_high = 0.0f;
+    float mscale = p.attn_factor;
+    if (p.ext_factor != 0.0f) {
+        corr_low = std::max(0.0f, std::floor(yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_fast,
+                                                           p.freq_base)));
+        corr_high = std::min(float(p.n_rot - 1), std::ceil(yarn_corr_dim(p.n_rot, p.n_ctx_orig,
+                                                                         p.beta_slow, p.freq_base)));
+        mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+    }
+    // theta_i = pos * base^(-2i/n_rot), built by repeated multiplication as GGUF-era engines do.
+    float theta_extrap = pos;
+    for (int i0 = 0; i0 < p.n_rot; i0 += 2) {
+        const float base_theta = p.freq_factors ? theta_extrap / p.freq_factors[i0 / 2] : theta_extrap;
+        const float theta_interp = p.freq_scale * base_theta;
+        float theta = theta_interp;
+        if (p.ext_factor != 0.0f) {
+            const float mix = yarn_ramp(corr_low, corr_high, i0) * p.ext_factor;
+            theta = theta_interp * (1.0f - mix) + base_theta * mix;
+        }
+        out[i0] = std::cos(theta) * mscale;
+        out[i0 + 1] = std::sin(theta) * mscale;
+        theta_extrap *= theta_scale;
+    }
+}
+
+void rope_apply(const RopeParams& p, const float* cos_sin, float* x, int n_heads, int head_dim) {
+    const int half = p.n_rot / 2;
+    for (int h = 0; h < n_heads; ++h) {
+        float* v = x + size_t(h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+            const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+            // normal: pair (2i, 2i+1); neox: pair (i, i + n_rot/2).
+            const int a = p.neox ? i : 2 * i;
+            const int b = p.neox ? i + half : 2 * i + 1;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+}
+
+void add_inplace(float* x, const float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void softmax(float* x, int64_t n) {
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - max);
+        sum += x[i];
+    }
+    const float inv = float(1.0 / sum);
+    for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void attention(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int head_dim_k,
+               int head_dim_v, float scale, float* out, float* scores, float* v_row) {
+    // scores_j = q . k_j * scale (K rows decoded to floats one at a time).
+    for (int64_t j = 0; j < n_kv; ++j) {
+        const uint8_t* kr = k.data + size_t(j) * k.stride;
+        float dot = 0.0f;
+        if (k.traits->type == GgmlType::F32) {
+            const float* kf = reinterpret_cast<const float*>(kr);
+            for (int d = 0; d < head_dim_k; ++d) dot += q[d] * kf[d];
+        } else {
+            k.traits->to_float(kr, v_row, head_dim_k);
+            for (int d = 0; d < head_dim_k; ++d) dot += q[d] * v_row[d];
+        }
+        scores[j] = dot * scale;
+    }
+    softmax(scores, n_kv);
+    // out = sum_j p_j v_j.
+    std::fill(out, out + head_dim_v, 0.0f);
+    for (int64_t j = 0; j < n_kv; ++j) {
+        const uint8_t* vr = v.data + size_t(j) * v.stride;
+        const float* vf;
+        if (v.traits->type == GgmlType::F32) {
+            vf = reinterpret_cast<const float*>(vr);
+        } else {
+            v.traits->to_float(vr, v_row, head_dim_v);
+            vf = v_row;
+        }
+        const float pj = scores[j];
+        for (int d = 0; d < head_dim_v; ++d) out[d] += pj * vf[d];
+    }
+}
+
+}  // namespace mw

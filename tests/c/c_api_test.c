@@ -1,0 +1,95 @@
+/* The public API used from plain C (as a phone app's JNI or Swift bridge would): compiles as C11
+ * against memwall.h alone, loads stories260K, and checks tokens and greedy text against
+ * llama.cpp's reference (../shared/reference/cases/stories260K.once.json). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memwall.h"
+
+static int failures = 0;
+#define CHECK(cond, ...)                                              \
+    do {                                                              \
+        if (!(cond)) {                                                \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                             \
+            fprintf(stderr, "\n");                                    \
+            ++failures;                                               \
+        }                                                             \
+    } while (0)
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: c_api_test SHARED_DIR\n");
+        return 2;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/stories260K.gguf", argv[1]);
+
+    /* Errors are values with messages. */
+    mw_model* model = NULL;
+    CHECK(mw_model_load("/nonexistent/model.gguf", NULL, &model) == MW_ERR_IO, "%s", mw_last_error());
+    CHECK(model == NULL, "model set on failure");
+    CHECK(strstr(mw_last_error(), "/nonexistent/model.gguf") != NULL, "%s", mw_last_error());
+    char not_gguf[4096];
+    snprintf(not_gguf, sizeof not_gguf, "%s/models/PROVENANCE.md", argv[1]);
+    CHECK(mw_model_load(not_gguf, NULL, &model) == MW_ERR_BAD_FILE, "%s", mw_last_error());
+    CHECK(strstr(mw_last_error(), "not a GGUF file") != NULL, "%s", mw_last_error());
+
+    mw_model_params mp = mw_model_default_params();
+    mw_status st = mw_model_load(path, &mp, &model);
+    if (st != MW_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", path, mw_last_error());
+        return 1;
+    }
+    CHECK(mw_model_n_vocab(model) == 512, "n_vocab %d", mw_model_n_vocab(model));
+    CHECK(strcmp(mw_model_arch(model), "llama") == 0, "arch %s", mw_model_arch(model));
+
+    const char* prompt = "Once upon a time";
+    mw_token tokens[16];
+    int32_t n = mw_tokenize(model, prompt, (int32_t)strlen(prompt), tokens, 16, true, true);
+    const mw_token expected[] = {1, 403, 407, 261, 378};
+    CHECK(n == 5, "n_tokens %d", n);
+    for (int i = 0; i < 5 && i < n; ++i) CHECK(tokens[i] == expected[i], "token %d is %d", i, tokens[i]);
+    CHECK(mw_tokenize(model, prompt, (int32_t)strlen(prompt), tokens, 2, true, true) == -5,
+          "too-small buffer must report the size needed");
+
+    mw_context_params cp = mw_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 1;
+    mw_context* ctx = NULL;
+    st = mw_context_create(model, &cp, &ctx);
+    CHECK(st == MW_OK, "%s", mw_last_error());
+    if (st != MW_OK) return 1;
+    CHECK(mw_decode(ctx, tokens, n, false) == MW_OK, "%s", mw_last_error());
+
+    mw_sampler_params sp = mw_sampler_default_params();
+    sp.temperature = 0.0f;
+    mw_sampler* sampler = mw_sampler_create(&sp);
+    mw_detokenizer* detok = mw_detokenizer_create(model, false);
+    char text[1024] = "";
+    for (int i = 0; i < 12; ++i) {
+        mw_token t = mw_sampler_sample(sampler, mw_get_logits(ctx, -1), mw_model_n_vocab(model));
+        size_t len = 0;
+        const char* piece = mw_detokenizer_push(detok, t, &len);
+        strncat(text, piece, len);
+        CHECK(mw_decode(ctx, &t, 1, false) == MW_OK, "%s", mw_last_error());
+    }
+    const char* want = ", there was a little girl named Lily.";
+    CHECK(strncmp(text, want, strlen(want)) == 0, "greedy text \"%s\"", text);
+
+    /* A batch that does not fit is refused with a clear status, and nothing breaks. */
+    mw_token many[64];
+    for (int i = 0; i < 64; ++i) many[i] = 5;
+    CHECK(mw_decode(ctx, many, 64, false) == MW_ERR_CONTEXT_FULL, "%s", mw_last_error());
+    CHECK(mw_decode(ctx, &many[0], 1, false) == MW_OK, "%s", mw_last_error());
+    mw_token bad = 100000;
+    CHECK(mw_decode(ctx, &bad, 1, false) == MW_ERR_INVALID_ARGUMENT, "%s", mw_last_error());
+
+    mw_detokenizer_free(detok);
+    mw_sampler_free(sampler);
+    mw_context_free(ctx);
+    mw_model_free(model);
+    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}

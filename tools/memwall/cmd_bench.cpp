@@ -1,0 +1,211 @@
+// memwall bench: prompt (pp) and decode (tg) speed, like llama-bench: the prompt as batches from an
+// empty cache, then single-token decode steps, repeated; mean ± sd, the bytes each decoded token
+// reads, and the bandwidth that achieves against what the probe measures on this machine.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common.h"
+
+namespace cli {
+namespace {
+
+using nlohmann::json;
+
+struct Stats {
+    double mean = 0, sd = 0;
+};
+
+Stats stats(const std::vector<double>& xs) {
+    Stats s;
+    if (xs.empty()) return s;
+    for (double x : xs) s.mean += x;
+    s.mean /= double(xs.size());
+    if (xs.size() > 1) {
+        double v = 0;
+        for (double x : xs) v += (x - s.mean) * (x - s.mean);
+        s.sd = std::sqrt(v / double(xs.size() - 1));
+    }
+    return s;
+}
+
+// The same pseudo-random prompt ids bench/llamacpp-bench.mjs uses: ids in [3, 500), valid in every
+// vocabulary (which ids are used does not change the speed).
+std::vector<mw_token> bench_prompt(int n) {
+    std::vector<mw_token> tokens(size_t(std::max(n, 1)));
+    uint64_t seed = 12345;
+    for (mw_token& t : tokens) {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        t = 3 + mw_token(double(seed) / 2147483648.0 * 497);
+    }
+    return tokens;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Read bandwidth of this machine with `threads` threads (bytes/s), measured by the probe.
+double read_bandwidth(int threads) {
+    mw_probe_params p = mw_probe_default_params();
+    p.n_threads = threads;
+    p.seconds = 1.0;
+    p.write_cache = false;
+    char* text = mw_probe_json(&p);
+    if (!text) return 0.0;
+    const json j = json::parse(text, nullptr, false);
+    mw_free_string(text);
+    return j.is_object() ? j.value("read_bandwidth_bytes_per_s", 0.0) : 0.0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+    auto* cmd = app.add_subcommand("bench", "Measure prompt and decode speed (like llama-bench)");
+    struct Options {
+        ModelOptions model;
+        int n_prompt = 512;
+        int n_gen = 128;
+        std::string threads;
+        int reps = 5;
+        uint32_t n_batch = 0;
+        bool csv = false;
+        bool as_json = false;
+        bool no_bandwidth = false;
+        bool record = false;
+        std::string ctk = "f16", ctv = "f16";
+    };
+    auto opt = std::make_shared<Options>();
+    opt->model.add_to(*cmd);
+    cmd->add_option("-p,--n-prompt", opt->n_prompt, "Prompt tokens (pp test; 0 skips it)");
+    cmd->add_option("-n,--n-gen", opt->n_gen, "Generated tokens (tg test; 0 skips it)");
+    cmd->add_option("-t,--threads", opt->threads, "Threads: counts or \"auto\", comma-separated (default: physical cores)");
+    cmd->add_option("-r,--repetitions", opt->reps, "Repetitions of each test (after one warm-up)");
+    cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt batch size (default: the whole prompt)");
+    cmd->add_flag("--csv", opt->csv, "CSV output");
+    cmd->add_flag("--json", opt->as_json, "JSON output (a list of results)");
+    cmd->add_flag("--no-bandwidth", opt->no_bandwidth, "Skip measuring the machine's read bandwidth");
+    cmd->add_flag("--record", opt->record,
+                  "Record the measured speeds as this machine's efficiency for `plan --device this`");
+    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk)");
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    cmd->callback([opt] {
+        const Options& o = *opt;
+        if (o.n_prompt < 0 || o.n_gen < 0) fail("bench: -p and -n must be >= 0");
+        if (o.n_prompt == 0 && o.n_gen == 0) fail("bench: nothing to measure (-p 0 -n 0)");
+        if (o.reps < 1) fail("bench: -r must be at least 1");
+        std::vector<int> thread_counts;
+        if (o.threads.empty()) thread_counts = {0};
+        std::stringstream list(o.threads);
+        for (std::string item; std::getline(list, item, ',');) thread_counts.push_back(parse_threads(item));
+        if (thread_counts.empty()) fail("-t: empty list");
+        ModelPtr model = load_model(o.model, false, /*quiet=*/o.as_json || o.csv);
+        const std::vector<mw_token> prompt = bench_prompt(o.n_prompt);
+
+        json results = json::array();
+        if (o.csv) {
+            fmt::print("model,threads,n_prompt,n_gen,pp_tok_s,pp_tok_s_sd,tg_tok_s,tg_tok_s_sd,"
+                       "model_bytes,bytes_per_token,tg_gb_s,bw_fraction\n");
+        } else if (!o.as_json) {
+            fmt::print("{:<40} {:>7} {:>8} {:>18} {:>9} {:>9}\n", "model", "threads", "test",
+                       "tok/s", "GB/s", "% of bw");
+        }
+        for (int threads : thread_counts) {
+            mw_context_params cp = mw_context_default_params();
+            cp.n_ctx = uint32_t(std::max(o.n_prompt, 1) + o.n_gen + 8);
+            cp.n_batch = o.n_batch ? o.n_batch : uint32_t(std::max(o.n_prompt, 1));
+            cp.n_threads = threads;
+            cp.type_k = parse_kv_type(o.ctk, "-ctk");
+            cp.type_v = parse_kv_type(o.ctv, "-ctv");
+            ContextPtr ctx = create_context(model.get(), cp);
+            const int used_threads = mw_context_n_threads(ctx.get());
+
+            std::vector<double> pp, tg;
+            for (int rep = -1; rep < o.reps; ++rep) {  // rep -1 warms up caches and page tables
+                if (o.n_prompt > 0) {
+                    mw_context_truncate(ctx.get(), 0);
+                    const auto start = std::chrono::steady_clock::now();
+                    if (mw_status st = mw_decode(ctx.get(), prompt.data(), int32_t(prompt.size()), false); st != MW_OK) {
+                        fail_status(st, "bench");
+                    }
+                    if (rep >= 0) pp.push_back(o.n_prompt / seconds_since(start));
+                }
+                if (o.n_gen > 0) {
+                    mw_context_truncate(ctx.get(), 0);
+                    mw_token tok = prompt[0];
+                    const auto start = std::chrono::steady_clock::now();
+                    for (int i = 0; i < o.n_gen; ++i) {
+                        if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK) fail_status(st, "bench");
+                        tok = prompt[size_t(i + 1) % prompt.size()];
+                    }
+                    if (rep >= 0) tg.push_back(o.n_gen / seconds_since(start));
+                }
+            }
+            const Stats ps = stats(pp), ts = stats(tg);
+            const uint64_t model_bytes = mw_model_weight_bytes(model.get());
+            const uint64_t bytes_per_token = mw_model_bytes_per_token(model.get());
+            const double tg_gb_s = ts.mean * double(bytes_per_token) / 1e9;
+            const double bandwidth = o.no_bandwidth || o.n_gen == 0 ? 0.0 : read_bandwidth(used_threads);
+            const double bw_fraction = bandwidth > 0 ? tg_gb_s * 1e9 / bandwidth : 0.0;
+            if (o.record) {
+                mw_device_record_bench(bytes_per_token, ts.mean, 2.0 * double(mw_model_n_params(model.get())),
+                                       ps.mean);
+            }
+            const mw_perf perf = mw_context_perf(ctx.get());
+
+            json r = {{"model", o.model.path},
+                      {"model_desc", mw_model_desc(model.get())},
+                      {"threads", used_threads},
+                      {"isa", mw_system_info()},
+                      {"n_prompt", o.n_prompt},
+                      {"n_gen", o.n_gen},
+                      {"reps", o.reps},
+                      {"pp_tok_s", ps.mean},
+                      {"pp_tok_s_sd", ps.sd},
+                      {"tg_tok_s", ts.mean},
+                      {"tg_tok_s_sd", ts.sd},
+                      {"model_bytes", model_bytes},
+                      {"bytes_per_token", bytes_per_token},
+                      {"tg_gb_s", tg_gb_s},
+                      {"read_bandwidth_gb_s", bandwidth / 1e9},
+                      {"bw_fraction", bw_fraction},
+                      {"kv_bytes", perf.kv_bytes},
+                      {"scratch_bytes", perf.scratch_bytes},
+                      {"peak_rss_bytes", perf.peak_rss_bytes},
+                      {"major_faults", perf.major_faults},
+                      {"minor_faults", perf.minor_faults}};
+            results.push_back(r);
+            if (o.csv) {
+                fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f}\n", o.model.path,
+                           used_threads, o.n_prompt, o.n_gen, ps.mean, ps.sd, ts.mean, ts.sd, model_bytes,
+                           bytes_per_token, tg_gb_s, bw_fraction);
+            } else if (!o.as_json) {
+                const std::string name = o.model.path.size() > 40 ? "..." + o.model.path.substr(o.model.path.size() - 37)
+                                                                   : o.model.path;
+                if (o.n_prompt > 0) {
+                    fmt::print("{:<40} {:>7} {:>8} {:>18} {:>9} {:>9}\n", name, used_threads,
+                               fmt::format("pp{}", o.n_prompt), fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd),
+                               "", "");
+                }
+                if (o.n_gen > 0) {
+                    fmt::print("{:<40} {:>7} {:>8} {:>18} {:>9.2f} {:>9}\n", name, used_threads,
+                               fmt::format("tg{}", o.n_gen), fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd),
+                               tg_gb_s, bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
+                }
+            }
+        }
+        if (o.as_json) {
+            fmt::print("{}\n", results.dump(2));
+        } else if (!o.csv) {
+            fmt::print("\nmodel: {} ({:.2f} MiB of weights, {:.2f} MiB read per decoded token); {}\n",
+                       mw_model_desc(model.get()), mw_model_weight_bytes(model.get()) / 1048576.0,
+                       mw_model_bytes_per_token(model.get()) / 1048576.0, mw_system_info());
+        }
+    });
+}
+
+}  // namespace cli

@@ -1,0 +1,143 @@
+// memwall run: generate text from a prompt. stdout carries exactly the generated text, streamed
+// as it is produced; the statistics go to stderr at the end.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "common.h"
+
+namespace cli {
+
+void add_run_command(CLI::App& app) {
+    auto* cmd = app.add_subcommand("run", "Generate text from a prompt");
+    struct Options {
+        ModelOptions model;
+        PromptOptions prompt;
+        int n_predict = -1;
+        uint32_t n_ctx = 0;
+        uint32_t n_batch = 512;
+        std::string threads;
+        float temp = 0.8f;
+        int top_k = 40;
+        float top_p = 0.95f;
+        float min_p = 0.05f;
+        float repeat_penalty = 1.0f;
+        int repeat_last_n = 64;
+        int64_t seed = -1;
+        bool ignore_eos = false;
+        bool echo = false;
+        bool force = false;
+        bool verbose = false;
+        std::string ctk = "f16", ctv = "f16";
+    };
+    auto opt = std::make_shared<Options>();
+    opt->model.add_to(*cmd);
+    opt->prompt.add_to(*cmd);
+    cmd->add_option("-n,--n-predict", opt->n_predict, "Tokens to generate (-1: until end of text or a full context)");
+    cmd->add_option("-c,--ctx-size", opt->n_ctx, "Context size in tokens (0: min(training context, 4096))");
+    cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
+    cmd->add_option("-t,--threads", opt->threads, "Threads, or \"auto\" to measure (default: physical performance cores)");
+    cmd->add_option("--temp", opt->temp, "Temperature (0: greedy)");
+    cmd->add_option("--top-k", opt->top_k, "Top-k sampling (0: off)");
+    cmd->add_option("--top-p", opt->top_p, "Top-p sampling (1: off)");
+    cmd->add_option("--min-p", opt->min_p, "Min-p sampling (0: off)");
+    cmd->add_option("--repeat-penalty", opt->repeat_penalty, "Repetition penalty (1: off)");
+    cmd->add_option("--repeat-last-n", opt->repeat_last_n, "Tokens the repetition penalty looks back");
+    cmd->add_option("-s,--seed", opt->seed, "Random seed (-1: random; printed so a run can be repeated)");
+    cmd->add_flag("--ignore-eos", opt->ignore_eos, "Keep generating after an end-of-text token");
+    cmd->add_flag("--echo", opt->echo, "Print the prompt before the generated text");
+    cmd->add_flag("--force", opt->force, "Run even when the plan says the model does not fit");
+    cmd->add_flag("--verbose", opt->verbose,
+                  "Report memory: mapped, resident, KV, scratch, RSS, page faults");
+    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    cmd->callback([opt] {
+        const Options& o = *opt;
+        if (o.prompt.text.empty() && o.prompt.file.empty()) fail("run: give a prompt with -p TEXT or -f FILE");
+        mw_context_params cp = mw_context_default_params();
+        cp.n_ctx = o.n_ctx;
+        cp.n_batch = o.n_batch;
+        cp.n_threads = parse_threads(o.threads);
+        cp.type_k = parse_kv_type(o.ctk, "-ctk");
+        cp.type_v = parse_kv_type(o.ctv, "-ctv");
+        const std::string prompt = o.prompt.read();
+
+        const mw_fit plan = check_fit_or_fail(o.model.path, cp, o.force);  // before allocating
+        ModelPtr model = load_model(o.model);
+        const auto tokens = tokenize(model.get(), prompt, true, true);
+        if (tokens.empty()) fail("run: the prompt has no tokens");
+        ContextPtr ctx = create_context(model.get(), cp);
+        const uint32_t n_ctx = mw_context_n_ctx(ctx.get());
+        if (tokens.size() >= n_ctx) {
+            fail(fmt::format("run: the prompt has {} tokens, which does not leave room to generate in a "
+                             "context of {} tokens; raise -c or shorten the prompt",
+                             tokens.size(), n_ctx));
+        }
+
+        mw_sampler_params sp = mw_sampler_default_params();
+        sp.temperature = o.temp;
+        sp.top_k = o.top_k;
+        sp.top_p = o.top_p;
+        sp.min_p = o.min_p;
+        sp.repeat_penalty = o.repeat_penalty;
+        sp.repeat_last_n = o.repeat_last_n;
+        sp.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
+        SamplerPtr sampler(mw_sampler_create(&sp));
+        for (mw_token t : tokens) mw_sampler_accept(sampler.get(), t);
+        DetokenizerPtr detok(mw_detokenizer_create(model.get(), false));
+
+        if (o.echo) {
+            std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+            std::fflush(stdout);
+        }
+        if (mw_status st = mw_decode(ctx.get(), tokens.data(), int32_t(tokens.size()), false); st != MW_OK) {
+            fail_status(st, "run");
+        }
+        const int n_vocab = mw_model_n_vocab(model.get());
+        int generated = 0;
+        std::string stop_reason = "the requested number of tokens";
+        while (o.n_predict < 0 || generated < o.n_predict) {
+            const mw_token tok = mw_sampler_sample(sampler.get(), mw_get_logits(ctx.get(), -1), n_vocab);
+            mw_sampler_accept(sampler.get(), tok);
+            ++generated;
+            if (!o.ignore_eos && mw_token_is_eog(model.get(), tok)) {
+                stop_reason = "an end-of-text token";
+                break;
+            }
+            size_t len = 0;
+            const char* text = mw_detokenizer_push(detok.get(), tok, &len);
+            std::fwrite(text, 1, len, stdout);
+            std::fflush(stdout);
+            if (o.n_predict >= 0 && generated >= o.n_predict) break;
+            if (mw_context_n_past(ctx.get()) >= n_ctx) {
+                stop_reason = fmt::format("a full context ({} tokens; raise -c)", n_ctx);
+                break;
+            }
+            if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK) fail_status(st, "run");
+        }
+        size_t len = 0;
+        const char* rest = mw_detokenizer_flush(detok.get(), &len);
+        std::fwrite(rest, 1, len, stdout);
+        std::fflush(stdout);
+
+        const mw_perf perf = mw_context_perf(ctx.get());
+        auto rate = [](int n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
+        fmt::print(stderr, "\n\nstopped after {} tokens: {}\n", generated, stop_reason);
+        fmt::print(stderr, "seed: {}\n", sp.seed);
+        fmt::print(stderr, "load:    {:9.1f} ms\n", perf.load_ms);
+        fmt::print(stderr, "prompt:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s\n", perf.prompt_ms,
+                   perf.n_prompt_tokens, rate(perf.n_prompt_tokens, perf.prompt_ms));
+        fmt::print(stderr, "decode:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s\n", perf.decode_ms,
+                   perf.n_decode_tokens, rate(perf.n_decode_tokens, perf.decode_ms));
+        fmt::print(stderr, "memory:  weights {:.1f} MiB ({:.1f} MiB resident), KV cache {:.1f} MiB, "
+                           "scratch {:.1f} MiB, peak RSS {:.1f} MiB\n",
+                   perf.weights_bytes / 1048576.0, perf.weights_resident_bytes / 1048576.0,
+                   perf.kv_bytes / 1048576.0, perf.scratch_bytes / 1048576.0,
+                   perf.peak_rss_bytes / 1048576.0);
+        if (o.verbose) print_memory_report(perf, plan);
+    });
+}
+
+}  // namespace cli

@@ -1,0 +1,111 @@
+#include "common.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace cli {
+
+void fail(const std::string& message, int exit_code) { throw Failure{message, exit_code}; }
+
+void fail_status(mw_status, const std::string& doing) {
+    const std::string why = mw_last_error();
+    fail(doing.empty() ? why : doing + ": " + why);
+}
+
+void ModelOptions::add_to(CLI::App& app, bool required) {
+    auto* opt = app.add_option("-m,--model", path, "Model file (GGUF)");
+    if (required) opt->required();
+    app.add_flag("--mlock", mlock, "Lock the model in RAM (reports plainly if the OS refuses)");
+    app.add_flag("--no-mmap", no_mmap, "Read the model into memory instead of mapping it");
+}
+
+ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
+    mw_model_params params = mw_model_default_params();
+    params.use_mmap = !options.no_mmap;
+    params.use_mlock = options.mlock;
+    params.vocab_only = vocab_only;
+    mw_model* model = nullptr;
+    const mw_status st = mw_model_load(options.path.c_str(), &params, &model);
+    if (st != MW_OK) fail_status(st, "");
+    if (const char* warning = mw_model_warning(model)) {
+        fmt::print(stderr, "warning: {}\n", warning);
+    }
+    if (!quiet) fmt::print(stderr, "model: {}\n", mw_model_desc(model));
+    return ModelPtr(model);
+}
+
+ContextPtr create_context(mw_model* model, const mw_context_params& params) {
+    mw_context* ctx = nullptr;
+    const mw_status st = mw_context_create(model, &params, &ctx);
+    if (st != MW_OK) fail_status(st, "cannot create the context");
+    return ContextPtr(ctx);
+}
+
+void PromptOptions::add_to(CLI::App& app) {
+    auto* p = app.add_option("-p,--prompt", text, "Prompt text");
+    auto* f = app.add_option("-f,--file", file, "Read the prompt from a file");
+    p->excludes(f);
+}
+
+std::string PromptOptions::read() const {
+    if (file.empty()) return text;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(fmt::format("{}: cannot read the prompt file", file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+int parse_threads(const std::string& text) {
+    if (text.empty()) return 0;
+    if (text == "auto") return -1;
+    try {
+        size_t used = 0;
+        const int n = std::stoi(text, &used);
+        if (used == text.size() && n >= 0 && n <= 1024) return n;
+    } catch (const std::exception&) {
+    }
+    fail(fmt::format("-t {}: expected a thread count or \"auto\"", text));
+}
+
+mw_type parse_kv_type(const std::string& name, const char* flag) {
+    if (name == "f32") return MW_TYPE_F32;
+    if (name == "f16") return MW_TYPE_F16;
+    if (name == "bf16") return MW_TYPE_BF16;
+    if (name == "q8_0") return MW_TYPE_Q8_0;
+    if (name == "q4_0") return MW_TYPE_Q4_0;
+    fail(fmt::format("{} {}: unknown KV cache type (f32, f16, bf16, q8_0, q4_0)", flag, name));
+}
+
+std::vector<mw_token> tokenize(const mw_model* model, const std::string& text, bool add_special,
+                               bool parse_special) {
+    if (text.size() > size_t(INT32_MAX)) fail("the text is larger than 2 GiB");
+    std::vector<mw_token> tokens(text.size() + 8);
+    int32_t n = mw_tokenize(model, text.data(), int32_t(text.size()), tokens.data(),
+                            int32_t(tokens.size()), add_special, parse_special);
+    if (n == INT32_MIN) fail(fmt::format("tokenize: {}", mw_last_error()));
+    if (n < 0) {
+        tokens.resize(size_t(-n));
+        n = mw_tokenize(model, text.data(), int32_t(text.size()), tokens.data(),
+                        int32_t(tokens.size()), add_special, parse_special);
+        if (n < 0) fail(fmt::format("tokenize: {}", mw_last_error()));
+    }
+    tokens.resize(size_t(n));
+    return tokens;
+}
+
+std::string token_piece(const mw_model* model, mw_token token, bool special) {
+    std::string piece(64, '\0');
+    int32_t n = mw_token_to_piece(model, token, piece.data(), int32_t(piece.size()), special);
+    if (n < 0) {
+        piece.resize(size_t(-n));
+        n = mw_token_to_piece(model, token, piece.data(), int32_t(piece.size()), special);
+    }
+    piece.resize(size_t(std::max(n, 0)));
+    return piece;
+}
+
+}  // namespace cli

@@ -1,0 +1,94 @@
+// Shared pieces of the memwall subcommands. The CLI talks to the library only through memwall.h.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "memwall.h"
+
+namespace cli {
+
+// Thrown by a subcommand to exit with a message on stderr and a non-zero status.
+struct Failure {
+    std::string message;
+    int exit_code = 1;
+};
+
+[[noreturn]] void fail(const std::string& message, int exit_code = 1);
+// Fails with the library's last error, prefixed by what was being done.
+[[noreturn]] void fail_status(mw_status status, const std::string& doing);
+
+struct ModelDeleter {
+    void operator()(mw_model* m) const { mw_model_free(m); }
+};
+struct ContextDeleter {
+    void operator()(mw_context* c) const { mw_context_free(c); }
+};
+struct SamplerDeleter {
+    void operator()(mw_sampler* s) const { mw_sampler_free(s); }
+};
+struct DetokenizerDeleter {
+    void operator()(mw_detokenizer* d) const { mw_detokenizer_free(d); }
+};
+using ModelPtr = std::unique_ptr<mw_model, ModelDeleter>;
+using ContextPtr = std::unique_ptr<mw_context, ContextDeleter>;
+using SamplerPtr = std::unique_ptr<mw_sampler, SamplerDeleter>;
+using DetokenizerPtr = std::unique_ptr<mw_detokenizer, DetokenizerDeleter>;
+
+// Options every command that loads a model takes (-m, --mlock, --no-mmap).
+struct ModelOptions {
+    std::string path;
+    bool mlock = false;
+    bool no_mmap = false;
+    void add_to(CLI::App& app, bool required = true);
+};
+
+// Loads the model (or fails with a clear message); prints the mlock warning if any.
+ModelPtr load_model(const ModelOptions& options, bool vocab_only = false, bool quiet = false);
+// Creates a context or fails with the library's message.
+ContextPtr create_context(mw_model* model, const mw_context_params& params);
+
+// The prompt: -p TEXT or -f FILE (exactly one).
+struct PromptOptions {
+    std::string text;
+    std::string file;
+    void add_to(CLI::App& app);
+    std::string read() const;
+};
+
+// -t: a thread count, or "auto" (-1: measure a few counts on the model, keep the fastest).
+int parse_threads(const std::string& text);
+
+// A KV cache type name (f32, f16, bf16, q8_0, q4_0) as used by llama.cpp's -ctk/-ctv.
+mw_type parse_kv_type(const std::string& name, const char* flag);
+
+std::vector<mw_token> tokenize(const mw_model* model, const std::string& text, bool add_special,
+                               bool parse_special);
+std::string token_piece(const mw_model* model, mw_token token, bool special);
+
+// Registration of each subcommand (one file each).
+void add_run_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+void add_logits_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
+void add_probe_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+
+// `memwall` without arguments: probe this machine, then plan the catalogue for it (cmd_main.cpp).
+int run_main_job();
+// `memwall -m FILE [run options]`: prints the file's plan for this machine and returns the
+// arguments of the `run` that follows (cmd_main.cpp).
+std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args);
+
+// Refuse or fit (cmd_plan.cpp): plans the model file against the memory available now, before
+// anything is allocated. Fails with the numbers and the nearest configurations that fit unless
+// `force` (then warns); warns when the fit is tight. Returns the plan.
+mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force);
+// The memory of a run as the allocator and the OS report it, beside the plan's prediction.
+void print_memory_report(const mw_perf& perf, const mw_fit& plan);
+
+}  // namespace cli
