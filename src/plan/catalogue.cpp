@@ -1,0 +1,141 @@
+#include "plan/catalogue.h"
+
+#include <cctype>
+#include <string>
+
+namespace mw {
+namespace {
+
+// One dense model per row, as in its config.json (hidden_size, num_hidden_layers, ...). RoPE
+// settings do not change memory and are left at their defaults.
+struct DenseRow {
+    const char* id;
+    const char* name;
+    const char* arch;
+    double params_b;  // published parameter count, billions
+    uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+    bool tied;
+};
+
+// clang-format off
+constexpr DenseRow kDense[] = {
+    // id             name               arch       params  vocab   ctx     embd  lay head kv  hd   ff     tied
+    {"qwen2.5-0.5b",  "Qwen2.5 0.5B",    "qwen2",    0.494, 151936, 32768,  896,  24, 14, 2,  64,  4864,  true},
+    {"qwen2.5-1.5b",  "Qwen2.5 1.5B",    "qwen2",    1.54,  151936, 32768,  1536, 28, 12, 2,  128, 8960,  true},
+    {"qwen2.5-3b",    "Qwen2.5 3B",      "qwen2",    3.09,  151936, 32768,  2048, 36, 16, 2,  128, 11008, true},
+    {"qwen2.5-7b",    "Qwen2.5 7B",      "qwen2",    7.61,  152064, 32768,  3584, 28, 28, 4,  128, 18944, false},
+    {"qwen2.5-14b",   "Qwen2.5 14B",     "qwen2",    14.7,  152064, 32768,  5120, 48, 40, 8,  128, 13824, false},
+    {"qwen2.5-32b",   "Qwen2.5 32B",     "qwen2",    32.5,  152064, 32768,  5120, 64, 40, 8,  128, 27648, false},
+    {"qwen2.5-72b",   "Qwen2.5 72B",     "qwen2",    72.7,  152064, 32768,  8192, 80, 64, 8,  128, 29568, false},
+    {"qwen3-0.6b",    "Qwen3 0.6B",      "qwen3",    0.6,   151936, 40960,  1024, 28, 16, 8,  128, 3072,  true},
+    {"qwen3-1.7b",    "Qwen3 1.7B",      "qwen3",    1.7,   151936, 40960,  2048, 28, 16, 8,  128, 6144,  true},
+    {"qwen3-4b",      "Qwen3 4B",        "qwen3",    4.0,   151936, 40960,  2560, 36, 32, 8,  128, 9728,  true},
+    {"qwen3-8b",      "Qwen3 8B",        "qwen3",    8.2,   151936, 40960,  4096, 36, 32, 8,  128, 12288, false},
+    {"qwen3-14b",     "Qwen3 14B",       "qwen3",    14.8,  151936, 40960,  5120, 40, 40, 8,  128, 17408, false},
+    {"qwen3-32b",     "Qwen3 32B",       "qwen3",    32.8,  151936, 40960,  5120, 64, 64, 8,  128, 25600, false},
+    {"llama-2-7b",    "Llama 2 7B",      "llama",    6.74,  32000,  4096,   4096, 32, 32, 32, 128, 11008, false},
+    {"llama-3.2-1b",  "Llama 3.2 1B",    "llama",    1.24,  128256, 131072, 2048, 16, 32, 8,  64,  8192,  true},
+    {"llama-3.2-3b",  "Llama 3.2 3B",    "llama",    3.21,  128256, 131072, 3072, 28, 24, 8,  128, 8192,  true},
+    {"llama-3.1-8b",  "Llama 3.1 8B",    "llama",    8.03,  128256, 131072, 4096, 32, 32, 8,  128, 14336, false},
+    {"llama-3.1-70b", "Llama 3.1 70B",   "llama",    70.6,  128256, 131072, 8192, 80, 64, 8,  128, 28672, false},
+    {"llama-3.3-70b", "Llama 3.3 70B",   "llama",    70.6,  128256, 131072, 8192, 80, 64, 8,  128, 28672, false},
+    {"mistral-7b",    "Mistral 7B v0.3", "llama",    7.25,  32768,  32768,  4096, 32, 32, 8,  128, 14336, false},
+    {"phi-3-mini",    "Phi-3 mini 3.8B", "phi3",     3.82,  32064,  4096,   3072, 32, 32, 32, 96,  8192,  false},
+    {"phi-4-mini",    "Phi-4 mini 3.8B", "phi3",     3.84,  200064, 131072, 3072, 32, 24, 8,  128, 8192,  true},
+    {"gemma-2-2b",    "Gemma 2 2B",      "gemma2",   2.61,  256000, 8192,   2304, 26, 8,  4,  256, 9216,  true},
+    {"gemma-2-9b",    "Gemma 2 9B",      "gemma2",   9.24,  256000, 8192,   3584, 42, 16, 8,  256, 14336, true},
+    {"gemma-2-27b",   "Gemma 2 27B",     "gemma2",   27.2,  256000, 8192,   4608, 46, 32, 16, 128, 36864, true},
+    {"gemma-3-1b",    "Gemma 3 1B",      "gemma3",   1.0,   262144, 32768,  1152, 26, 4,  1,  256, 6912,  true},
+    {"gemma-3-4b",    "Gemma 3 4B",      "gemma3",   4.0,   262208, 131072, 2560, 34, 8,  4,  256, 10240, true},
+    {"gemma-3-12b",   "Gemma 3 12B",     "gemma3",   12.0,  262208, 131072, 3840, 48, 16, 8,  256, 15360, true},
+    {"gemma-3-27b",   "Gemma 3 27B",     "gemma3",   27.0,  262208, 131072, 5376, 62, 32, 16, 128, 21504, true},
+    {"command-r-35b", "Command R 35B",   "command-r", 35.0,  256000, 131072, 8192, 40, 64, 64, 128, 22528, true},
+};
+// clang-format on
+
+ModelSpec from_row(const DenseRow& r) {
+    ModelSpec s;
+    s.id = r.id;
+    s.name = r.name;
+    s.arch = r.arch;
+    s.nominal_params = r.params_b * 1e9;
+    s.n_vocab = r.n_vocab;
+    s.n_ctx_train = r.n_ctx_train;
+    s.n_embd = r.n_embd;
+    s.n_layer = r.n_layer;
+    s.n_head = r.n_head;
+    s.n_head_kv = r.n_head_kv;
+    s.head_dim = r.head_dim;
+    s.n_ff = r.n_ff;
+    s.tied_embeddings = r.tied;
+    s.rope_freqs = s.id.rfind("llama-3", 0) == 0;  // Llama 3.1+ ships rope_freqs.weight
+    return s;
+}
+
+std::vector<ModelSpec> build_catalogue() {
+    std::vector<ModelSpec> all;
+    for (const DenseRow& r : kDense) all.push_back(from_row(r));
+
+    // Qwen3-30B-A3B: 128 experts of width 768, 8 used per token.
+    ModelSpec q3moe = from_row({"qwen3-30b-a3b", "Qwen3 30B-A3B", "qwen3moe", 30.5, 151936, 40960,
+                                2048, 48, 32, 4, 128, 6144, false});
+    q3moe.n_expert = 128;
+    q3moe.n_expert_used = 8;
+    q3moe.n_ff_expert = 768;
+    all.push_back(q3moe);
+
+    // Mixtral 8x7B: 8 experts of the Mistral 7B FFN, 2 used per token.
+    ModelSpec mixtral = from_row({"mixtral-8x7b", "Mixtral 8x7B", "llama", 46.7, 32000, 32768, 4096,
+                                  32, 32, 8, 128, 14336, false});
+    mixtral.n_expert = 8;
+    mixtral.n_expert_used = 2;
+    mixtral.n_ff_expert = 14336;
+    all.push_back(mixtral);
+
+    // DeepSeek-V2-Lite: latent attention (the cache holds a 512-wide latent plus 64 RoPE dims),
+    // 64 routed experts (6 used) and 2 shared ones; the first layer is dense.
+    ModelSpec dsv2 = from_row({"deepseek-v2-lite", "DeepSeek-V2-Lite", "deepseek2", 15.7, 102400,
+                               163840, 2048, 27, 16, 16, 128, 10944, false});
+    dsv2.n_expert = 64;
+    dsv2.n_expert_used = 6;
+    dsv2.n_ff_expert = 1408;
+    dsv2.n_ff_shared = 2 * 1408;
+    dsv2.n_leading_dense = 1;
+    dsv2.kv_lora_rank = 512;
+    dsv2.qk_rope_dim = 64;
+    dsv2.qk_nope_dim = 128;
+    dsv2.v_head_dim = 128;
+    all.push_back(dsv2);
+    return all;
+}
+
+std::string squash(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+        if (std::isalnum(static_cast<unsigned char>(c))) {
+            out += char(std::tolower(static_cast<unsigned char>(c)));
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+const std::vector<ModelSpec>& model_catalogue() {
+    static const std::vector<ModelSpec> catalogue = build_catalogue();
+    return catalogue;
+}
+
+const ModelSpec* find_catalogue_model(std::string_view name) {
+    const std::string wanted = squash(name);
+    for (const ModelSpec& s : model_catalogue()) {
+        if (squash(s.id) == wanted || squash(s.name) == wanted) return &s;
+    }
+    return nullptr;
+}
+
+std::vector<const ModelSpec*> seed_models() {
+    return {find_catalogue_model("command-r-35b"), find_catalogue_model("qwen3-30b-a3b")};
+}
+
+}  // namespace mw

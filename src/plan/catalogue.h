@@ -1,0 +1,20 @@
+// The built-in catalogue: real hyper-parameters of the models people ask about, so that
+// `memwall plan --model NAME` answers before anything is downloaded.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "plan/model_spec.h"
+
+namespace mw {
+
+const std::vector<ModelSpec>& model_catalogue();
+// By id or name, ignoring case, spaces, dots, dashes and underscores ("Qwen2.5 7B",
+// "qwen2.5-7b", "qwen25_7b"). Null when unknown.
+const ModelSpec* find_catalogue_model(std::string_view name);
+
+// The models `memwall plan` shows without arguments: a 35B dense model and a 30B MoE.
+std::vector<const ModelSpec*> seed_models();
+
+}  // namespace mw

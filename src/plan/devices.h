@@ -1,0 +1,53 @@
+// Devices a plan is made for: built-in profiles (phones, a laptop, a Raspberry Pi 5), explicit
+// figures (--ram 16G --bandwidth 68G), or this machine as measured by the probe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mw {
+
+struct DeviceProfile {
+    std::string id;    // "phone-12g": what --device accepts
+    std::string name;  // "Phone, 12 GB LPDDR5X-8533"
+    uint64_t ram_bytes = 0;
+    // Memory the OS, its services and the foreground UI keep (on this machine: what other
+    // processes use now), so usable = ram - reserve.
+    uint64_t os_reserve_bytes = 0;
+    // Memory bandwidth the decode ceiling uses: the spec peak for a profile, the measured
+    // multi-threaded read bandwidth for this machine.
+    double bandwidth_bytes_per_s = 0;
+    // Decode tok/s achieved / ceiling: measured by `bench` on this machine, a typical value
+    // for profiles.
+    double decode_efficiency = 0;
+    std::string efficiency_source;  // "measured by bench", "typical", "default"
+    // Matrix throughput for prompt processing, GFLOP/s (measured on this machine).
+    double prefill_gflops = 0;
+    std::string source;  // "built-in", "explicit", "measured"
+    int n_threads = 0;   // threads decoding uses there (sizes the per-thread scratch)
+
+    uint64_t usable_bytes() const {
+        return ram_bytes > os_reserve_bytes ? ram_bytes - os_reserve_bytes : 0;
+    }
+};
+
+const std::vector<DeviceProfile>& device_profiles();
+// By id, ignoring case ("phone-12g", "Phone-12G"). Null when unknown.
+const DeviceProfile* find_device_profile(std::string_view id);
+// The devices `memwall plan` shows without arguments: 12, 16 and 24 GB phones.
+std::vector<const DeviceProfile*> seed_devices();
+
+// Explicit figures, e.g. --ram 16G --bandwidth 68G. The OS reserve defaults to that of a phone
+// of the same size (a conservative guess when nothing else is known).
+DeviceProfile explicit_device(uint64_t ram_bytes, double bandwidth_bytes_per_s,
+                              std::optional<uint64_t> os_reserve_bytes = std::nullopt);
+
+// "16G", "16GB", "16GiB", "512M", "68e9", "1.5T": sizes with SI-looking suffixes. Memory sizes
+// (binary = true) read G as GiB; bandwidths (binary = false) read G as 10^9. Throws
+// ErrorKind::invalid_argument naming `what`.
+double parse_size(std::string_view text, bool binary, const char* what);
+
+}  // namespace mw

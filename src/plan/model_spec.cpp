@@ -1,0 +1,294 @@
+#include "plan/model_spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "format/gguf_writer.h"
+
+namespace mw {
+namespace {
+
+bool has_qk_norm(const std::string& arch) {
+    return arch == "qwen3" || arch == "qwen3moe" || arch == "gemma3";
+}
+bool is_gemma(const std::string& arch) {
+    return arch == "gemma2" || arch == "gemma3";
+}
+
+class TensorList {
+  public:
+    void matrix(std::string name, std::vector<uint64_t> ne) {
+        list_.push_back({std::move(name), std::move(ne), GgmlType::F16});
+    }
+    void vector(std::string name, uint64_t n) {
+        list_.push_back({std::move(name), {n}, GgmlType::F32});
+    }
+    // Converters keep the MoE router in F32.
+    void router(std::string name, uint64_t n_embd, uint64_t n_expert) {
+        list_.push_back({std::move(name), {n_embd, n_expert}, GgmlType::F32});
+    }
+    std::vector<TensorDesc> take() { return std::move(list_); }
+
+  private:
+    std::vector<TensorDesc> list_;
+};
+
+void add_attention(TensorList& t, const ModelSpec& s, const std::string& p) {
+    const uint64_t E = s.n_embd, hd = s.head_dim_or_default();
+    const uint64_t Q = uint64_t(s.n_head) * hd, K = uint64_t(s.n_head_kv) * hd;
+    if (s.kv_lora_rank > 0) {  // DeepSeek-V2 multi-head latent attention
+        t.matrix(p + "attn_q.weight", {E, s.n_head * uint64_t(s.qk_nope_dim + s.qk_rope_dim)});
+        t.matrix(p + "attn_kv_a_mqa.weight", {E, uint64_t(s.kv_lora_rank) + s.qk_rope_dim});
+        t.vector(p + "attn_kv_a_norm.weight", s.kv_lora_rank);
+        t.matrix(p + "attn_kv_b.weight",
+                 {s.kv_lora_rank, s.n_head * uint64_t(s.qk_nope_dim + s.v_head_dim)});
+        t.matrix(p + "attn_output.weight", {uint64_t(s.n_head) * s.v_head_dim, E});
+        return;
+    }
+    if (s.arch == "phi3") {  // fused QKV
+        t.matrix(p + "attn_qkv.weight", {E, Q + 2 * K});
+        t.matrix(p + "attn_output.weight", {Q, E});
+        return;
+    }
+    t.matrix(p + "attn_q.weight", {E, Q});
+    t.matrix(p + "attn_k.weight", {E, K});
+    t.matrix(p + "attn_v.weight", {E, K});
+    t.matrix(p + "attn_output.weight", {Q, E});
+    if (s.arch == "qwen2" || s.arch == "qwen2moe") {
+        t.vector(p + "attn_q.bias", Q);
+        t.vector(p + "attn_k.bias", K);
+        t.vector(p + "attn_v.bias", K);
+    }
+    if (has_qk_norm(s.arch)) {
+        t.vector(p + "attn_q_norm.weight", hd);
+        t.vector(p + "attn_k_norm.weight", hd);
+    }
+}
+
+void add_ffn(TensorList& t, const ModelSpec& s, const std::string& p, uint32_t layer) {
+    const uint64_t E = s.n_embd;
+    if (s.n_expert > 0 && layer >= s.n_leading_dense) {
+        const uint64_t F = s.n_ff_expert, N = s.n_expert;
+        t.router(p + "ffn_gate_inp.weight", E, N);
+        t.matrix(p + "ffn_gate_exps.weight", {E, F, N});
+        t.matrix(p + "ffn_up_exps.weight", {E, F, N});
+        t.matrix(p + "ffn_down_exps.weight", {F, E, N});
+        if (s.n_ff_shared > 0) {
+            if (s.arch == "qwen2moe") t.matrix(p + "ffn_gate_inp_shexp.weight", {E, 1});
+            t.matrix(p + "ffn_gate_shexp.weight", {E, s.n_ff_shared});
+            t.matrix(p + "ffn_up_shexp.weight", {E, s.n_ff_shared});
+            t.matrix(p + "ffn_down_shexp.weight", {s.n_ff_shared, E});
+        }
+        return;
+    }
+    if (s.arch == "phi3") {  // fused gate and up
+        t.matrix(p + "ffn_up.weight", {E, 2 * uint64_t(s.n_ff)});
+        t.matrix(p + "ffn_down.weight", {s.n_ff, E});
+        return;
+    }
+    t.matrix(p + "ffn_gate.weight", {E, s.n_ff});
+    t.matrix(p + "ffn_up.weight", {E, s.n_ff});
+    t.matrix(p + "ffn_down.weight", {s.n_ff, E});
+}
+
+// nlohmann accessors that name the file and the field in errors.
+class Config {
+  public:
+    Config(const nlohmann::json& j, const std::string& source) : j_(j), source_(source) {}
+
+    bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+    uint32_t u32(const char* key) const {
+        if (!has(key)) fail(ErrorKind::invalid_argument, "{}: \"{}\" is missing", source_, key);
+        const auto& v = j_[key];
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > int64_t(1) << 31) {
+            fail(ErrorKind::invalid_argument, "{}: \"{}\" = {} is not a valid count", source_, key,
+                 v.dump());
+        }
+        return v.get<uint32_t>();
+    }
+    uint32_t u32_or(const char* key, uint32_t fallback) const {
+        return has(key) ? u32(key) : fallback;
+    }
+    double number_or(const char* key, double fallback) const {
+        return has(key) && j_[key].is_number() ? j_[key].get<double>() : fallback;
+    }
+    bool bool_or(const char* key, bool fallback) const {
+        return has(key) && j_[key].is_boolean() ? j_[key].get<bool>() : fallback;
+    }
+    std::string string_or(const char* key, const std::string& fallback) const {
+        return has(key) && j_[key].is_string() ? j_[key].get<std::string>() : fallback;
+    }
+    const nlohmann::json& json() const { return j_; }
+
+  private:
+    const nlohmann::json& j_;
+    const std::string& source_;
+};
+
+}  // namespace
+
+std::vector<TensorDesc> spec_tensors(const ModelSpec& s) {
+    TensorList t;
+    const uint64_t E = s.n_embd;
+    t.matrix("token_embd.weight", {E, s.n_vocab});
+    t.vector("output_norm.weight", E);
+    if (!s.tied_embeddings) t.matrix("output.weight", {E, s.n_vocab});
+    if (s.rope_freqs) t.vector("rope_freqs.weight", s.head_dim_or_default() / 2);
+    for (uint32_t i = 0; i < s.n_layer; ++i) {
+        const std::string p = "blk." + std::to_string(i) + ".";
+        t.vector(p + "attn_norm.weight", E);
+        add_attention(t, s, p);
+        if (is_gemma(s.arch)) t.vector(p + "post_attention_norm.weight", E);
+        // Command-R runs attention and FFN in parallel from one norm.
+        if (s.arch != "command-r") t.vector(p + "ffn_norm.weight", E);
+        add_ffn(t, s, p, i);
+        if (is_gemma(s.arch)) t.vector(p + "post_ffw_norm.weight", E);
+    }
+    return t.take();
+}
+
+uint64_t count_params(const std::vector<TensorDesc>& tensors) {
+    uint64_t n = 0;
+    for (const TensorDesc& t : tensors) {
+        uint64_t e = 1;
+        for (uint64_t d : t.ne) e *= d;
+        n += e;
+    }
+    return n;
+}
+
+std::vector<uint8_t> spec_gguf_header(const ModelSpec& s, QuantRecipe recipe) {
+    gguf::GgufWriter w;
+    const std::string a = s.arch + ".";
+    const uint32_t hd = s.head_dim_or_default();
+    w.set_string("general.architecture", s.arch);
+    w.set_string("general.name", s.name);
+    w.set_u32("general.file_type", recipe_file_type(recipe));
+    w.set_u32(a + "context_length", s.n_ctx_train);
+    w.set_u32(a + "embedding_length", s.n_embd);
+    w.set_u32(a + "block_count", s.n_layer);
+    w.set_u32(a + "feed_forward_length", s.n_ff);
+    w.set_u32(a + "attention.head_count", s.n_head);
+    w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+    w.set_f32(a + "rope.freq_base", s.rope_freq_base);
+    if (s.kv_lora_rank > 0) {
+        w.set_u32(a + "attention.key_length", s.qk_nope_dim + s.qk_rope_dim);
+        w.set_u32(a + "attention.value_length", s.v_head_dim);
+        w.set_u32(a + "attention.kv_lora_rank", s.kv_lora_rank);
+        w.set_u32(a + "rope.dimension_count", s.qk_rope_dim);
+    } else {
+        w.set_u32(a + "attention.key_length", hd);
+        w.set_u32(a + "attention.value_length", hd);
+        w.set_u32(a + "rope.dimension_count", hd);
+    }
+    if (s.n_expert > 0) {
+        w.set_u32(a + "expert_count", s.n_expert);
+        w.set_u32(a + "expert_used_count", s.n_expert_used);
+        w.set_u32(a + "expert_feed_forward_length", s.n_ff_expert);
+        if (s.n_ff_shared > 0) w.set_u32(a + "expert_shared_feed_forward_length", s.n_ff_shared);
+        if (s.n_leading_dense > 0) w.set_u32(a + "leading_dense_block_count", s.n_leading_dense);
+    }
+
+    QuantModelInfo info;
+    info.arch = s.arch;
+    info.n_layer = s.n_layer;
+    info.n_head = s.n_head;
+    info.n_head_kv = s.n_head_kv;
+    info.n_expert = s.n_expert;
+    info.has_output = !s.tied_embeddings;
+    info.is_70b_class = model_is_70b_class(s.arch, s.n_layer, s.n_head, s.n_head_kv);
+    for (const TensorDesc& t : spec_tensors(s)) {
+        const GgmlType type =
+            tensor_type_for(recipe, info, t.name, uint32_t(t.ne.size()), int64_t(t.ne[0]), t.type);
+        w.add_tensor(t.name, type, t.ne, gguf::GgufWriter::Producer{});
+    }
+    return w.header_bytes();
+}
+
+ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& source) {
+    nlohmann::json root;
+    try {
+        root = nlohmann::json::parse(json_text);
+    } catch (const nlohmann::json::exception& e) {
+        fail(ErrorKind::invalid_argument, "{}: not valid JSON: {}", source, e.what());
+    }
+    if (!root.is_object()) fail(ErrorKind::invalid_argument, "{}: not a JSON object", source);
+    const std::string model_type = root.value("model_type", std::string());
+    // Multimodal Gemma 3 keeps the language model's fields in text_config.
+    const nlohmann::json& j = root.contains("text_config") && root["text_config"].is_object()
+                                  ? root["text_config"]
+                                  : root;
+    const Config c(j, source);
+
+    ModelSpec s;
+    s.id = "hf-config";
+    s.name = Config(root, source).string_or("_name_or_path", source);
+    static const std::pair<const char*, const char*> kArchOf[] = {
+        {"llama", "llama"},           {"mistral", "llama"},      {"mixtral", "llama"},
+        {"qwen2", "qwen2"},           {"qwen2_moe", "qwen2moe"}, {"qwen3", "qwen3"},
+        {"qwen3_moe", "qwen3moe"},    {"gemma2", "gemma2"},      {"gemma3", "gemma3"},
+        {"gemma3_text", "gemma3"},    {"phi3", "phi3"},          {"cohere", "command-r"},
+        {"deepseek_v2", "deepseek2"},
+    };
+    for (const auto& [hf, gguf_arch] : kArchOf) {
+        if (model_type == hf) s.arch = gguf_arch;
+    }
+    if (s.arch.empty()) {
+        fail(ErrorKind::invalid_argument,
+             "{}: model_type \"{}\" is not known to the planner (known: llama, mistral, mixtral, "
+             "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, phi3, cohere, deepseek_v2)",
+             source, model_type);
+    }
+    s.n_vocab = c.u32("vocab_size");
+    s.n_embd = c.u32("hidden_size");
+    s.n_layer = c.u32("num_hidden_layers");
+    s.n_head = c.u32("num_attention_heads");
+    s.n_head_kv = c.u32_or("num_key_value_heads", s.n_head);
+    s.n_ff = c.u32_or("intermediate_size", 0);
+    s.n_ctx_train = c.u32_or("max_position_embeddings", 4096);
+    s.head_dim = c.u32_or("head_dim", 0);
+    s.rope_freq_base = float(c.number_or("rope_theta", 10000.0));
+    s.tied_embeddings = c.bool_or("tie_word_embeddings", is_gemma(s.arch));
+    if (s.n_head == 0 || s.n_head_kv == 0 || s.n_embd == 0 || s.n_layer == 0) {
+        fail(ErrorKind::invalid_argument,
+             "{}: hidden_size, num_hidden_layers and the head counts "
+             "must be positive",
+             source);
+    }
+    if (c.has("rope_scaling") && c.json()["rope_scaling"].is_object()) {
+        const auto& rs = c.json()["rope_scaling"];
+        s.rope_freqs = rs.value("rope_type", std::string()) == "llama3";
+    }
+    if (model_type == "mixtral") {
+        s.n_expert = c.u32("num_local_experts");
+        s.n_expert_used = c.u32("num_experts_per_tok");
+        s.n_ff_expert = s.n_ff;
+    } else if (model_type == "qwen2_moe" || model_type == "qwen3_moe") {
+        s.n_expert = c.u32("num_experts");
+        s.n_expert_used = c.u32("num_experts_per_tok");
+        s.n_ff_expert = c.u32("moe_intermediate_size");
+        s.n_ff_shared = c.u32_or("shared_expert_intermediate_size", 0);
+    } else if (model_type == "deepseek_v2") {
+        s.n_expert = c.u32("n_routed_experts");
+        s.n_expert_used = c.u32("num_experts_per_tok");
+        s.n_ff_expert = c.u32("moe_intermediate_size");
+        s.n_ff_shared = c.u32_or("n_shared_experts", 0) * s.n_ff_expert;
+        s.n_leading_dense = c.u32_or("first_k_dense_replace", 0);
+        s.kv_lora_rank = c.u32("kv_lora_rank");
+        s.qk_rope_dim = c.u32("qk_rope_head_dim");
+        s.qk_nope_dim = c.u32("qk_nope_head_dim");
+        s.v_head_dim = c.u32("v_head_dim");
+    }
+    if (s.n_ff == 0 && s.n_expert == 0) {
+        fail(ErrorKind::invalid_argument, "{}: \"intermediate_size\" is missing", source);
+    }
+    if (s.n_head % s.n_head_kv != 0) {
+        fail(ErrorKind::invalid_argument,
+             "{}: num_attention_heads = {} is not a multiple of num_key_value_heads = {}", source,
+             s.n_head, s.n_head_kv);
+    }
+    return s;
+}
+
+}  // namespace mw

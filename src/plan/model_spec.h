@@ -1,0 +1,71 @@
+// A model known only by its hyper-parameters (the built-in catalogue, a Hugging Face config.json):
+// enough to list every tensor a GGUF conversion of it holds, and so to write the GGUF header that
+// llama-quantize would produce for any recipe. Planning then reads that header exactly like the
+// header of a real file: one code path for files, configs and the catalogue.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plan/quant_mix.h"
+
+namespace mw {
+
+struct ModelSpec {
+    std::string id;    // "qwen2.5-7b": what --model accepts
+    std::string name;  // "Qwen2.5 7B"
+    std::string arch;  // GGUF general.architecture: llama, qwen2, qwen3, qwen3moe, gemma2, ...
+    double nominal_params = 0;  // the parameter count its makers publish (sanity checks)
+
+    uint32_t n_vocab = 0;
+    uint32_t n_ctx_train = 0;
+    uint32_t n_embd = 0;
+    uint32_t n_layer = 0;
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;  // 0: n_embd / n_head
+    uint32_t n_ff = 0;      // dense FFN width (also the dense leading layers of an MoE)
+    float rope_freq_base = 10000.0f;
+    bool tied_embeddings = false;  // no output.weight: token_embd doubles as the output
+    bool rope_freqs = false;       // Llama 3.1+ rope_freqs.weight
+
+    // Mixture of experts.
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_ff_expert = 0;
+    uint32_t n_ff_shared = 0;      // total width of the shared experts (0: none)
+    uint32_t n_leading_dense = 0;  // DeepSeek: the first layers have a dense FFN
+
+    // Multi-head latent attention (DeepSeek-V2): the KV cache holds the compressed latent.
+    uint32_t kv_lora_rank = 0;
+    uint32_t qk_rope_dim = 0;
+    uint32_t qk_nope_dim = 0;
+    uint32_t v_head_dim = 0;
+
+    uint32_t head_dim_or_default() const { return head_dim ? head_dim : n_embd / n_head; }
+};
+
+// One tensor of a GGUF file as planned: name, dimensions (ne[0] is the row length), type.
+struct TensorDesc {
+    std::string name;
+    std::vector<uint64_t> ne;
+    GgmlType type;
+};
+
+// The tensors of a conversion of the spec, in source precision (matrices F16, vectors and the
+// MoE router F32), ordered as GGUF converters write them.
+std::vector<TensorDesc> spec_tensors(const ModelSpec& spec);
+
+// Sum of the elements of the tensors.
+uint64_t count_params(const std::vector<TensorDesc>& tensors);
+
+// The GGUF header (metadata and tensor infos, no data) of the spec quantized with the recipe.
+std::vector<uint8_t> spec_gguf_header(const ModelSpec& spec, QuantRecipe recipe);
+
+// A spec from a Hugging Face config.json (text). Throws ErrorKind::invalid_argument naming the
+// missing or unusable field; `source` names the file in messages.
+ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& source);
+
+}  // namespace mw

@@ -1,0 +1,235 @@
+#include "plan/plan_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "plan/catalogue.h"
+
+namespace mw {
+namespace {
+
+using nlohmann::json;
+
+json device_json(const DeviceProfile& d) {
+    return {{"id", d.id},
+            {"name", d.name},
+            {"source", d.source},
+            {"ram_bytes", d.ram_bytes},
+            {"os_reserve_bytes", d.os_reserve_bytes},
+            {"usable_bytes", d.usable_bytes()},
+            {"bandwidth_bytes_per_s", d.bandwidth_bytes_per_s},
+            {"decode_efficiency", d.decode_efficiency},
+            {"efficiency_source", d.efficiency_source},
+            {"prefill_gflops", d.prefill_gflops},
+            {"threads", d.n_threads}};
+}
+
+json row_json(const PlanRow& r) {
+    return {{"model", r.model},
+            {"device", r.device},
+            {"quant", r.quant},
+            {"file_type", r.file_type},
+            {"ctx", r.memory.n_ctx},
+            {"kv_type", r.kv_type},
+            {"weights_bytes", r.memory.weights_bytes},
+            {"kv_bytes", r.memory.kv_bytes},
+            {"compute_bytes", r.memory.compute_bytes},
+            {"overhead_bytes", r.memory.overhead_bytes},
+            {"total_bytes", r.memory.total_bytes()},
+            {"ram_bytes", r.ram_bytes},
+            {"os_reserve_bytes", r.os_reserve_bytes},
+            {"usable_bytes", r.usable_bytes},
+            {"fits", fit_name(r.fit)},
+            {"decode_bytes_per_token", r.speed.decode_bytes_per_token},
+            {"decode_tok_s_ceiling", r.speed.decode_tok_s_ceiling},
+            {"decode_tok_s_expected", r.speed.decode_tok_s_expected},
+            {"decode_tok_s_ceiling_full_ctx", r.speed.decode_tok_s_ceiling_full_ctx},
+            {"prefill_tok_s_expected", r.speed.prefill_tok_s_expected},
+            {"runnable", r.runnable},
+            {"note", r.note}};
+}
+
+json model_json(const PlannedModel& m) {
+    const HParams& hp = m.facts.hp;
+    return {{"name", m.name},
+            {"source", m.source},
+            {"origin", m.origin},
+            {"arch", hp.arch},
+            {"quant", m.facts.quant},
+            {"n_params", m.facts.n_params},
+            {"n_vocab", hp.n_vocab},
+            {"n_ctx_train", hp.n_ctx_train},
+            {"n_embd", hp.n_embd},
+            {"n_layer", hp.n_layer},
+            {"n_head", hp.n_head},
+            {"n_head_kv", hp.n_head_kv},
+            {"head_dim_k", hp.head_dim_k},
+            {"head_dim_v", hp.head_dim_v},
+            {"n_expert", hp.n_expert},
+            {"n_expert_used", hp.n_expert_used},
+            {"weights_bytes", m.facts.weights_bytes},
+            {"header_bytes", m.facts.header_bytes},
+            {"decode_bytes_per_token", m.facts.bytes_per_token},
+            {"prefill_flops_per_token", m.facts.flops_per_token},
+            {"kv_bytes_per_token", m.kv_bytes_per_token},
+            {"runnable", m.facts.runnable},
+            {"note", m.facts.note}};
+}
+
+std::string key_string(const json& j, const char* key) {
+    if (!j.is_string()) {
+        fail(ErrorKind::invalid_argument, "plan request: \"{}\" must be a string, not {}", key,
+             j.dump());
+    }
+    return j.get<std::string>();
+}
+
+// A size given as a number of bytes or as text ("16G").
+double size_value(const json& j, const char* key, bool binary) {
+    if (j.is_number()) return j.get<double>();
+    return parse_size(key_string(j, key), binary, key);
+}
+
+DeviceProfile device_from_json(const json& d) {
+    if (d.is_string()) {
+        const std::string id = d.get<std::string>();
+        if (id == "this") return this_device();
+        if (const DeviceProfile* p = find_device_profile(id)) return *p;
+        std::string known = "this";
+        for (const DeviceProfile& p : device_profiles()) known += ", " + p.id;
+        fail(ErrorKind::invalid_argument, "unknown device \"{}\" (known: {})", id, known);
+    }
+    if (!d.is_object() || !d.contains("ram") || !d.contains("bandwidth")) {
+        fail(ErrorKind::invalid_argument,
+             "plan request: a device is a profile name or {{\"ram\": \"16G\", \"bandwidth\": "
+             "\"68G\"}}, not {}",
+             d.dump());
+    }
+    std::optional<uint64_t> reserve;
+    if (d.contains("os_reserve"))
+        reserve = uint64_t(size_value(d["os_reserve"], "os_reserve", true));
+    return explicit_device(uint64_t(size_value(d["ram"], "ram", true)),
+                           size_value(d["bandwidth"], "bandwidth", false), reserve);
+}
+
+}  // namespace
+
+PlanRequest plan_request_from_json(const std::string& text) {
+    json j;
+    try {
+        j = text.empty() ? json::object() : json::parse(text);
+    } catch (const json::exception& e) {
+        fail(ErrorKind::invalid_argument, "plan request: not valid JSON: {}", e.what());
+    }
+    if (!j.is_object()) fail(ErrorKind::invalid_argument, "plan request: not a JSON object");
+    PlanRequest r;
+    for (const json& m : j.value("models", json::array())) {
+        if (!m.is_object() || m.size() != 1) {
+            fail(ErrorKind::invalid_argument,
+                 "plan request: a model is {{\"file\": PATH}}, "
+                 "{{\"hf_config\": PATH}} or {{\"catalogue\": NAME}}, not {}",
+                 m.dump());
+        }
+        const auto& [kind, value] = *m.items().begin();
+        const std::string v = key_string(value, kind.c_str());
+        if (kind == "file") {
+            r.models.push_back({ModelSource::Kind::file, v});
+        } else if (kind == "hf_config") {
+            r.models.push_back({ModelSource::Kind::hf_config, v});
+        } else if (kind == "catalogue" && v == "all") {
+            for (const ModelSpec& s : model_catalogue()) {
+                r.models.push_back({ModelSource::Kind::catalogue, s.id});
+            }
+        } else if (kind == "catalogue") {
+            r.models.push_back({ModelSource::Kind::catalogue, v});
+        } else {
+            fail(ErrorKind::invalid_argument, "plan request: unknown model kind \"{}\"", kind);
+        }
+    }
+    for (const json& d : j.value("devices", json::array()))
+        r.devices.push_back(device_from_json(d));
+    for (const json& q : j.value("quants", json::array())) {
+        const std::string name = key_string(q, "quants");
+        const auto recipe = recipe_from_name(name);
+        if (!recipe) {
+            std::string known;
+            for (QuantRecipe k : all_recipes())
+                known += (known.empty() ? "" : ", ") + std::string(recipe_name(k));
+            fail(ErrorKind::invalid_argument, "unknown quantization \"{}\" (known: {})", name,
+                 known);
+        }
+        r.quants.push_back(*recipe);
+    }
+    auto count = [&](const char* key, uint32_t fallback) -> uint32_t {
+        if (!j.contains(key)) return fallback;
+        if (!j[key].is_number_integer() || j[key].get<int64_t>() < 0 ||
+            j[key].get<int64_t>() > int64_t(UINT32_MAX)) {
+            fail(ErrorKind::invalid_argument, "plan request: \"{}\" = {} is not a valid count", key,
+                 j[key].dump());
+        }
+        return j[key].get<uint32_t>();
+    };
+    r.run.n_ctx = count("ctx", 4096);
+    r.run.n_batch = count("batch", 512);
+    r.run.n_threads = int(count("threads", 0));
+    if (j.contains("kv_type")) {
+        const std::string name = key_string(j["kv_type"], "kv_type");
+        const auto type = kv_type_from_name(name);
+        if (!type) {
+            fail(ErrorKind::invalid_argument,
+                 "unknown KV cache type \"{}\" (f32, f16, bf16, q8_0, q4_0)", name);
+        }
+        r.run.type_k = r.run.type_v = *type;
+    }
+    r.best_only = j.value("best_only", false);
+    return r;
+}
+
+std::string plan_result_to_json(const PlanResult& result) {
+    json models = json::array(), devices = json::array(), rows = json::array(),
+         recs = json::array();
+    for (const PlannedModel& m : result.models) models.push_back(model_json(m));
+    for (const DeviceProfile& d : result.devices) devices.push_back(device_json(d));
+    for (const PlanRow& r : result.rows) rows.push_back(row_json(r));
+    for (const Recommendation& r : result.recommendations) {
+        json rec = {
+            {"model", r.model}, {"device", r.device}, {"found", r.found}, {"advice", r.advice}};
+        if (r.found) rec["row"] = row_json(r.row);
+        recs.push_back(rec);
+    }
+    const json out = {{"ctx", result.run.n_ctx},
+                      {"kv_type", kv_type_name(result.run.type_k)},
+                      {"models", models},
+                      {"devices", devices},
+                      {"rows", rows},
+                      {"recommendations", recs}};
+    return out.dump(1);
+}
+
+std::string catalogue_to_json() {
+    json models = json::array(), devices = json::array();
+    for (const ModelSpec& s : model_catalogue()) {
+        models.push_back({{"id", s.id},
+                          {"name", s.name},
+                          {"arch", s.arch},
+                          {"n_params", count_params(spec_tensors(s))},
+                          {"nominal_params", s.nominal_params},
+                          {"n_layer", s.n_layer},
+                          {"n_embd", s.n_embd},
+                          {"n_head", s.n_head},
+                          {"n_head_kv", s.n_head_kv},
+                          {"n_expert", s.n_expert},
+                          {"n_expert_used", s.n_expert_used},
+                          {"n_ctx_train", s.n_ctx_train}});
+    }
+    for (const DeviceProfile& d : device_profiles()) devices.push_back(device_json(d));
+    return json({{"models", models}, {"devices", devices}}).dump(1);
+}
+
+std::string probe_to_json(const MeasuredDevice& device, const std::string& cache_file) {
+    json j = json::parse(measured_device_to_json(device));
+    j["cache_file"] = cache_file;
+    return j.dump(1);
+}
+
+}  // namespace mw

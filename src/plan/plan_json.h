@@ -1,0 +1,23 @@
+// JSON in and out of the planner: what the C API (mw_plan_json, mw_probe_json) speaks. The keys
+// are listed in docs/plan.md.
+#pragma once
+
+#include <string>
+
+#include "plan/device_cache.h"
+#include "plan/planner.h"
+
+namespace mw {
+
+// {"models": [{"file": P} | {"hf_config": P} | {"catalogue": NAME | "all"}],
+//  "devices": ["this" | PROFILE_ID | {"ram": "16G", "bandwidth": "68G", "os_reserve": "4G"}],
+//  "ctx": 4096, "kv_type": "f16", "quants": ["Q4_K_M"], "batch": 512, "threads": 0,
+//  "best_only": false}; every key optional. Throws ErrorKind::invalid_argument naming the key.
+PlanRequest plan_request_from_json(const std::string& text);
+std::string plan_result_to_json(const PlanResult& result);
+// The catalogue's models (with their parameter counts) and the device profiles.
+std::string catalogue_to_json();
+// The probe's result, with the cache file it was stored in ("" when none).
+std::string probe_to_json(const MeasuredDevice& device, const std::string& cache_file);
+
+}  // namespace mw

@@ -1,0 +1,677 @@
+#include "plan/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "base/error.h"
+#include "format/gguf_writer.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+#include "plan/catalogue.h"
+#include "plan/probe.h"
+#include "runtime/context.h"
+#include "runtime/mapped_file.h"
+#include "runtime/thread_pool.h"
+#include "tensor/types.h"
+
+namespace mw {
+namespace {
+
+constexpr double kGiB = double(1 << 30);
+
+// Overhead of a running memwall process beyond weights, KV cache and compute buffers, fitted to
+// the peak RSS of `memwall run` on the shared test models and of `memwall tokenize` on the test
+// vocabularies (docs/plan.md): the process itself (code, libraries, allocator, thread pool), the
+// vocabulary's tables per token and per BPE merge, a BPE tokenizer's fixed cost (compiled
+// pre-tokenizer regexes, Unicode tables paged in), and the stack pages each thread touches.
+constexpr uint64_t kProcessBytes = (uint64_t(5) << 20) + (uint64_t(1) << 17);  // 5.125 MiB
+constexpr uint64_t kVocabBytesPerToken = 150;
+constexpr uint64_t kVocabBytesPerMerge = 48;
+constexpr uint64_t kBpeFixedBytes = uint64_t(5) << 18;  // 1.25 MiB
+constexpr uint64_t kThreadBytes = uint64_t(16) << 10;
+// A GGUF header stores each token's text, score and type (and BPE merges as text): without a
+// real header the planner assumes this much per token.
+constexpr uint64_t kHeaderBytesPerToken = 40;
+
+// A metadata count that may be a scalar or a per-layer array (the largest entry); `fallback`
+// when absent or not numeric.
+uint32_t meta_u32(const gguf::GgufFile& f, const std::string& key, uint32_t fallback) {
+    const gguf::Value* v = f.find(key);
+    if (!v) return fallback;
+    try {
+        if (v->type == gguf::ValueType::array) {
+            int64_t best = 0;
+            for (uint64_t i = 0; i < v->count; ++i) best = std::max(best, v->elem_i64(i));
+            return uint32_t(std::clamp<int64_t>(best, 0, UINT32_MAX));
+        }
+        return uint32_t(std::min<uint64_t>(v->as_u64(), UINT32_MAX));
+    } catch (const std::exception&) {
+        return fallback;
+    }
+}
+
+// Hyper-parameters of any architecture, read leniently (for models memwall cannot run yet).
+HParams approximate_hparams(const gguf::GgufFile& f) {
+    HParams hp;
+    hp.arch = std::string(f.get_string("general.architecture").value_or("unknown"));
+    const std::string a = hp.arch + ".";
+    hp.n_embd = meta_u32(f, a + "embedding_length", 0);
+    hp.n_layer = meta_u32(f, a + "block_count", 0);
+    hp.n_head = meta_u32(f, a + "attention.head_count", 0);
+    if (hp.n_embd == 0 || hp.n_layer == 0 || hp.n_head == 0) {
+        fail(ErrorKind::bad_file,
+             "{}: cannot plan a \"{}\" model without {}embedding_length, "
+             "{}block_count and {}attention.head_count",
+             f.name(), hp.arch, a, a, a);
+    }
+    hp.n_head_kv = meta_u32(f, a + "attention.head_count_kv", hp.n_head);
+    hp.n_ff = meta_u32(f, a + "feed_forward_length", 0);
+    hp.n_ctx_train = meta_u32(f, a + "context_length", 2048);
+    hp.head_dim_k = meta_u32(f, a + "attention.key_length", hp.n_embd / hp.n_head);
+    hp.head_dim_v = meta_u32(f, a + "attention.value_length", hp.n_embd / hp.n_head);
+    hp.n_rot = meta_u32(f, a + "rope.dimension_count", hp.head_dim_k);
+    if (const uint32_t rank = meta_u32(f, a + "attention.kv_lora_rank", 0)) {
+        // Multi-head latent attention caches the latent and the RoPE part, once per token.
+        hp.head_dim_k = rank + hp.n_rot;
+        hp.head_dim_v = rank;
+        hp.n_head_kv = 1;
+    }
+    hp.n_expert = meta_u32(f, a + "expert_count", 0);
+    hp.n_expert_used = meta_u32(f, a + "expert_used_count", 0);
+    hp.n_ff_expert = meta_u32(f, a + "expert_feed_forward_length", hp.n_ff);
+    hp.n_ff_shared_expert = meta_u32(f, a + "expert_shared_feed_forward_length", 0);
+    if (const gguf::Value* tokens = f.find("tokenizer.ggml.tokens")) {
+        hp.n_vocab = uint32_t(std::min<uint64_t>(tokens->count, UINT32_MAX));
+    } else if (const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight")) {
+        hp.n_vocab = uint32_t(std::min<uint64_t>(embd->ne[1], UINT32_MAX));
+    }
+    return hp;
+}
+
+// A model with the buffer shapes of `hp` for ForwardScratch::planned_bytes, when the real one
+// cannot be bound: the output projection and one layer's widest matrices decide the activation
+// scratch.
+Model approximate_model(const gguf::GgufFile& f, const HParams& hp) {
+    const TypeTraits* q8 = type_traits(GgmlType::Q8_0);
+    auto traits_of = [&](const gguf::TensorInfo* t) {
+        const TypeTraits* tr = t ? type_traits(t->type) : nullptr;
+        return tr && tr->vec_dot ? tr : q8;
+    };
+    auto matrix = [&](const gguf::TensorInfo* t, int64_t n_cols) {
+        WeightMatrix w;
+        w.traits = traits_of(t);
+        w.n_cols = n_cols;
+        w.n_rows = 1;
+        w.row_bytes = row_bytes(*w.traits, n_cols - n_cols % w.traits->block_size);
+        return w;
+    };
+    Model m;
+    m.hp = hp;
+    const gguf::TensorInfo* out = f.find_tensor("output.weight");
+    m.output = matrix(out ? out : f.find_tensor("token_embd.weight"), hp.n_embd);
+    Layer l;
+    const gguf::TensorInfo* down = f.find_tensor("blk.0.ffn_down.weight");
+    if (!down) down = f.find_tensor("blk.1.ffn_down_exps.weight");
+    l.wq = matrix(f.find_tensor("blk.0.attn_q.weight"), hp.n_embd);
+    l.wo = matrix(f.find_tensor("blk.0.attn_output.weight"), int64_t(hp.n_head) * hp.head_dim_v);
+    l.ffn_down = matrix(down, std::max({hp.n_ff, hp.n_ff_expert, hp.n_ff_shared_expert}));
+    m.layers.push_back(l);
+    return m;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+    return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string shorten(std::string s, size_t max) {
+    if (s.size() > max) s = s.substr(0, max - 3) + "...";
+    return s;
+}
+
+// 3.2e9 -> "2.98 GiB", 5e6 -> "4.8 MiB".
+std::string gib(uint64_t bytes) {
+    if (double(bytes) < kGiB) return fmt::format("{:.1f} MiB", double(bytes) / double(1 << 20));
+    return fmt::format("{:.2f} GiB", double(bytes) / kGiB);
+}
+
+// The header of `file` as another recipe would write it. The vocabulary is left out (it does
+// not change); the caller keeps the original header's size.
+std::vector<uint8_t> requantized_header(const gguf::GgufFile& f, const HParams& hp,
+                                        QuantRecipe recipe) {
+    gguf::GgufWriter w(f.alignment());
+    for (const gguf::KeyValue& kv : f.metadata()) {
+        if (!starts_with(kv.key, "tokenizer.")) w.set_value(kv.key, kv.value);
+    }
+    w.set_u32("general.file_type", recipe_file_type(recipe));
+    QuantModelInfo info;
+    info.arch = hp.arch;
+    info.n_layer = hp.n_layer;
+    info.n_head = hp.n_head;
+    info.n_head_kv = hp.n_head_kv;
+    info.n_expert = hp.n_expert;
+    info.has_output = f.find_tensor("output.weight") != nullptr;
+    info.is_70b_class = model_is_70b_class(hp.arch, hp.n_layer, hp.n_head, hp.n_head_kv);
+    for (const gguf::TensorInfo& t : f.tensors()) {
+        const GgmlType type = tensor_type_for(recipe, info, t.name, t.n_dims, int64_t(t.ne[0]),
+                                              static_cast<GgmlType>(t.type));
+        w.add_tensor(t.name, type, std::vector<uint64_t>(t.ne, t.ne + t.n_dims),
+                     gguf::GgufWriter::Producer{});
+    }
+    return w.header_bytes();
+}
+
+// A parsed header and the bytes it points into.
+struct Header {
+    std::vector<uint8_t> bytes;  // for written headers
+    MappedFile file;             // for files
+    gguf::GgufFile gguf;
+};
+
+Header parse_written(std::vector<uint8_t> bytes, const std::string& name) {
+    Header h;
+    h.bytes = std::move(bytes);
+    h.gguf = gguf::GgufFile::parse(h.bytes, name, {.header_only = true});
+    return h;
+}
+
+// Maps the file (nothing is read until touched) and parses its header only, without pointing at
+// any tensor data, so that planning never reads weights: a partial download is enough.
+Header parse_file_header(const std::string& path) {
+    Header h;
+    h.file = MappedFile::open(path);
+    try {
+        const gguf::GgufFile full =
+            gguf::GgufFile::parse(h.file.bytes(), path, {.header_only = true});
+        h.gguf = gguf::GgufFile::parse(h.file.bytes().first(size_t(full.data_offset())), path,
+                                       {.header_only = true});
+    } catch (const Error& e) {
+        fail(e.kind(),
+             "{} (planning needs the whole GGUF header; a partial download must hold at "
+             "least its first bytes up to the tensor data, usually a few MB; this file has {} "
+             "bytes)",
+             e.what(), h.file.file_size());
+    }
+    return h;
+}
+
+// The recipe a file says it was made with (general.file_type), else its mix of tensor types.
+std::string file_type_label(const gguf::GgufFile& f, const ModelFacts& facts) {
+    const uint32_t file_type = f.get_u32("general.file_type").value_or(UINT32_MAX);
+    for (QuantRecipe r : all_recipes()) {
+        if (recipe_file_type(r) == file_type) return recipe_name(r);
+    }
+    return facts.quant;
+}
+
+struct Variant {
+    std::string label;
+    bool file_type = false;
+    ModelFacts facts;
+};
+
+PlanRow make_row(const std::string& model, const Variant& v, const DeviceProfile& dev,
+                 RunSettings run) {
+    if (run.n_threads <= 0 && dev.n_threads > 0) run.n_threads = dev.n_threads;
+    PlanRow row;
+    row.model = model;
+    row.device = dev.id;
+    row.quant = v.label;
+    row.file_type = v.file_type;
+    row.kv_type = run.type_k == run.type_v
+                      ? kv_type_name(run.type_k)
+                      : kv_type_name(run.type_k) + "/" + kv_type_name(run.type_v);
+    row.memory = plan_memory(v.facts, run);
+    row.ram_bytes = dev.ram_bytes;
+    row.os_reserve_bytes = dev.os_reserve_bytes;
+    row.usable_bytes = dev.usable_bytes();
+    row.fit = judge_fit(row.memory.total_bytes(), row.usable_bytes);
+    row.speed = estimate_speed(v.facts, row.memory, dev);
+    row.runnable = v.facts.runnable;
+    row.note = v.facts.note;
+    if (row.memory.n_ctx > v.facts.hp.n_ctx_train) {
+        row.note += fmt::format("{}the context exceeds the {} tokens the model was trained on",
+                                row.note.empty() ? "" : "; ", v.facts.hp.n_ctx_train);
+    }
+    return row;
+}
+
+// The largest context (a multiple of 256, at most run.n_ctx) at which the variant still fits
+// with room to spare; 0 when not even 256 tokens do.
+uint32_t largest_fitting_ctx(const Variant& v, const DeviceProfile& dev, RunSettings run,
+                             Fit needed) {
+    if (run.n_threads <= 0 && dev.n_threads > 0) run.n_threads = dev.n_threads;
+    const uint32_t wanted = run.n_ctx;
+    auto fits = [&](uint32_t ctx) {
+        run.n_ctx = ctx;
+        const Fit f = judge_fit(plan_memory(v.facts, run).total_bytes(), dev.usable_bytes());
+        return f == Fit::yes || (needed == Fit::tight && f == Fit::tight);
+    };
+    if (wanted < 256 || !fits(256)) return 0;
+    uint32_t lo = 1, hi = wanted / 256;  // in units of 256 tokens; lo fits
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (fits(mid * 256)) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return lo * 256;
+}
+
+bool is_float_type(const std::string& label) {
+    return label == "F16" || label == "BF16" || label == "F32";
+}
+
+Recommendation recommend(const std::string& model, const std::vector<Variant>& variants,
+                         const DeviceProfile& dev, const RunSettings& run) {
+    Recommendation rec;
+    rec.model = model;
+    rec.device = dev.id;
+    // Best quality first = largest weights first. Q8_0 is within noise of F16 at half the memory
+    // and twice the decode speed, so F16 is recommended only when nothing quantized is planned.
+    std::vector<const Variant*> order;
+    const bool any_quantized = std::any_of(
+        variants.begin(), variants.end(), [](const Variant& v) { return !is_float_type(v.label); });
+    for (const Variant& v : variants) {
+        if (!any_quantized || !is_float_type(v.label)) order.push_back(&v);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const Variant* a, const Variant* b) {
+        return a->facts.weights_bytes > b->facts.weights_bytes;
+    });
+    auto accept = [&](const Variant& v, const RunSettings& r, std::string why) {
+        rec.found = true;
+        rec.row = make_row(model, v, dev, r);
+        rec.advice = std::move(why);
+        return rec;
+    };
+    for (const Variant* v : order) {
+        if (make_row(model, *v, dev, run).fit == Fit::yes) {
+            return accept(*v, run,
+                          fmt::format("{} with {} tokens: the best quantization that fits",
+                                      v->label, run.n_ctx));
+        }
+    }
+    if (run.type_k != GgmlType::Q8_0 && run.type_k != GgmlType::Q4_0) {
+        RunSettings q8 = run;
+        q8.type_k = q8.type_v = GgmlType::Q8_0;
+        try {
+            for (const Variant* v : order) {
+                if (make_row(model, *v, dev, q8).fit == Fit::yes) {
+                    return accept(*v, q8,
+                                  fmt::format("{} with {} tokens and a Q8_0 KV cache "
+                                              "(-ctk q8_0 -ctv q8_0)",
+                                              v->label, run.n_ctx));
+                }
+            }
+        } catch (const Error&) {
+            // Heads too small for Q8_0 blocks: no quantized KV cache for this model.
+        }
+    }
+    for (uint32_t at_least : {std::min<uint32_t>(run.n_ctx, 2048), 512u}) {
+        for (const Variant* v : order) {
+            const uint32_t ctx = largest_fitting_ctx(*v, dev, run, Fit::yes);
+            if (ctx >= at_least && ctx > 0) {
+                RunSettings smaller = run;
+                smaller.n_ctx = ctx;
+                return accept(*v, smaller,
+                              fmt::format("{} with a context of {} tokens (of the {} "
+                                          "asked)",
+                                          v->label, ctx, run.n_ctx));
+            }
+        }
+    }
+    for (const Variant* v : order) {
+        const uint32_t ctx = largest_fitting_ctx(*v, dev, run, Fit::tight);
+        if (ctx >= std::min<uint32_t>(run.n_ctx, 512) && ctx > 0) {
+            RunSettings tight = run;
+            tight.n_ctx = ctx;
+            return accept(*v, tight,
+                          fmt::format("{} with {} tokens, but tight: other apps may push it out "
+                                      "of memory",
+                                      v->label, ctx));
+        }
+    }
+    rec.found = false;
+    if (!order.empty()) {
+        RunSettings tiny = run;
+        tiny.n_ctx = std::min<uint32_t>(run.n_ctx, 512);
+        const PlanRow smallest = make_row(model, *order.back(), dev, tiny);
+        rec.advice = fmt::format(
+            "does not fit: even {} with {} tokens needs {}, {} leaves {}", order.back()->label,
+            tiny.n_ctx, gib(smallest.memory.total_bytes()), dev.id, gib(dev.usable_bytes()));
+    }
+    return rec;
+}
+
+// Every variant of a model source: the file's own type first, then the requested recipes.
+std::vector<Variant> variants_of(const ModelSource& src, const std::vector<QuantRecipe>& quants,
+                                 PlannedModel& planned) {
+    std::vector<Variant> out;
+    if (src.kind == ModelSource::Kind::file) {
+        const Header h = parse_file_header(src.value);
+        Variant own;
+        own.facts = model_facts(h.gguf, "");
+        own.label = file_type_label(h.gguf, own.facts);
+        own.facts.quant = own.label;
+        own.file_type = true;
+        planned.name = own.facts.name;
+        planned.source = "gguf";
+        planned.origin = src.value;
+        const HParams hp = own.facts.hp;
+        for (QuantRecipe q : quants) {
+            if (own.label == recipe_name(q)) continue;
+            const Header rh = parse_written(requantized_header(h.gguf, hp, q),
+                                            src.value + " as " + recipe_name(q));
+            Variant v{recipe_name(q), false, model_facts(rh.gguf, recipe_name(q))};
+            v.facts.name = own.facts.name;
+            v.facts.header_bytes = own.facts.header_bytes;
+            v.facts.n_merges = own.facts.n_merges;
+            out.push_back(std::move(v));
+        }
+        out.insert(out.begin(), std::move(own));
+        return out;
+    }
+    ModelSpec spec;
+    if (src.kind == ModelSource::Kind::catalogue) {
+        const ModelSpec* found = find_catalogue_model(src.value);
+        if (!found) {
+            std::string known;
+            for (const ModelSpec& s : model_catalogue())
+                known += (known.empty() ? "" : ", ") + s.id;
+            fail(ErrorKind::invalid_argument, "unknown model \"{}\" (the catalogue has: {})",
+                 src.value, known);
+        }
+        spec = *found;
+        planned.source = "catalogue";
+        planned.origin = spec.id;
+    } else {
+        std::ifstream in(src.value, std::ios::binary);
+        if (!in) fail(ErrorKind::io, "{}: cannot read the config file", src.value);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        spec = spec_from_hf_config(ss.str(), src.value);
+        planned.source = "hf_config";
+        planned.origin = src.value;
+    }
+    planned.name = spec.name;
+    for (QuantRecipe q : quants) {
+        const Header h = parse_written(spec_gguf_header(spec, q), spec.name);
+        Variant v{recipe_name(q), false, model_facts(h.gguf, recipe_name(q))};
+        v.facts.name = spec.name;
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::optional<GgmlType> kv_type_from_name(const std::string& name) {
+    static const std::pair<const char*, GgmlType> kTypes[] = {
+        {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16},
+        {"q8_0", GgmlType::Q8_0}, {"q4_0", GgmlType::Q4_0},
+    };
+    std::string lower;
+    for (char c : name) lower += char(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& [n, t] : kTypes) {
+        if (lower == n) return t;
+    }
+    return std::nullopt;
+}
+
+std::string kv_type_name(GgmlType type) {
+    const auto layout = ggml_layout(static_cast<uint32_t>(type));
+    std::string s = layout ? std::string(layout->name) : "?";
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+ModelFacts model_facts(const gguf::GgufFile& file, const std::string& quant_label) {
+    ModelFacts f;
+    f.arch = std::string(file.get_string("general.architecture").value_or("unknown"));
+    f.name = std::string(file.get_string("general.name").value_or(""));
+    if (f.name.empty()) f.name = file.name().substr(file.name().rfind('/') + 1);
+    f.header_bytes = file.data_offset();
+    if (const gguf::Value* merges = file.find("tokenizer.ggml.merges")) f.n_merges = merges->count;
+
+    std::map<std::string, int> type_counts;
+    for (const gguf::TensorInfo& t : file.tensors()) {
+        f.weights_bytes += t.n_bytes;
+        f.n_params += t.n_elements;
+        if (t.n_dims == 1) f.decoded_vector_bytes += t.n_elements * sizeof(float);
+        const auto layout = ggml_layout(t.type);
+        type_counts[std::string(layout ? layout->name : "?")]++;
+    }
+    for (const auto& [name, count] : type_counts) {
+        f.quant += fmt::format("{}{} x{}", f.quant.empty() ? "" : ", ", name, count);
+    }
+    if (!quant_label.empty()) f.quant = quant_label;
+
+    try {
+        f.model = Model::bind(file);
+        f.hp = f.model.hp;
+        f.runnable = true;
+    } catch (const Error& e) {
+        f.hp = approximate_hparams(file);
+        f.model = approximate_model(file, f.hp);
+        f.note = "memwall cannot run it yet: " + shorten(e.what(), 240);
+    }
+    const HParams& hp = f.hp;
+    if (!file.find("tokenizer.ggml.tokens")) {  // a written header: assume a BPE vocabulary
+        f.header_bytes += uint64_t(hp.n_vocab) * kHeaderBytesPerToken;
+        f.n_merges = hp.n_vocab;
+    }
+
+    // Weight bytes and matrix FLOPs per token: every matrix once, the token embedding one row,
+    // experts in proportion to those used.
+    const bool has_output = file.find_tensor("output.weight") != nullptr;
+    uint64_t per_token = 0;
+    double flops = 0;
+    for (const gguf::TensorInfo& t : file.tensors()) {
+        if (t.name == "token_embd.weight") {
+            per_token += t.n_bytes / std::max<uint64_t>(1, t.ne[1]);
+            if (!has_output) per_token += t.n_bytes;
+            continue;
+        }
+        const bool expert = t.n_dims >= 3 && t.ne[2] > 1 && hp.n_expert > 0;
+        const double share = expert ? double(hp.n_expert_used) / double(hp.n_expert) : 1.0;
+        per_token += uint64_t(double(t.n_bytes) * share);
+        // The prompt's logits come from its last token only: the output matrix is not counted.
+        if (t.n_dims >= 2 && t.name != "output.weight") flops += 2.0 * double(t.n_elements) * share;
+    }
+    f.bytes_per_token = f.runnable ? f.model.bytes_per_token : per_token;
+    f.flops_per_token = uint64_t(flops);
+    return f;
+}
+
+MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
+    MemoryPlan m;
+    m.n_ctx = run.n_ctx ? run.n_ctx : default_context_size(f.hp);
+    if (m.n_ctx == 0) m.n_ctx = 4096;
+    const uint32_t n_batch = std::clamp<uint32_t>(run.n_batch ? run.n_batch : 512, 1, m.n_ctx);
+    const int n_threads = run.n_threads > 0 ? run.n_threads : default_thread_count();
+    m.weights_bytes = f.weights_bytes;
+    m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v);
+    m.compute_bytes = ForwardScratch::planned_bytes(f.model, n_batch, m.n_ctx, n_threads) +
+                      uint64_t(f.hp.n_vocab) * sizeof(float);
+    m.overhead_bytes = kProcessBytes + f.header_bytes + f.decoded_vector_bytes +
+                       uint64_t(f.hp.n_vocab) * kVocabBytesPerToken +
+                       f.n_merges * kVocabBytesPerMerge + (f.n_merges ? kBpeFixedBytes : 0) +
+                       uint64_t(n_threads) * kThreadBytes;
+    return m;
+}
+
+const char* fit_name(Fit fit) {
+    switch (fit) {
+        case Fit::yes:
+            return "yes";
+        case Fit::tight:
+            return "tight";
+        case Fit::no:
+            return "no";
+    }
+    return "no";
+}
+
+Fit judge_fit(uint64_t total, uint64_t usable) {
+    if (double(total) <= 0.9 * double(usable)) return Fit::yes;
+    return total <= usable ? Fit::tight : Fit::no;
+}
+
+SpeedEstimate estimate_speed(const ModelFacts& f, const MemoryPlan& m, const DeviceProfile& dev) {
+    SpeedEstimate s;
+    s.decode_bytes_per_token = f.bytes_per_token;
+    if (f.bytes_per_token > 0 && dev.bandwidth_bytes_per_s > 0) {
+        s.decode_tok_s_ceiling = dev.bandwidth_bytes_per_s / double(f.bytes_per_token);
+        s.decode_tok_s_expected = s.decode_tok_s_ceiling * dev.decode_efficiency;
+        s.decode_tok_s_ceiling_full_ctx =
+            dev.bandwidth_bytes_per_s / double(f.bytes_per_token + m.kv_bytes);
+    }
+    // Attention over a prompt of P tokens: Q.K and A.V, 2 FLOPs each, P/2 positions on average.
+    const double prompt = std::min<double>(m.n_ctx, 512);
+    const double attention = 4.0 * f.hp.n_layer * f.hp.n_head * f.hp.head_dim_k * prompt / 2;
+    const double flops = double(f.flops_per_token) + attention;
+    if (flops > 0) s.prefill_tok_s_expected = dev.prefill_gflops * 1e9 / flops;
+    return s;
+}
+
+const std::vector<QuantRecipe>& default_plan_quants() {
+    static const std::vector<QuantRecipe> quants = {
+        QuantRecipe::F16,    QuantRecipe::Q8_0,   QuantRecipe::Q6_K, QuantRecipe::Q5_K_M,
+        QuantRecipe::Q4_K_M, QuantRecipe::Q3_K_M, QuantRecipe::Q2_K};
+    return quants;
+}
+
+PlanResult make_plan(const PlanRequest& request) {
+    PlanResult r;
+    r.run = request.run;  // n_ctx 0: each model's default, as the runtime chooses it
+    r.devices = request.devices;
+    if (r.devices.empty()) {
+        for (const DeviceProfile* d : seed_devices()) r.devices.push_back(*d);
+    }
+    std::vector<ModelSource> sources = request.models;
+    if (sources.empty()) {
+        for (const ModelSpec* s : seed_models()) {
+            sources.push_back({ModelSource::Kind::catalogue, s->id});
+        }
+    }
+    const std::vector<QuantRecipe>& quants =
+        request.quants.empty() ? default_plan_quants() : request.quants;
+
+    for (const ModelSource& src : sources) {
+        PlannedModel planned;
+        const std::vector<Variant> variants = variants_of(src, quants, planned);
+        // Describe the model by its file's own type, else by Q4_K_M (or the first planned).
+        const Variant* main = &variants.front();
+        for (const Variant& v : variants) {
+            if (v.file_type || (!main->file_type && v.label == "Q4_K_M")) main = &v;
+        }
+        planned.facts = main->facts;
+        planned.kv_bytes_per_token =
+            KvCache::bytes_needed(main->facts.hp, 1, r.run.type_k, r.run.type_v);
+        RunSettings run = r.run;
+        if (run.n_ctx == 0) run.n_ctx = default_context_size(main->facts.hp);
+        for (const DeviceProfile& dev : r.devices) {
+            Recommendation rec = recommend(planned.name, variants, dev, run);
+            if (request.best_only) {
+                if (rec.found) r.rows.push_back(rec.row);
+            } else {
+                for (const Variant& v : variants)
+                    r.rows.push_back(make_row(planned.name, v, dev, run));
+            }
+            r.recommendations.push_back(std::move(rec));
+        }
+        r.models.push_back(std::move(planned));
+    }
+    return r;
+}
+
+FitCheck check_fit(const std::string& path, const RunSettings& run) {
+    const Header h = parse_file_header(path);
+    Variant own{"", true, model_facts(h.gguf, "")};
+    own.label = file_type_label(h.gguf, own.facts);
+
+    FitCheck c;
+    c.memory = plan_memory(own.facts, run);
+    const MemoryNow now = memory_now();
+    c.available_bytes = now.available_bytes;
+    c.fit = judge_fit(c.memory.total_bytes(), c.available_bytes);
+    const MemoryPlan& m = c.memory;
+    const std::string file = path.substr(path.rfind('/') + 1);
+    c.message = fmt::format(
+        "{} ({}) with a {}-token context needs {}: weights {} + KV cache {} ({}) + compute {} + "
+        "overhead {}; {} is available now ({})",
+        file, own.label, m.n_ctx, gib(m.total_bytes()), gib(m.weights_bytes), gib(m.kv_bytes),
+        kv_type_name(run.type_k), gib(m.compute_bytes), gib(m.overhead_bytes),
+        gib(c.available_bytes), now.source);
+    if (c.fit != Fit::no) return c;
+
+    // The nearest configurations that fit: a smaller context, a quantized KV cache, then a
+    // smaller quantization of the same model (another file).
+    DeviceProfile here;
+    here.id = "this machine";
+    here.ram_bytes = c.available_bytes;
+    std::vector<std::string> options;
+    RunSettings resolved = run;
+    resolved.n_ctx = m.n_ctx;
+    if (m.n_ctx > own.facts.hp.n_ctx_train) {
+        RunSettings r = resolved;
+        r.n_ctx = own.facts.hp.n_ctx_train;
+        const uint64_t total = plan_memory(own.facts, r).total_bytes();
+        if (judge_fit(total, c.available_bytes) == Fit::yes) {
+            options.push_back(fmt::format(
+                "-c {} (the context the model was trained with; needs {})", r.n_ctx, gib(total)));
+        }
+    }
+    if (const uint32_t ctx = largest_fitting_ctx(own, here, resolved, Fit::yes)) {
+        RunSettings r = resolved;
+        r.n_ctx = ctx;
+        options.push_back(
+            fmt::format("-c {} (needs {})", ctx, gib(plan_memory(own.facts, r).total_bytes())));
+    }
+    for (GgmlType kv : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+        if (kv == run.type_k || (kv == GgmlType::Q8_0 && run.type_k == GgmlType::Q4_0)) continue;
+        RunSettings r = resolved;
+        r.type_k = r.type_v = kv;
+        try {
+            const uint64_t total = plan_memory(own.facts, r).total_bytes();
+            if (judge_fit(total, c.available_bytes) == Fit::yes) {
+                options.push_back(
+                    fmt::format("-ctk {0} -ctv {0} (needs {1})", kv_type_name(kv), gib(total)));
+                break;
+            }
+        } catch (const Error&) {
+            // the head size does not suit this KV type
+        }
+    }
+    const HParams hp = own.facts.hp;
+    for (QuantRecipe q : {QuantRecipe::Q4_K_M, QuantRecipe::Q3_K_M, QuantRecipe::Q2_K}) {
+        const Header rh = parse_written(requantized_header(h.gguf, hp, q), path);
+        ModelFacts f = model_facts(rh.gguf, recipe_name(q));
+        f.header_bytes = own.facts.header_bytes;
+        f.n_merges = own.facts.n_merges;
+        if (f.weights_bytes >= own.facts.weights_bytes) continue;
+        const uint64_t total = plan_memory(f, resolved).total_bytes();
+        if (judge_fit(total, c.available_bytes) == Fit::yes) {
+            options.push_back(
+                fmt::format("a {} file of this model (needs {})", recipe_name(q), gib(total)));
+            break;
+        }
+    }
+    c.message = "does not fit in the memory available now: " + c.message + ".\n";
+    if (options.empty()) {
+        c.message +=
+            "Nothing close fits: no smaller context, KV cache type or quantization of "
+            "this model leaves enough room.";
+    } else {
+        c.message += "Configurations that fit:";
+        for (const std::string& o : options) c.message += "\n  " + o;
+    }
+    c.message += "\nUse --force to run anyway.";
+    return c;
+}
+
+}  // namespace mw

@@ -1,0 +1,279 @@
+#include "plan/quant_mix.h"
+
+#include <cctype>
+#include <string>
+
+namespace mw {
+namespace {
+
+using T = GgmlType;
+using R = QuantRecipe;
+
+struct RecipeRow {
+    QuantRecipe recipe;
+    const char* name;
+    uint32_t file_type;  // llama_ftype
+    GgmlType base;
+};
+
+// Ordered from the largest to the smallest per weight.
+constexpr RecipeRow kRecipes[] = {
+    {R::F32, "F32", 0, T::F32},         {R::F16, "F16", 1, T::F16},
+    {R::BF16, "BF16", 32, T::BF16},     {R::Q8_0, "Q8_0", 7, T::Q8_0},
+    {R::Q6_K, "Q6_K", 18, T::Q6_K},     {R::Q5_K_M, "Q5_K_M", 17, T::Q5_K},
+    {R::Q5_K_S, "Q5_K_S", 16, T::Q5_K}, {R::Q5_1, "Q5_1", 9, T::Q5_1},
+    {R::Q5_0, "Q5_0", 8, T::Q5_0},      {R::Q4_K_M, "Q4_K_M", 15, T::Q4_K},
+    {R::Q4_K_S, "Q4_K_S", 14, T::Q4_K}, {R::Q4_1, "Q4_1", 3, T::Q4_1},
+    {R::Q4_0, "Q4_0", 2, T::Q4_0},      {R::Q3_K_L, "Q3_K_L", 13, T::Q3_K},
+    {R::Q3_K_M, "Q3_K_M", 12, T::Q3_K}, {R::Q3_K_S, "Q3_K_S", 11, T::Q3_K},
+    {R::Q2_K, "Q2_K", 10, T::Q2_K},     {R::Q2_K_S, "Q2_K_S", 21, T::Q2_K},
+};
+
+const RecipeRow& row_of(QuantRecipe recipe) {
+    for (const RecipeRow& r : kRecipes) {
+        if (r.recipe == recipe) return r;
+    }
+    return kRecipes[0];  // unreachable: every enumerator has a row
+}
+
+bool contains(std::string_view s, std::string_view part) {
+    return s.find(part) != s.npos;
+}
+
+uint32_t block_size(GgmlType t) {
+    const auto layout = ggml_layout(static_cast<uint32_t>(t));
+    return layout ? layout->block_size : 1;
+}
+
+bool is_block_quantized(GgmlType t) {
+    return t != T::F32 && t != T::F16 && t != T::BF16;
+}
+
+// The layer of a "blk.N.*" tensor, or -1.
+int layer_of(std::string_view name) {
+    if (name.substr(0, 4) != "blk.") return -1;
+    int layer = 0;
+    size_t i = 4;
+    if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
+    for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) {
+        layer = layer * 10 + (name[i] - '0');
+        if (layer > 1 << 20) return -1;
+    }
+    return i < name.size() && name[i] == '.' ? layer : -1;
+}
+
+// The layers that get more bits in the "_M" recipes: the first and last eighth, and every third
+// layer in between.
+bool more_bits(int layer, int n_layer) {
+    return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+// A k-quant needs rows that are a multiple of 256 elements; other rows get the nearest 32-block
+// type, and F16 when even that does not fit.
+GgmlType fit_row_length(GgmlType t, int64_t ne0) {
+    if (ne0 % block_size(t) == 0) return t;
+    GgmlType fallback = T::F16;
+    switch (t) {
+        case T::Q2_K:
+        case T::Q3_K:
+            fallback = T::IQ4_NL;
+            break;
+        case T::Q4_K:
+            fallback = T::Q5_0;
+            break;
+        case T::Q5_K:
+            fallback = T::Q5_1;
+            break;
+        case T::Q6_K:
+            fallback = T::Q8_0;
+            break;
+        default:
+            break;  // llama-quantize refuses such a tensor; F16 is the closest plan
+    }
+    return ne0 % block_size(fallback) == 0 ? fallback : T::F16;
+}
+
+GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer) {
+    const uint32_t gqa = m.n_head_kv ? m.n_head / m.n_head_kv : 1;
+    if (recipe == R::Q2_K) {
+        t = gqa >= 4 ? T::Q4_K : T::Q3_K;
+    } else if (recipe == R::Q2_K_S && gqa >= 4) {
+        t = T::Q4_K;
+    } else if (recipe == R::Q3_K_M) {
+        t = layer < 2 ? T::Q5_K : T::Q4_K;
+    } else if (recipe == R::Q3_K_L) {
+        t = T::Q5_K;
+    } else if ((recipe == R::Q4_K_M || recipe == R::Q5_K_M) && more_bits(layer, int(m.n_layer))) {
+        t = T::Q6_K;
+    } else if (recipe == R::Q4_K_S && layer < 4) {
+        t = T::Q5_K;
+    }
+    // The 70B models share each V head among 8 query heads: attn_v is small, more bits are cheap.
+    if (m.is_70b_class && (t == T::Q3_K || t == T::Q4_K)) t = T::Q5_K;
+    if (m.n_expert == 8) t = T::Q8_0;
+    return t;
+}
+
+GgmlType ffn_down_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer, bool falcon) {
+    const int n = int(m.n_layer);
+    switch (recipe) {
+        case R::Q2_K:
+            return T::Q3_K;
+        case R::Q2_K_S:
+            return layer < n / 8 ? T::Q4_K : t;
+        case R::Q3_K_M:
+            if (layer < n / 16) return T::Q5_K;
+            return !falcon || more_bits(layer, n) ? T::Q4_K : T::Q3_K;
+        case R::Q3_K_L:
+            return falcon ? T::Q4_K : T::Q5_K;
+        case R::Q4_K_M:
+            if (falcon) return layer < n / 16 ? T::Q6_K : more_bits(layer, n) ? T::Q5_K : T::Q4_K;
+            return more_bits(layer, n) ? T::Q6_K : t;
+        case R::Q5_K_M:
+            return more_bits(layer, n) ? T::Q6_K : t;
+        case R::Q4_K_S:
+            return !falcon && layer < n / 8 ? T::Q5_K : t;
+        default:
+            return t;
+    }
+}
+
+GgmlType attn_output_type(R recipe, GgmlType t, const QuantModelInfo& m, bool falcon) {
+    if (falcon) return recipe == R::Q3_K_L ? T::Q4_K : t;
+    if (m.n_expert == 8) {
+        const bool bump = recipe == R::Q2_K || recipe == R::Q3_K_S || recipe == R::Q3_K_M ||
+                          recipe == R::Q4_K_S || recipe == R::Q4_K_M;
+        return bump ? T::Q5_K : t;
+    }
+    switch (recipe) {
+        case R::Q2_K:
+            return T::Q3_K;
+        case R::Q3_K_M:
+            return T::Q4_K;
+        case R::Q3_K_L:
+            return T::Q5_K;
+        default:
+            return t;
+    }
+}
+
+GgmlType attn_qkv_type(R recipe, GgmlType t) {
+    switch (recipe) {
+        case R::Q3_K_M:
+        case R::Q3_K_L:
+            return T::Q4_K;
+        case R::Q4_K_M:
+            return T::Q5_K;
+        case R::Q5_K_M:
+            return T::Q6_K;
+        default:
+            return t;
+    }
+}
+
+}  // namespace
+
+const char* recipe_name(QuantRecipe recipe) {
+    return row_of(recipe).name;
+}
+
+std::optional<QuantRecipe> recipe_from_name(std::string_view name) {
+    auto squash = [](std::string_view s) {
+        std::string out;
+        for (char c : s) {
+            if (c != '_' && c != '-') out += char(std::tolower(static_cast<unsigned char>(c)));
+        }
+        return out;
+    };
+    const std::string wanted = squash(name);
+    for (const RecipeRow& r : kRecipes) {
+        if (squash(r.name) == wanted) return r.recipe;
+    }
+    return std::nullopt;
+}
+
+uint32_t recipe_file_type(QuantRecipe recipe) {
+    return row_of(recipe).file_type;
+}
+
+std::optional<QuantRecipe> recipe_from_file_type(uint32_t file_type) {
+    for (const RecipeRow& r : kRecipes) {
+        if (r.file_type == file_type) return r.recipe;
+    }
+    return std::nullopt;
+}
+
+GgmlType recipe_base_type(QuantRecipe recipe) {
+    return row_of(recipe).base;
+}
+
+const std::vector<QuantRecipe>& all_recipes() {
+    static const std::vector<QuantRecipe> all = [] {
+        std::vector<QuantRecipe> v;
+        for (const RecipeRow& r : kRecipes) v.push_back(r.recipe);
+        return v;
+    }();
+    return all;
+}
+
+bool model_is_70b_class(std::string_view arch, uint32_t n_layer, uint32_t n_head,
+                        uint32_t n_head_kv) {
+    const bool family = arch == "llama" || arch == "qwen2" || arch == "deci";
+    return family && n_layer == 80 && n_head_kv < n_head;
+}
+
+bool is_quantizable_tensor(std::string_view name, uint32_t n_dims) {
+    if (n_dims < 2) return false;
+    if (name.size() < 6 || name.substr(name.size() - 6) != "weight") return false;
+    static constexpr std::string_view kKept[] = {
+        "_norm.weight",         // normalisation weights
+        "ffn_gate_inp.weight",  // the MoE router
+        "altup",
+        "laurel",
+        "per_layer_model_proj",
+        "ssm_conv1d.weight",
+        "shortconv.conv.weight",
+        "attn_rel_b.weight",
+        "time_mix_",
+    };
+    for (std::string_view part : kKept) {
+        if (contains(name, part)) return false;
+    }
+    return name != "position_embd.weight" && name != "token_types.weight";
+}
+
+GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::string_view name,
+                         uint32_t n_dims, int64_t ne0, GgmlType current) {
+    if (!is_quantizable_tensor(name, n_dims)) return current;
+    const GgmlType base = recipe_base_type(recipe);
+    if (!is_block_quantized(base)) return base;
+
+    const bool falcon = m.arch == "falcon";
+    const int layer = layer_of(name);
+    GgmlType t = base;
+    if (name == "output.weight" || (!m.has_output && name == "token_embd.weight")) {
+        // The output projection decides the logits: Q6_K at least, Q8_0 when rows do not fit.
+        if (falcon || ne0 % block_size(base) != 0) {
+            t = T::Q8_0;
+        } else if (base != T::Q8_0) {
+            t = T::Q6_K;
+        }
+    } else if (name == "token_embd.weight") {
+        // The recipes here keep the base type for the embedding (only IQ recipes change it).
+    } else if (contains(name, "attn_v.weight")) {
+        t = attn_v_type(recipe, t, m, layer);
+    } else if (contains(name, "attn_k.weight")) {
+        if (m.n_expert == 8) t = T::Q8_0;
+    } else if (contains(name, "attn_q.weight")) {
+        // Only the IQ3 recipes change it.
+    } else if (contains(name, "ffn_down")) {
+        t = ffn_down_type(recipe, t, m, layer, falcon);
+    } else if (contains(name, "attn_output.weight")) {
+        t = attn_output_type(recipe, t, m, falcon);
+    } else if (contains(name, "attn_qkv.weight")) {
+        t = attn_qkv_type(recipe, t);
+    }
+    return fit_row_length(t, ne0);
+}
+
+}  // namespace mw

@@ -1,0 +1,140 @@
+// memwall plan: will a model fit a device, at which quantization and context, and how fast will
+// it decode; answered from the model's header, a config.json or the catalogue (no download).
+// Also the refuse-or-fit check and the memory report `run` uses.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common.h"
+#include "plan_render.h"
+
+namespace cli {
+
+using nlohmann::json;
+
+void add_plan_command(CLI::App& app) {
+    auto* cmd = app.add_subcommand(
+        "plan",
+        "Will a model fit a device, at which quantization and context, and how fast? "
+        "(no arguments: a 35B dense model and a 30B MoE on 12/16/24 GB phones)");
+    struct Options {
+        std::vector<std::string> files, configs, models, devices, quants;
+        std::string ram, bandwidth, os_reserve;
+        uint32_t n_ctx = 4096;
+        uint32_t n_batch = 512;
+        int threads = 0;
+        std::string kv_type = "f16";
+        bool json_out = false;
+        bool list = false;
+        bool best_only = false;
+    };
+    auto opt = std::make_shared<Options>();
+    cmd->add_option("-m,--file", opt->files,
+                    "GGUF file (only its header is read: a partial download works)");
+    cmd->add_option("--config", opt->configs, "Hugging Face config.json");
+    cmd->add_option("--model", opt->models,
+                    "Model from the built-in catalogue (see --list), or all");
+    cmd->add_option("--device", opt->devices,
+                    "Device profile (see --list), or this (measured by probe)");
+    cmd->add_option("--ram", opt->ram, "RAM of an explicit device, e.g. 16G (G = GiB)");
+    cmd->add_option("--bandwidth", opt->bandwidth,
+                    "Memory bandwidth of an explicit device, e.g. 68G (GB/s)");
+    cmd->add_option("--os-reserve", opt->os_reserve,
+                    "Memory the OS keeps on the explicit device (default: as a phone)");
+    cmd->add_option("-c,--ctx-size", opt->n_ctx, "Context size in tokens");
+    cmd->add_option("--kv-type", opt->kv_type, "KV cache type: f16, f32, bf16, q8_0, q4_0");
+    cmd->add_option("-q,--quant", opt->quants,
+                    "Quantizations to plan (default F16 Q8_0 Q6_K Q5_K_M Q4_K_M Q3_K_M Q2_K)");
+    cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
+    cmd->add_option("-t,--threads", opt->threads, "Threads (default: the device's)");
+    cmd->add_flag("--best", opt->best_only, "Rows: only the recommended configuration");
+    cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
+    cmd->add_flag("--list", opt->list, "List the catalogue's models and the device profiles");
+    cmd->callback([opt] {
+        const Options& o = *opt;
+        if (o.list) {
+            const json cat = take_json(mw_plan_catalogue_json(), "plan --list");
+            if (o.json_out) {
+                fmt::print("{}\n", cat.dump(1));
+                return;
+            }
+            fmt::print("Models (--model):\n");
+            for (const json& m : cat["models"]) {
+                fmt::print("  {:<18} {:<18} {:>7.2f} B params  {}\n", m["id"].get<std::string>(),
+                           m["name"].get<std::string>(), m["n_params"].get<double>() / 1e9,
+                           m["arch"].get<std::string>());
+            }
+            fmt::print("Devices (--device, or this):\n");
+            for (const json& d : cat["devices"]) {
+                fmt::print("  {:<12} {}\n", d["id"].get<std::string>(),
+                           d["name"].get<std::string>());
+            }
+            return;
+        }
+        json request = {{"ctx", o.n_ctx},
+                        {"batch", o.n_batch},
+                        {"threads", o.threads},
+                        {"kv_type", o.kv_type},
+                        {"best_only", o.best_only}};
+        json models = json::array(), devices = json::array();
+        for (const std::string& f : o.files) models.push_back({{"file", f}});
+        for (const std::string& c : o.configs) models.push_back({{"hf_config", c}});
+        for (const std::string& m : o.models) {
+            const bool is_file = m.size() > 5 && m.compare(m.size() - 5, 5, ".gguf") == 0;
+            models.push_back({{is_file ? "file" : "catalogue", m}});
+        }
+        for (const std::string& d : o.devices) devices.push_back(d);
+        if (!o.ram.empty() || !o.bandwidth.empty()) {
+            if (o.ram.empty() || o.bandwidth.empty()) fail("plan: give both --ram and --bandwidth");
+            json d = {{"ram", o.ram}, {"bandwidth", o.bandwidth}};
+            if (!o.os_reserve.empty()) d["os_reserve"] = o.os_reserve;
+            devices.push_back(d);
+        }
+        request["models"] = models;
+        request["devices"] = devices;
+        if (!o.quants.empty()) request["quants"] = o.quants;
+        const json plan = take_json(mw_plan_json(request.dump().c_str()), "plan");
+        if (o.json_out) {
+            fmt::print("{}\n", plan.dump(1));
+        } else {
+            print_plan(plan);
+        }
+    });
+}
+
+mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force) {
+    mw_fit fit;
+    if (const mw_status st = mw_check_fit(path.c_str(), &params, &fit); st != MW_OK) {
+        fail_status(st, "cannot plan the model's memory");
+    }
+    if (fit.verdict == MW_FIT_NO) {
+        if (!force) fail(fmt::format("{}: {}", path, fit.message));
+        fmt::print(stderr, "warning (--force): {}\n", fit.message);
+    } else if (fit.verdict == MW_FIT_TIGHT) {
+        fmt::print(stderr, "warning: tight fit, less than 10 % to spare: {}\n", fit.message);
+    }
+    return fit;
+}
+
+void print_memory_report(const mw_perf& perf, const mw_fit& plan) {
+    const double predicted = double(plan.total_bytes);
+    const double measured = double(std::max(perf.peak_rss_bytes, perf.rss_bytes));
+    fmt::print(stderr, "memory (from the allocator and the OS):\n");
+    fmt::print(stderr, "  weights     {} mapped, {} resident now\n",
+               human_bytes(double(perf.weights_bytes)),
+               human_bytes(double(perf.weights_resident_bytes)));
+    fmt::print(stderr, "  KV cache    {} allocated\n", human_bytes(double(perf.kv_bytes)));
+    fmt::print(stderr, "  scratch     {} allocated\n", human_bytes(double(perf.scratch_bytes)));
+    fmt::print(stderr, "  RSS         {} now, peak {}\n", human_bytes(double(perf.rss_bytes)),
+               human_bytes(measured));
+    fmt::print(stderr, "  page faults {} major (read from storage), {} minor\n", perf.major_faults,
+               perf.minor_faults);
+    if (predicted > 0) {
+        fmt::print(
+            stderr,
+            "  plan        peak RSS {} predicted for a full context ({:+.1f} % vs measured)\n",
+            human_bytes(predicted), 100.0 * (predicted - measured) / measured);
+    }
+}
+
+}  // namespace cli

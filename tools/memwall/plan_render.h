@@ -1,0 +1,23 @@
+// Rendering of the planner's and the probe's JSON (from the C API) as text for people.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace cli {
+
+// Parses and frees a JSON string returned by the C API; fails with mw_last_error() on NULL.
+nlohmann::json take_json(char* text, const std::string& doing);
+
+// 1536 -> "1.5 KiB", 3.2e9 -> "2.98 GiB".
+std::string human_bytes(double bytes);
+// Tokens per second with sensible precision ("0.42", "7.3", "153").
+std::string human_rate(double tok_s);
+
+// One table per model: memory per quantization, fit and decode speed per device, then each
+// device's recommendation.
+void print_plan(const nlohmann::json& plan);
+// The probe's findings, one line per topic.
+void print_probe(const nlohmann::json& probe);
+
+}  // namespace cli
