@@ -253,6 +253,20 @@ MW_API mw_status mw_check_fit(const char* path, const mw_context_params* params,
 MW_API mw_status mw_device_record_bench(uint64_t decode_bytes_per_token, double decode_tok_s,
                                         double prompt_flops_per_token, double prompt_tok_s);
 
+/* ---- Synthetic models: real shapes, random weights ---------------------------------------- */
+
+/* Progress of a long operation: `done` of `total` units (bytes unless said otherwise). */
+typedef void (*mw_progress_fn)(void* user_data, uint64_t done, uint64_t total);
+
+/* Writes a GGUF with random weights at the shape of `preset` (see mw_synth_presets_json), the
+ * tensor types of the quantization `type` ("Q4_K_M", "Q8_0", "F16", ... as llama.cpp names
+ * them) and a synthetic vocabulary of the model's size; loadable by memwall and llama.cpp. The
+ * file appears atomically. Deterministic for a seed. */
+MW_API mw_status mw_synth(const char* preset, const char* type, uint64_t seed, const char* path,
+                          mw_progress_fn progress, void* user_data);
+/* [{"id": ..., "description": ..., "params": ...}, ...]; free with mw_free_string(). */
+MW_API char* mw_synth_presets_json(void);
+
 #ifdef __cplusplus
 }
 #endif

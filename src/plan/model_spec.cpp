@@ -157,7 +157,8 @@ uint64_t count_params(const std::vector<TensorDesc>& tensors) {
     return n;
 }
 
-std::vector<uint8_t> spec_gguf_header(const ModelSpec& s, QuantRecipe recipe) {
+gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
+                                  const SpecTensorData& data) {
     gguf::GgufWriter w;
     const std::string a = s.arch + ".";
     const uint32_t hd = s.head_dim_or_default();
@@ -201,9 +202,13 @@ std::vector<uint8_t> spec_gguf_header(const ModelSpec& s, QuantRecipe recipe) {
     for (const TensorDesc& t : spec_tensors(s)) {
         const GgmlType type =
             tensor_type_for(recipe, info, t.name, uint32_t(t.ne.size()), int64_t(t.ne[0]), t.type);
-        w.add_tensor(t.name, type, t.ne, gguf::GgufWriter::Producer{});
+        w.add_tensor(t.name, type, t.ne, data ? data(t, type) : gguf::GgufWriter::Producer{});
     }
-    return w.header_bytes();
+    return w;
+}
+
+std::vector<uint8_t> spec_gguf_header(const ModelSpec& s, QuantRecipe recipe) {
+    return spec_gguf_writer(s, recipe, {}).header_bytes();
 }
 
 ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& source) {

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "format/gguf_writer.h"
 #include "plan/quant_mix.h"
 
 namespace mw {
@@ -63,6 +65,13 @@ uint64_t count_params(const std::vector<TensorDesc>& tensors);
 
 // The GGUF header (metadata and tensor infos, no data) of the spec quantized with the recipe.
 std::vector<uint8_t> spec_gguf_header(const ModelSpec& spec, QuantRecipe recipe);
+
+// The same file as a writer: `data(tensor, type)` gives each tensor's producer (the type is the
+// one the recipe chose). The caller adds what else the file needs (a vocabulary) and writes it.
+using SpecTensorData =
+    std::function<gguf::GgufWriter::Producer(const TensorDesc& tensor, GgmlType type)>;
+gguf::GgufWriter spec_gguf_writer(const ModelSpec& spec, QuantRecipe recipe,
+                                  const SpecTensorData& data);
 
 // A spec from a Hugging Face config.json (text). Throws ErrorKind::invalid_argument naming the
 // missing or unusable field; `source` names the file in messages.

@@ -36,40 +36,11 @@ struct mw_detokenizer {
 
 namespace {
 
+using mw::guarded;
+
 thread_local std::string g_last_error;
 
-mw_status status_of(mw::ErrorKind kind) {
-    switch (kind) {
-        case mw::ErrorKind::invalid_argument: return MW_ERR_INVALID_ARGUMENT;
-        case mw::ErrorKind::bad_file: return MW_ERR_BAD_FILE;
-        case mw::ErrorKind::io: return MW_ERR_IO;
-        case mw::ErrorKind::unsupported: return MW_ERR_UNSUPPORTED;
-        case mw::ErrorKind::out_of_memory: return MW_ERR_OUT_OF_MEMORY;
-        case mw::ErrorKind::context_full: return MW_ERR_CONTEXT_FULL;
-    }
-    return MW_ERR_INTERNAL;
-}
 
-// Runs f, converting any exception into a status and the thread's last error message.
-template <typename F>
-mw_status guarded(F&& f) {
-    try {
-        f();
-        return MW_OK;
-    } catch (const mw::Error& e) {
-        g_last_error = e.what();
-        return status_of(e.kind());
-    } catch (const std::bad_alloc&) {
-        g_last_error = "out of memory";
-        return MW_ERR_OUT_OF_MEMORY;
-    } catch (const std::exception& e) {
-        g_last_error = std::string("internal error: ") + e.what();
-        return MW_ERR_INTERNAL;
-    } catch (...) {
-        g_last_error = "internal error: unknown exception";
-        return MW_ERR_INTERNAL;
-    }
-}
 
 mw_status invalid(const char* message) {
     g_last_error = message;
@@ -101,6 +72,7 @@ int32_t copy_out(const std::string& s, char* buf, size_t buf_size) {
 
 namespace mw {
 void set_api_last_error(const std::string& message) { g_last_error = message; }
+const LoadedModel* loaded_model_of(const mw_model* m) { return m ? m->loaded.get() : nullptr; }
 }  // namespace mw
 
 extern "C" {

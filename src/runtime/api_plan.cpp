@@ -15,43 +15,9 @@
 
 namespace {
 
-mw_status status_of(mw::ErrorKind kind) {
-    switch (kind) {
-        case mw::ErrorKind::invalid_argument:
-            return MW_ERR_INVALID_ARGUMENT;
-        case mw::ErrorKind::bad_file:
-            return MW_ERR_BAD_FILE;
-        case mw::ErrorKind::io:
-            return MW_ERR_IO;
-        case mw::ErrorKind::unsupported:
-            return MW_ERR_UNSUPPORTED;
-        case mw::ErrorKind::out_of_memory:
-            return MW_ERR_OUT_OF_MEMORY;
-        case mw::ErrorKind::context_full:
-            return MW_ERR_CONTEXT_FULL;
-    }
-    return MW_ERR_INTERNAL;
-}
+using mw::guarded;
 
-template <typename F>
-mw_status guarded(F&& f) {
-    try {
-        f();
-        return MW_OK;
-    } catch (const mw::Error& e) {
-        mw::set_api_last_error(e.what());
-        return status_of(e.kind());
-    } catch (const std::bad_alloc&) {
-        mw::set_api_last_error("out of memory");
-        return MW_ERR_OUT_OF_MEMORY;
-    } catch (const std::exception& e) {
-        mw::set_api_last_error(std::string("internal error: ") + e.what());
-        return MW_ERR_INTERNAL;
-    } catch (...) {
-        mw::set_api_last_error("internal error: unknown exception");
-        return MW_ERR_INTERNAL;
-    }
-}
+
 
 // A malloc'ed copy for the caller (freed by mw_free_string).
 char* to_c_string(const std::string& s) {

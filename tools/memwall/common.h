@@ -77,6 +77,7 @@ void add_logits_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_synth_command(CLI::App& app);
 
 // `memwall` without arguments: probe this machine, then plan the catalogue for it (cmd_main.cpp).
 int run_main_job();

@@ -1,0 +1,237 @@
+#include "synth/synth.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/fp16.h"
+#include "format/ggml_types.h"
+#include "plan/catalogue.h"
+#include "tensor/types.h"
+
+namespace mw {
+namespace {
+
+// splitmix64: fast, good enough for random weights, identical on every platform.
+struct Rng {
+    uint64_t state;
+    uint64_t next() {
+        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    // Approximately normal: the sum of four uniforms, scaled to unit variance.
+    float normal() {
+        const uint64_t r = next();
+        float sum = 0.0f;
+        for (int i = 0; i < 4; ++i) sum += float((r >> (16 * i)) & 0xffff) / 65535.0f;
+        return (sum - 2.0f) * 1.7320508f;
+    }
+};
+
+void fill_bytes(Rng& rng, uint8_t* dst, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const uint64_t r = rng.next();
+        std::memcpy(dst + i, &r, 8);
+    }
+    if (i < n) {
+        const uint64_t r = rng.next();
+        std::memcpy(dst + i, &r, n - i);
+    }
+}
+
+void put_half(uint8_t* block, size_t offset, float value) {
+    const uint16_t h = f32_to_fp16(value);
+    std::memcpy(block + offset, &h, 2);
+}
+
+// Where each block type keeps its fp16 scale fields, and what to put there so that dequantized
+// weights have a standard deviation of about 0.02 around zero.
+struct ScaleFields {
+    size_t d_offset;
+    float d;
+    int dmin_offset;  // -1: none
+    float dmin;
+};
+
+ScaleFields scale_fields(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_0: return {0, 0.004f, -1, 0};
+        case GgmlType::Q4_1: return {0, 0.004f, 2, -0.03f};
+        case GgmlType::Q5_0: return {0, 0.002f, -1, 0};
+        case GgmlType::Q5_1: return {0, 0.002f, 2, -0.031f};
+        case GgmlType::Q8_0: return {0, 0.0003f, -1, 0};
+        case GgmlType::Q2_K: return {80, 0.002f, 82, 0.001f};
+        case GgmlType::Q3_K: return {108, 0.0006f, -1, 0};
+        case GgmlType::Q4_K: return {0, 0.0003f, 2, 0.003f};
+        case GgmlType::Q5_K: return {0, 0.00015f, 2, 0.003f};
+        case GgmlType::Q6_K: return {208, 0.000015f, -1, 0};
+        default: fail(ErrorKind::invalid_argument, "synth: no random block generator for this type");
+    }
+}
+
+// A tensor's random contents, generated where it is written (bounded memory).
+gguf::GgufWriter::Producer producer_for(const TensorDesc& t, GgmlType type, uint64_t seed) {
+    uint64_t n = 1;
+    for (uint64_t d : t.ne) n *= d;
+    const bool is_norm = t.name.find("norm") != std::string::npos;
+    const bool is_rope_freqs = t.name == "rope_freqs.weight";
+    return [=](uint8_t* dst) {
+        Rng rng{seed};
+        if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
+            for (uint64_t i = 0; i < n; ++i) {
+                float v = 0.02f * rng.normal();
+                if (is_norm) v = 1.0f + 0.05f * rng.normal();
+                if (is_rope_freqs) v = 1.0f;
+                if (type == GgmlType::F32) {
+                    std::memcpy(dst + 4 * i, &v, 4);
+                } else {
+                    const uint16_t h = type == GgmlType::F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+                    std::memcpy(dst + 2 * i, &h, 2);
+                }
+            }
+            return;
+        }
+        const auto layout = ggml_layout(static_cast<uint32_t>(type));
+        fill_random_blocks(type, dst, n / layout->block_size, rng.next());
+    };
+}
+
+uint64_t tensor_seed(uint64_t seed, const std::string& name) {
+    uint64_t h = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+}
+
+// A SentencePiece-style vocabulary of n tokens: <unk>, <s>, </s>, the 256 byte tokens, then
+// filler words. Enough for both engines to load and tokenize; the text is meaningless.
+void add_synthetic_vocab(gguf::GgufWriter& w, uint32_t n_vocab) {
+    std::vector<std::string> tokens;
+    std::vector<float> scores;
+    std::vector<int32_t> types;
+    tokens.reserve(n_vocab);
+    tokens = {"<unk>", "<s>", "</s>"};
+    scores = {0.0f, 0.0f, 0.0f};
+    types = {2, 3, 3};
+    for (int b = 0; b < 256 && tokens.size() < n_vocab; ++b) {
+        tokens.push_back(fmt::format("<0x{:02X}>", b));
+        scores.push_back(0.0f);
+        types.push_back(6);
+    }
+    for (uint32_t i = 0; tokens.size() < n_vocab; ++i) {
+        tokens.push_back(fmt::format("\u2581w{}", i));
+        scores.push_back(-float(i));
+        types.push_back(1);
+    }
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_array_strings("tokenizer.ggml.tokens", tokens);
+    w.set_array_f32("tokenizer.ggml.scores", scores);
+    w.set_array_i32("tokenizer.ggml.token_type", types);
+    w.set_u32("tokenizer.ggml.bos_token_id", 1);
+    w.set_u32("tokenizer.ggml.eos_token_id", 2);
+    w.set_u32("tokenizer.ggml.unknown_token_id", 0);
+    w.set_bool("tokenizer.ggml.add_bos_token", true);
+    w.set_bool("tokenizer.ggml.add_eos_token", false);
+}
+
+ModelSpec make_spec(const char* id, const char* name, const char* arch, uint32_t n_vocab,
+                    uint32_t n_embd, uint32_t n_layer, uint32_t n_head, uint32_t n_head_kv,
+                    uint32_t n_ff) {
+    ModelSpec s;
+    s.id = id;
+    s.name = name;
+    s.arch = arch;
+    s.n_vocab = n_vocab;
+    s.n_ctx_train = 32768;
+    s.n_embd = n_embd;
+    s.n_layer = n_layer;
+    s.n_head = n_head;
+    s.n_head_kv = n_head_kv;
+    s.n_ff = n_ff;
+    s.rope_freq_base = 1e6f;
+    return s;
+}
+
+}  // namespace
+
+void fill_random_blocks(GgmlType type, uint8_t* dst, uint64_t n_blocks, uint64_t seed) {
+    const auto layout = ggml_layout(static_cast<uint32_t>(type));
+    if (!layout) fail(ErrorKind::invalid_argument, "synth: unknown type");
+    const ScaleFields f = scale_fields(type);
+    Rng rng{seed};
+    const size_t block = layout->type_size;
+    for (uint64_t b = 0; b < n_blocks; ++b) {
+        uint8_t* p = dst + b * block;
+        fill_bytes(rng, p, block);
+        // Vary the scale a little per block, as real blocks do.
+        const float jitter = 0.75f + 0.5f * float(rng.next() & 0xff) / 255.0f;
+        put_half(p, f.d_offset, f.d * jitter);
+        if (f.dmin_offset >= 0) put_half(p, size_t(f.dmin_offset), f.dmin * jitter);
+    }
+}
+
+std::vector<SynthPreset> synth_presets() {
+    std::vector<SynthPreset> presets;
+    // An 8-expert top-2 MoE at the 1B-class llama shape: 2.0 B parameters, 0.8 B active per token.
+    ModelSpec moe = make_spec("mixtral-small-moe", "Mixtral-style small MoE (synthetic)", "llama",
+                              32000, 2048, 16, 32, 8, 0);
+    moe.head_dim = 64;
+    moe.n_expert = 8;
+    moe.n_expert_used = 2;
+    moe.n_ff_expert = 2048;
+    moe.rope_freq_base = 1e4f;
+    presets.push_back({moe.id, "8 experts, top-2, 16 layers x 2048 (1.9 B total, 0.7 B active)", moe});
+    // The dense model with the MoE preset's active size: its two experts as one FFN.
+    ModelSpec dense = make_spec("mixtral-small-dense", "Dense equivalent of mixtral-small-moe",
+                                "llama", 32000, 2048, 16, 32, 8, 4096);
+    dense.head_dim = 64;
+    dense.rope_freq_base = 1e4f;
+    presets.push_back({dense.id, "dense, the active size of mixtral-small-moe (FFN 4096)", dense});
+    for (const ModelSpec& s : model_catalogue()) {
+        if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3moe" &&
+            s.arch != "qwen2moe") {
+            continue;  // shapes memwall cannot run yet
+        }
+        presets.push_back({s.id, s.name + " shape", s});
+    }
+    return presets;
+}
+
+ModelSpec synth_preset(std::string_view id) {
+    for (const SynthPreset& p : synth_presets()) {
+        if (p.id == id) return p.spec;
+    }
+    if (const ModelSpec* s = find_catalogue_model(id)) {
+        for (const SynthPreset& p : synth_presets()) {
+            if (p.id == s->id) return p.spec;
+        }
+    }
+    std::string names;
+    for (const SynthPreset& p : synth_presets()) names += (names.empty() ? "" : ", ") + p.id;
+    fail(ErrorKind::invalid_argument, "synth: unknown preset \"{}\" (presets: {})", id, names);
+}
+
+void write_synth_model(const SynthOptions& options, const std::string& path,
+                       const std::function<void(const SynthProgress&)>& progress) {
+    const ModelSpec spec = synth_preset(options.preset);
+    gguf::GgufWriter w = spec_gguf_writer(spec, options.recipe, [&](const TensorDesc& t, GgmlType type) {
+        return producer_for(t, type, tensor_seed(options.seed, t.name));
+    });
+    w.set_string("general.name", fmt::format("{} (synthetic {}, seed {})", spec.name,
+                                             recipe_name(options.recipe), options.seed));
+    w.set_u32("general.quantization_version", 2);
+    add_synthetic_vocab(w, spec.n_vocab);
+    SynthProgress p;
+    p.tensors_total = w.tensor_count();
+    p.bytes_total = w.total_bytes();
+    w.write_file(path, [&](size_t done, size_t total) {
+        p.tensors_done = done;
+        p.tensors_total = total;
+        p.bytes_done = uint64_t(double(p.bytes_total) * double(done) / double(std::max<size_t>(total, 1)));
+        if (progress) progress(p);
+    });
+}
+
+}  // namespace mw
