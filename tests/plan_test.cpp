@@ -8,7 +8,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <regex>
 #include <set>
 
 #include "base/error.h"
@@ -581,15 +580,22 @@ double rss_error_percent(const std::string& model, const std::string& extra) {
         cli("run -m " + model +
             " -c 256 -n 250 --ignore-eos --temp 0 -p 'Once upon a time' --verbose " + extra));
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    std::smatch m;
-    if (!std::regex_search(r.err, m, std::regex(R"(\(([-+][0-9.]+) % vs measured\))"))) {
+    // The line reads "... (+1.2 % vs measured)". Parsed by hand: libstdc++'s <regex> trips
+    // -Wmaybe-uninitialized under the ASan build.
+    const std::string marker = " % vs measured)";
+    const size_t end = r.err.find(marker);
+    const size_t open = end == std::string::npos ? end : r.err.rfind('(', end);
+    if (open == std::string::npos) {
         ADD_FAILURE() << "no RSS comparison in: " << r.err;
         return 100;
     }
-    return std::stod(m[1]);
+    return std::stod(r.err.substr(open + 1, end - open - 1));
 }
 
 TEST(PlanTruth, PeakRssWithinFivePercent) {
+#ifdef MW_TEST_SANITIZED
+    GTEST_SKIP() << "ASan's shadow memory and quarantine dwarf the RSS being predicted";
+#endif
     const std::string dir = test::temp_dir();
     std::vector<std::string> models = {
         test::shared_path("models/stories260K.gguf"),

@@ -130,7 +130,9 @@ PlanRequest plan_request_from_json(const std::string& text) {
                  "{{\"hf_config\": PATH}} or {{\"catalogue\": NAME}}, not {}",
                  m.dump());
         }
-        const auto& [kind, value] = *m.items().begin();
+        // The key is copied: items()' proxies die with the full expression (ASan caught it).
+        const std::string kind = m.begin().key();
+        const json& value = m.begin().value();
         const std::string v = key_string(value, kind.c_str());
         if (kind == "file") {
             r.models.push_back({ModelSource::Kind::file, v});

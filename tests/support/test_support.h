@@ -5,6 +5,16 @@
 #include <string>
 #include <vector>
 
+// Defined in ASan builds (GCC and clang), whose memory use and speed differ from a release
+// build: tests of RSS or of long runs scale themselves down or skip.
+#if defined(__SANITIZE_ADDRESS__)
+#define MW_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MW_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace mw::test {
 
 // The shared data folder (../shared beside the project, or $MEMWALL_SHARED_DIR). Fails the
