@@ -27,7 +27,7 @@ constexpr double kGiB = double(1 << 30);
 // vocabularies (docs/plan.md): the process itself (code, libraries, allocator, thread pool), the
 // vocabulary's tables per token and per BPE merge, a BPE tokenizer's fixed cost (compiled
 // pre-tokenizer regexes, Unicode tables paged in), and the stack pages each thread touches.
-constexpr uint64_t kProcessBytes = (uint64_t(5) << 20) + (uint64_t(1) << 17);  // 5.125 MiB
+constexpr uint64_t kProcessBytes = (uint64_t(5) << 20) + (uint64_t(5) << 17);  // 5.625 MiB
 constexpr uint64_t kVocabBytesPerToken = 150;
 constexpr uint64_t kVocabBytesPerMerge = 48;
 constexpr uint64_t kBpeFixedBytes = uint64_t(5) << 18;  // 1.25 MiB
@@ -88,6 +88,33 @@ HParams approximate_hparams(const gguf::GgufFile& f) {
     } else if (const gguf::TensorInfo* embd = f.find_tensor("token_embd.weight")) {
         hp.n_vocab = uint32_t(std::min<uint64_t>(embd->ne[1], UINT32_MAX));
     }
+    // The reader's bounds (model/hparams.cpp), which no tensor checks here: beyond them the
+    // attention layout divides by zero (a KV head count that does not divide the head count)
+    // and the sizes overflow.
+    auto check = [&](const char* key, uint64_t value, uint64_t lo, uint64_t hi) {
+        if (value < lo || value > hi) {
+            fail(ErrorKind::bad_file, "{}: {}{} = {} is out of range [{}, {}]", f.name(), a, key,
+                 value, lo, hi);
+        }
+    };
+    check("embedding_length", hp.n_embd, 1, 1u << 17);
+    check("block_count", hp.n_layer, 1, 4096);
+    check("attention.head_count", hp.n_head, 1, 4096);
+    check("attention.head_count_kv", hp.n_head_kv, 1, hp.n_head);
+    if (hp.n_head % hp.n_head_kv != 0) {
+        fail(ErrorKind::bad_file,
+             "{}: {}attention.head_count = {} is not a multiple of attention.head_count_kv = {}",
+             f.name(), a, hp.n_head, hp.n_head_kv);
+    }
+    check("attention.key_length", hp.head_dim_k, 0, 1u << 16);
+    check("attention.value_length", hp.head_dim_v, 0, 1u << 16);
+    check("rope.dimension_count", hp.n_rot, 0, 1u << 16);
+    check("context_length", hp.n_ctx_train, 1, 1u << 24);
+    check("feed_forward_length", hp.n_ff, 0, 1u << 20);
+    check("expert_count", hp.n_expert, 0, 1024);
+    check("expert_used_count", hp.n_expert_used, 0, hp.n_expert);
+    check("expert_feed_forward_length", hp.n_ff_expert, 0, 1u << 20);
+    check("expert_shared_feed_forward_length", hp.n_ff_shared_expert, 0, 1u << 20);
     return hp;
 }
 
@@ -455,7 +482,11 @@ ModelFacts model_facts(const gguf::GgufFile& file, const std::string& quant_labe
         f.hp = f.model.hp;
         f.runnable = true;
     } catch (const Error& e) {
-        f.hp = approximate_hparams(file);
+        try {
+            f.hp = approximate_hparams(file);
+        } catch (const Error&) {
+            throw e;  // the reader's reason (field and value) is the more precise
+        }
         f.model = approximate_model(file, f.hp);
         f.note = "memwall cannot run it yet: " + shorten(e.what(), 240);
     }

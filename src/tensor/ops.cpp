@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "base/error.h"
+#include "tensor/repack.h"
 
 namespace mw {
 
@@ -13,12 +15,43 @@ size_t matmul_scratch_bytes(const WeightMatrix& w, int64_t n_tokens) {
     return row_bytes(*act, w.n_cols) * size_t(n_tokens);
 }
 
+namespace {
+
+// Up to this many tokens (decoding), each thread encodes the activations itself: a little
+// duplicated work instead of a second hand-over between the threads for every matrix.
+constexpr int64_t kEncodePerThreadTokens = 4;
+
+// A thread's own buffer for the activations it encodes (grows once, then reused).
+uint8_t* thread_act_buffer(size_t bytes) {
+    static thread_local std::vector<uint8_t> buffer;
+    if (buffer.size() < bytes) buffer.resize(bytes);
+    return buffer.data();
+}
+
+}  // namespace
+
 void matmul(Parallel& par, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
             uint8_t* scratch) {
     const TypeTraits& wt = *w.traits;
     const TypeTraits& at = *type_traits(wt.vec_dot_type);
     const size_t act_row_bytes = row_bytes(at, w.n_cols);
     const bool encode = wt.vec_dot_type != GgmlType::F32;
+    const int64_t work = w.n_rows * w.n_cols * n_tokens;
+
+    if (encode && n_tokens <= kEncodePerThreadTokens && par.n_threads() > 1 &&
+        work >= kMinParallelWork) {
+        par.for_each_thread([&](int ith, int nth) {
+            const Range r = split_range(w.n_rows, ith, nth);
+            if (r.begin >= r.end) return;
+            uint8_t* act = ith == 0 ? scratch : thread_act_buffer(act_row_bytes * size_t(n_tokens));
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                at.from_float(x + t * w.n_cols, act + size_t(t) * act_row_bytes, w.n_cols);
+            }
+            wt.matmul(w.data, w.row_bytes, w.n_cols, r.begin, r.end, act, act_row_bytes, n_tokens,
+                      y, w.n_rows);
+        });
+        return;
+    }
 
     // 1. Encode the activations once per token, shared by every row of the weight.
     if (encode) {
@@ -32,7 +65,7 @@ void matmul(Parallel& par, const WeightMatrix& w, const float* x, int64_t n_toke
     const uint8_t* act = encode ? scratch : reinterpret_cast<const uint8_t*>(x);
 
     // 2. Each thread computes a contiguous block of output rows for every token.
-    parallel_for_work(par, w.n_rows * w.n_cols * n_tokens, [&](int ith, int nth) {
+    parallel_for_work(par, work, [&](int ith, int nth) {
         const Range r = split_range(w.n_rows, ith, nth);
         if (r.begin < r.end) {
             wt.matmul(w.data, w.row_bytes, w.n_cols, r.begin, r.end, act, act_row_bytes, n_tokens,
@@ -42,6 +75,10 @@ void matmul(Parallel& par, const WeightMatrix& w, const float* x, int64_t n_toke
 }
 
 void get_row(const WeightMatrix& w, int64_t r, float* out) {
+    if (is_packed(w.traits)) {  // rows interleaved in groups (tensor/repack.h)
+        packed_get_row(*w.traits, w.data, w.n_cols, r, out);
+        return;
+    }
     w.traits->to_float(w.row(r), out, w.n_cols);
 }
 
@@ -71,18 +108,17 @@ float yarn_ramp(float low, float high, int i0) {
     return 1.0f - std::min(1.0f, std::max(0.0f, y));
 }
 
-}  // namespace
-
-void rope_cache(const RopeParams& p, float pos, float* out) {
+// cos/sin of the angles of `pos`; `scaled` multiplies them by YaRN's attention magnitude.
+void rope_angles(const RopeParams& p, float pos, bool scaled, float* out) {
     const float theta_scale = std::pow(p.freq_base, -2.0f / float(p.n_rot));
     float corr_low = 0.0f, corr_high = 0.0f;
-    float mscale = p.attn_factor;
+    float mscale = scaled ? p.attn_factor : 1.0f;
     if (p.ext_factor != 0.0f) {
         corr_low = std::max(0.0f, std::floor(yarn_corr_dim(p.n_rot, p.n_ctx_orig, p.beta_fast,
                                                            p.freq_base)));
         corr_high = std::min(float(p.n_rot - 1), std::ceil(yarn_corr_dim(p.n_rot, p.n_ctx_orig,
                                                                          p.beta_slow, p.freq_base)));
-        mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
+        if (scaled) mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
     }
     // theta_i = pos * base^(-2i/n_rot), built by repeated multiplication as GGUF-era engines do.
     float theta_extrap = pos;
@@ -98,6 +134,14 @@ void rope_cache(const RopeParams& p, float pos, float* out) {
         out[i0 + 1] = std::sin(theta) * mscale;
         theta_extrap *= theta_scale;
     }
+}
+
+}  // namespace
+
+void rope_cache(const RopeParams& p, float pos, float* out) { rope_angles(p, pos, true, out); }
+
+void rope_rotation(const RopeParams& p, float delta, float* out) {
+    rope_angles(p, delta, false, out);
 }
 
 void rope_apply(const RopeParams& p, const float* cos_sin, float* x, int n_heads, int head_dim) {
@@ -137,38 +181,6 @@ void softmax(float* x, int64_t n) {
     }
     const float inv = float(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
-}
-
-void attention(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int head_dim_k,
-               int head_dim_v, float scale, float* out, float* scores, float* v_row) {
-    // scores_j = q . k_j * scale (K rows decoded to floats one at a time).
-    for (int64_t j = 0; j < n_kv; ++j) {
-        const uint8_t* kr = k.data + size_t(j) * k.stride;
-        float dot = 0.0f;
-        if (k.traits->type == GgmlType::F32) {
-            const float* kf = reinterpret_cast<const float*>(kr);
-            for (int d = 0; d < head_dim_k; ++d) dot += q[d] * kf[d];
-        } else {
-            k.traits->to_float(kr, v_row, head_dim_k);
-            for (int d = 0; d < head_dim_k; ++d) dot += q[d] * v_row[d];
-        }
-        scores[j] = dot * scale;
-    }
-    softmax(scores, n_kv);
-    // out = sum_j p_j v_j.
-    std::fill(out, out + head_dim_v, 0.0f);
-    for (int64_t j = 0; j < n_kv; ++j) {
-        const uint8_t* vr = v.data + size_t(j) * v.stride;
-        const float* vf;
-        if (v.traits->type == GgmlType::F32) {
-            vf = reinterpret_cast<const float*>(vr);
-        } else {
-            v.traits->to_float(vr, v_row, head_dim_v);
-            vf = v_row;
-        }
-        const float pj = scores[j];
-        for (int d = 0; d < head_dim_v; ++d) out[d] += pj * vf[d];
-    }
 }
 
 }  // namespace mw

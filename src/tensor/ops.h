@@ -1,5 +1,6 @@
 // The numerical operations of a transformer forward pass, independent of any model: matrix
-// products over typed weights, normalisation, rotary embeddings, activations, attention.
+// products over typed weights, normalisation, rotary embeddings, activations (attention is in
+// tensor/attention.h).
 #pragma once
 
 #include <cstddef>
@@ -55,6 +56,10 @@ struct RopeParams {
 };
 // cos/sin for position `pos`: out[2*i] = cos, out[2*i+1] = sin for each of the n_rot/2 pairs.
 void rope_cache(const RopeParams& p, float pos, float* out);
+// The pure rotation by `delta` positions (no YaRN magnitude scaling), in rope_cache's layout:
+// applied to a key rotated at position pos it gives the key at pos + delta, because the angles
+// are linear in the position. Used to shift cached keys.
+void rope_rotation(const RopeParams& p, float delta, float* out);
 // Applies the cached rotation to n_heads heads of head_dim floats each (x is n_heads x head_dim).
 void rope_apply(const RopeParams& p, const float* cos_sin, float* x, int n_heads, int head_dim);
 
@@ -63,16 +68,5 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n);
 void add_inplace(float* x, const float* y, int64_t n);
 // In-place softmax over n values; returns nothing. Uses a double-precision sum.
 void softmax(float* x, int64_t n);
-
-// Single-query attention over n_kv cached positions. K and V rows are stored in k_type/v_type
-// (F32, F16, or a block type) with the given row strides in bytes; `scores` needs n_kv floats
-// and `v_row` head_dim_v floats of scratch.
-struct KvRows {
-    const uint8_t* data;
-    size_t stride;
-    const TypeTraits* traits;
-};
-void attention(const float* q, const KvRows& k, const KvRows& v, int64_t n_kv, int head_dim_k,
-               int head_dim_v, float scale, float* out, float* scores, float* v_row);
 
 }  // namespace mw

@@ -46,6 +46,18 @@ inline void min_max(const float* x, int count, float* min, float* max) {
     }
 }
 
+// Float-to-integer conversion as the reference does it (truncation) for every value a block of
+// finite numbers gives; NaN becomes 0 and values beyond the type saturate instead of being
+// undefined behaviour: the activations of a hostile model can be inf or NaN.
+inline int8_t to_i8(float x) {
+    if (x > -129.0f && x < 128.0f) return int8_t(x);
+    return x >= 128.0f ? int8_t(127) : x <= -129.0f ? int8_t(-128) : int8_t(0);
+}
+inline uint8_t to_u8(float x) {
+    if (x > -1.0f && x < 256.0f) return uint8_t(x);
+    return x >= 256.0f ? uint8_t(255) : uint8_t(0);
+}
+
 // Q8_0 and Q8_1 share the scale: amax / 127, stored as fp16 but applied in float.
 inline float q8_scale(const float* x) {
     float amax = 0.0f;
@@ -196,8 +208,8 @@ void quantize_row_q4_0(const float* src, void* dst, int64_t n) {
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         b.d = f32_to_fp16(d);
         for (int j = 0; j < kQK / 2; ++j) {
-            const int q0 = std::min(15, int(int8_t(src[j] * id + 8.5f)));
-            const int q1 = std::min(15, int(int8_t(src[j + kQK / 2] * id + 8.5f)));
+            const int q0 = std::min(15, int(to_i8(src[j] * id + 8.5f)));
+            const int q1 = std::min(15, int(to_i8(src[j + kQK / 2] * id + 8.5f)));
             b.qs[j] = uint8_t(q0 | (q1 << 4));
         }
     }
@@ -214,8 +226,8 @@ void quantize_row_q4_1(const float* src, void* dst, int64_t n) {
         b.d = f32_to_fp16(d);
         b.m = f32_to_fp16(min);
         for (int j = 0; j < kQK / 2; ++j) {
-            const int q0 = std::min(15, int(int8_t((src[j] - min) * id + 0.5f)));
-            const int q1 = std::min(15, int(int8_t((src[j + kQK / 2] - min) * id + 0.5f)));
+            const int q0 = std::min(15, int(to_i8((src[j] - min) * id + 0.5f)));
+            const int q1 = std::min(15, int(to_i8((src[j + kQK / 2] - min) * id + 0.5f)));
             b.qs[j] = uint8_t(q0 | (q1 << 4));
         }
     }
@@ -230,8 +242,8 @@ void quantize_row_q5_0(const float* src, void* dst, int64_t n) {
         b.d = f32_to_fp16(d);
         uint32_t qh = 0;
         for (int j = 0; j < kQK / 2; ++j) {
-            const int q0 = std::min(31, int(int8_t(src[j] * id + 16.5f)));
-            const int q1 = std::min(31, int(int8_t(src[j + kQK / 2] * id + 16.5f)));
+            const int q0 = std::min(31, int(to_i8(src[j] * id + 16.5f)));
+            const int q1 = std::min(31, int(to_i8(src[j + kQK / 2] * id + 16.5f)));
             b.qs[j] = uint8_t((q0 & 0xF) | ((q1 & 0xF) << 4));
             qh |= uint32_t(q0 >> 4) << j;
             qh |= uint32_t(q1 >> 4) << (j + kQK / 2);
@@ -253,8 +265,8 @@ void quantize_row_q5_1(const float* src, void* dst, int64_t n) {
         uint32_t qh = 0;
         for (int j = 0; j < kQK / 2; ++j) {
             // No clamp here (as in the reference): (max - min) * id rounds to at most 31.5.
-            const int q0 = uint8_t((src[j] - min) * id + 0.5f);
-            const int q1 = uint8_t((src[j + kQK / 2] - min) * id + 0.5f);
+            const int q0 = to_u8((src[j] - min) * id + 0.5f);
+            const int q1 = to_u8((src[j + kQK / 2] - min) * id + 0.5f);
             b.qs[j] = uint8_t((q0 & 0xF) | ((q1 & 0xF) << 4));
             qh |= uint32_t((q0 >> 4) & 1) << j;
             qh |= uint32_t((q1 >> 4) & 1) << (j + kQK / 2);
@@ -269,7 +281,7 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
         const float d = q8_scale(src);
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         blocks[i].d = f32_to_fp16(d);
-        for (int j = 0; j < kQK; ++j) blocks[i].qs[j] = int8_t(std::round(src[j] * id));
+        for (int j = 0; j < kQK; ++j) blocks[i].qs[j] = to_i8(std::round(src[j] * id));
     }
 }
 
@@ -281,7 +293,7 @@ void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
         blocks[i].d = f32_to_fp16(d);
         int sum = 0;
         for (int j = 0; j < kQK; ++j) {
-            blocks[i].qs[j] = int8_t(std::round(src[j] * id));
+            blocks[i].qs[j] = to_i8(std::round(src[j] * id));
             sum += blocks[i].qs[j];
         }
         // s uses the unrounded float d, so s is not exactly fp16(d) * sum.

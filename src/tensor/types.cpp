@@ -7,6 +7,7 @@
 #include "tensor/cpu_features.h"
 #include "tensor/kernels.h"
 #include "tensor/quants.h"
+#include "tensor/quantize.h"
 
 namespace mw {
 namespace {
@@ -53,20 +54,21 @@ constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
      matmul_by_rows<ref::vec_dot_q8_0_q8_0>, "scalar"},
     {T::Q8_1, "Q8_1", kQK, sizeof(BlockQ8_1), true, ref::dequantize_row_q8_1,
      ref::quantize_row_q8_1, nullptr, T::Q8_1, nullptr, "scalar"},
-    // K-quant quantizers (importance-weighted search) are not written yet: from_float is null.
-    {T::Q2_K, "Q2_K", kQK_K, sizeof(BlockQ2_K), true, ref::dequantize_row_q2_k, nullptr,
+    // K-quant from_float: the file quantizer's scale search without importance weights
+    // (tensor/quantize.h); K-quants are never encoded on a hot path.
+    {T::Q2_K, "Q2_K", kQK_K, sizeof(BlockQ2_K), true, ref::dequantize_row_q2_k, quantize_row_q2_k,
      ref::vec_dot_q2_k_q8_k, T::Q8_K,
      matmul_by_rows<ref::vec_dot_q2_k_q8_k>, "scalar"},
-    {T::Q3_K, "Q3_K", kQK_K, sizeof(BlockQ3_K), true, ref::dequantize_row_q3_k, nullptr,
+    {T::Q3_K, "Q3_K", kQK_K, sizeof(BlockQ3_K), true, ref::dequantize_row_q3_k, quantize_row_q3_k,
      ref::vec_dot_q3_k_q8_k, T::Q8_K,
      matmul_by_rows<ref::vec_dot_q3_k_q8_k>, "scalar"},
-    {T::Q4_K, "Q4_K", kQK_K, sizeof(BlockQ4_K), true, ref::dequantize_row_q4_k, nullptr,
+    {T::Q4_K, "Q4_K", kQK_K, sizeof(BlockQ4_K), true, ref::dequantize_row_q4_k, quantize_row_q4_k,
      ref::vec_dot_q4_k_q8_k, T::Q8_K,
      matmul_by_rows<ref::vec_dot_q4_k_q8_k>, "scalar"},
-    {T::Q5_K, "Q5_K", kQK_K, sizeof(BlockQ5_K), true, ref::dequantize_row_q5_k, nullptr,
+    {T::Q5_K, "Q5_K", kQK_K, sizeof(BlockQ5_K), true, ref::dequantize_row_q5_k, quantize_row_q5_k,
      ref::vec_dot_q5_k_q8_k, T::Q8_K,
      matmul_by_rows<ref::vec_dot_q5_k_q8_k>, "scalar"},
-    {T::Q6_K, "Q6_K", kQK_K, sizeof(BlockQ6_K), true, ref::dequantize_row_q6_k, nullptr,
+    {T::Q6_K, "Q6_K", kQK_K, sizeof(BlockQ6_K), true, ref::dequantize_row_q6_k, quantize_row_q6_k,
      ref::vec_dot_q6_k_q8_k, T::Q8_K,
      matmul_by_rows<ref::vec_dot_q6_k_q8_k>, "scalar"},
     {T::Q8_K, "Q8_K", kQK_K, sizeof(BlockQ8_K), true, ref::dequantize_row_q8_k,

@@ -1,0 +1,260 @@
+// Kernel microbenchmarks at the shapes of a 1B-class llama (n_embd 2048, n_ff 8192, 128k vocab):
+//   gemv/<type>/<isa>/<rows>x<cols>: one token (decode), reported as weight bytes per second. The
+//     weights rotate through a pool larger than the last-level cache, so this is streaming from
+//     memory as in real decoding (MEMWALL_BENCH_POOL_MB sets the pool, default 1024).
+//   gemv2t/...: the same with the rows split over two threads.
+//   gemv_l2/<type>/<isa>/256x2048: one token on a matrix that stays in L2: compute throughput.
+//   gemm/<type>/<isa>/<rows>x<cols>/<tokens>: prefill, reported as multiply-adds per second.
+// Packed layouts (tensor/repack.h) appear as their own type, e.g. Q4_K/x16.
+// Benchmarks are not tests: nothing here checks results (tests/kernels_x86_test.cpp does).
+// Example: kernels_bench --benchmark_filter='gemv/Q4_0' --benchmark_min_time=0.5
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/fp16.h"
+#include "tensor/kernels.h"
+#include "tensor/repack.h"
+#include "tensor/types.h"
+
+#if defined(__x86_64__)
+#include "tensor/kernels_x86.h"
+#endif
+
+namespace mw {
+namespace {
+
+struct Isa {
+    const char* name;
+    TraitsArray table;
+};
+
+std::vector<Isa> available_isas() {
+    std::vector<Isa> isas;
+    isas.push_back({"scalar", reference_type_traits()});
+#if defined(__x86_64__)
+    TraitsArray t{};
+    if (x86::kernel_table(IsaLimit::avx2, t)) isas.push_back({"avx2", t});
+    if (x86::kernel_table(IsaLimit::avx512, t)) isas.push_back({"avx512", t});
+#endif
+    return isas;
+}
+
+const TypeTraits& row_of(const TraitsArray& table, GgmlType type) {
+    for (const TypeTraits& t : table) {
+        if (t.type == type) return t;
+    }
+    std::abort();
+}
+
+// Offsets of the fp16 scale fields in a block, which random bytes must not fill (NaNs and
+// denormals would measure the FPU's slow paths).
+std::vector<size_t> half_fields(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0};
+        case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
+        case GgmlType::Q2_K: return {80, 82};
+        case GgmlType::Q3_K: return {108};
+        case GgmlType::Q6_K: return {208};
+        default: return {};
+    }
+}
+
+void fill_weights(const TypeTraits& t, uint8_t* dst, size_t bytes);
+
+// A packed layout (tensor/repack.h): n_rows x n_cols of plausible weights packed into dst, then
+// that matrix repeated over `bytes`.
+void fill_packed(const TypeTraits& t, int64_t n_rows, int64_t n_cols, uint8_t* dst, size_t bytes) {
+    const size_t matrix = row_bytes(t, n_cols) * size_t(n_rows);
+    std::vector<uint8_t> native(matrix);
+    fill_weights(*type_traits(t.type), native.data(), matrix);
+    repack_matrix(t, native.data(), dst, n_rows, n_cols);
+    for (size_t off = matrix; off + matrix <= bytes; off += matrix) std::memcpy(dst + off, dst, matrix);
+}
+
+// `bytes` of plausible weights of type t: a random 1 MiB pattern repeated.
+void fill_weights(const TypeTraits& t, uint8_t* dst, size_t bytes) {
+    std::mt19937 rng(1);
+    const size_t pattern = size_t(1 << 20) / t.type_size * t.type_size;
+    std::vector<uint8_t> p(pattern);
+    if (t.is_quantized) {
+        for (uint8_t& b : p) b = uint8_t(rng());
+        for (size_t block = 0; block < pattern / t.type_size; ++block) {
+            for (size_t off : half_fields(t.type)) {
+                const uint16_t h = f32_to_fp16(0.001f * float(1 + rng() % 16));
+                std::memcpy(p.data() + block * t.type_size + off, &h, 2);
+            }
+        }
+    } else {
+        std::normal_distribution<float> normal(0.0f, 0.1f);
+        std::vector<float> x(pattern / t.type_size);
+        for (float& v : x) v = normal(rng);
+        row_of(reference_type_traits(), t.type).from_float(x.data(), p.data(), int64_t(x.size()));
+    }
+    for (size_t off = 0; off < bytes; off += pattern) {
+        std::memcpy(dst + off, p.data(), std::min(pattern, bytes - off));
+    }
+}
+
+std::vector<uint8_t> encode_activations(const TypeTraits& w, int64_t n_cols, int64_t n_tokens) {
+    const TypeTraits& a = row_of(reference_type_traits(), w.vec_dot_type);
+    std::mt19937 rng(2);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(n_cols));
+    const size_t stride = row_bytes(a, n_cols);
+    std::vector<uint8_t> out(stride * size_t(n_tokens));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (float& v : x) v = normal(rng);
+        a.from_float(x.data(), out.data() + stride * size_t(t), n_cols);
+    }
+    return out;
+}
+
+size_t pool_bytes() {
+    const char* env = std::getenv("MEMWALL_BENCH_POOL_MB");
+    return size_t(env ? std::atol(env) : 1024) << 20;
+}
+
+// One pool of weights shared by all GEMV benchmarks (refilled per type).
+struct Pool {
+    std::vector<uint8_t> bytes;
+    const TypeTraits* filled_with = nullptr;
+    int64_t filled_rows = 0;  // packed layouts depend on the shape
+};
+Pool& pool() {
+    static Pool p;
+    return p;
+}
+
+void bench_gemv(benchmark::State& state, const TypeTraits* w, int64_t n_rows, int64_t n_cols) {
+    const size_t matrix = row_bytes(*w, n_cols) * size_t(n_rows);
+    Pool& p = pool();
+    const size_t copies = std::max<size_t>(1, pool_bytes() / matrix);
+    // Only the first thread fills the pool; the others wait at the start of the timed loop.
+    if (state.thread_index() == 0 &&
+        (p.bytes.size() < copies * matrix || p.filled_with != w || p.filled_rows != n_rows)) {
+        p.bytes.resize(std::max(p.bytes.size(), copies * matrix));
+        if (is_packed(w)) {
+            fill_packed(*w, n_rows, n_cols, p.bytes.data(), copies * matrix);
+        } else {
+            fill_weights(*w, p.bytes.data(), p.bytes.size());
+        }
+        p.filled_with = w;
+        p.filled_rows = n_rows;
+    }
+    const auto act = encode_activations(*w, n_cols, 1);
+    std::vector<float> y(static_cast<size_t>(n_rows));
+    // With several threads, each takes its share of the rows (as ops.cpp's matmul does).
+    const int64_t per = (n_rows + state.threads() - 1) / state.threads();
+    const int64_t r0 = std::min(n_rows, per * state.thread_index());
+    const int64_t r1 = std::min(n_rows, r0 + per);
+    size_t next = 0;
+    for (auto _ : state) {
+        w->matmul(p.bytes.data() + next * matrix, row_bytes(*w, n_cols), n_cols, r0, r1,
+                  act.data(), act.size(), 1, y.data(), n_rows);
+        benchmark::DoNotOptimize(y.data());
+        next = (next + 1) % copies;
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(row_bytes(*w, n_cols)) * (r1 - r0));
+}
+
+// The same kernel on one small matrix that stays in the L2 cache: the kernel's compute
+// throughput, which decides how much of the memory bandwidth a core can use.
+void bench_gemv_cached(benchmark::State& state, const TypeTraits* w, int64_t n_rows, int64_t n_cols) {
+    const size_t rb = row_bytes(*w, n_cols);
+    std::vector<uint8_t> m(rb * size_t(n_rows));
+    if (is_packed(w)) {
+        fill_packed(*w, n_rows, n_cols, m.data(), m.size());
+    } else {
+        fill_weights(*w, m.data(), m.size());
+    }
+    const auto act = encode_activations(*w, n_cols, 1);
+    std::vector<float> y(static_cast<size_t>(n_rows));
+    for (auto _ : state) {
+        w->matmul(m.data(), rb, n_cols, 0, n_rows, act.data(), act.size(), 1, y.data(), n_rows);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(m.size()));
+}
+
+void bench_gemm(benchmark::State& state, const TypeTraits* w, int64_t n_rows, int64_t n_cols,
+                int64_t n_tokens) {
+    const size_t rb = row_bytes(*w, n_cols);
+    std::vector<uint8_t> m(rb * size_t(n_rows));
+    if (is_packed(w)) {
+        fill_packed(*w, n_rows, n_cols, m.data(), m.size());
+    } else {
+        fill_weights(*w, m.data(), m.size());
+    }
+    const auto act = encode_activations(*w, n_cols, n_tokens);
+    const size_t stride = act.size() / size_t(n_tokens);
+    std::vector<float> y(size_t(n_rows * n_tokens));
+    for (auto _ : state) {
+        w->matmul(m.data(), rb, n_cols, 0, n_rows, act.data(), stride, n_tokens, y.data(), n_rows);
+        benchmark::DoNotOptimize(y.data());
+    }
+    const double macs = double(n_rows) * double(n_cols) * double(n_tokens);
+    state.counters["GMAC/s"] = benchmark::Counter(macs * 1e-9 * double(state.iterations()),
+                                                  benchmark::Counter::kIsRate);
+}
+
+const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                           GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,  GgmlType::BF16,
+                           GgmlType::F32};
+
+struct Shape {
+    int64_t rows, cols;
+};
+// attn_q/o (2048 x 2048), ffn_up/gate (8192 x 2048), ffn_down (2048 x 8192), output (128256 x 2048).
+const Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}};
+
+void register_all(std::vector<Isa>& isas) {
+    for (Isa& isa : isas) {
+        std::vector<const TypeTraits*> weights;
+        for (GgmlType type : kTypes) weights.push_back(&row_of(isa.table, type));
+        // The packed layouts, measured with the set that installed them.
+        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+            const TypeTraits* p = packed_traits(type, 2048, 2048);
+            if (p && !std::strcmp(p->isa, isa.name)) weights.push_back(p);
+        }
+        for (const TypeTraits* w : weights) {
+            benchmark::RegisterBenchmark(
+                (std::string("gemv_l2/") + w->name + "/" + isa.name + "/256x2048").c_str(),
+                bench_gemv_cached, w, 256, 2048)
+                ->Unit(benchmark::kMicrosecond);
+            for (const Shape& s : kShapes) {
+                const std::string shape = std::to_string(s.rows) + "x" + std::to_string(s.cols);
+                const std::string base = std::string(w->name) + "/" + isa.name + "/" + shape;
+                benchmark::RegisterBenchmark(("gemv/" + base).c_str(), bench_gemv, w, s.rows, s.cols)
+                    ->Unit(benchmark::kMicrosecond);
+                // Both cores streaming (the pool is filled before the threads start).
+                benchmark::RegisterBenchmark(("gemv2t/" + base).c_str(), bench_gemv, w, s.rows, s.cols)
+                    ->Unit(benchmark::kMicrosecond)->Threads(2)->UseRealTime();
+                if (s.rows == 128256) continue;  // prefill of the output matrix: one row of logits
+                // The scalar reference is ~100x slower: fewer tokens keep it to seconds.
+                const int64_t tokens = std::string(isa.name) == "scalar" ? 16 : 512;
+                benchmark::RegisterBenchmark(("gemm/" + base + "/" + std::to_string(tokens)).c_str(),
+                                             bench_gemm, w, s.rows, s.cols, tokens)
+                    ->Unit(benchmark::kMillisecond);
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace mw
+
+int main(int argc, char** argv) {
+    static std::vector<mw::Isa> isas = mw::available_isas();
+    mw::register_all(isas);
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,379 @@
+// Scalar helpers shared by the x86 kernel sets: activation preparation, K-quant scale unpacking
+// and the row decoders that fill the prefill panels. Everything here is inline in an anonymous
+// namespace on purpose: each ISA file compiles its own copy with its own flags, so no function
+// compiled for AVX-512 can be picked by the linker for a caller on an AVX2-only CPU.
+#pragma once
+
+// GCC 12 warns about the deliberately undefined vectors inside its own AVX-512 intrinsics
+// (_mm512_undefined_*); the warnings point into its headers, so they are silenced there only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "tensor/kernels_x86.h"
+#include "tensor/quants.h"
+
+namespace mw::x86 {
+namespace {
+
+// A growable 64-byte aligned buffer, kept per thread by the kernels (no allocation once warm).
+class ScratchBuffer {
+public:
+    ScratchBuffer() = default;
+    ScratchBuffer(const ScratchBuffer&) = delete;
+    ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+    ~ScratchBuffer() { std::free(data_); }
+
+    uint8_t* get(size_t bytes) {
+        if (bytes > size_) {
+            std::free(data_);
+            size_ = (bytes + 4095) & ~size_t(4095);
+            data_ = static_cast<uint8_t*>(std::aligned_alloc(64, size_));
+            if (!data_) std::abort();
+        }
+        return data_;
+    }
+
+private:
+    uint8_t* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
+inline uint16_t load_u16(const uint8_t* p) {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline int32_t load_i32(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline uint64_t load_u64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// ---- K-quant scales -----------------------------------------------------------------------
+
+// The 8 scales and 8 mins (6 bits each) of a Q4_K / Q5_K block, as bytes (see q4k_scale_min).
+inline void unpack_q4k_scales(const uint8_t* s, uint64_t* scales, uint64_t* mins) {
+    const uint32_t u0 = load_u32(s), u1 = load_u32(s + 4), u2 = load_u32(s + 8);
+    const uint32_t sc_lo = u0 & 0x3f3f3f3f;
+    const uint32_t m_lo = u1 & 0x3f3f3f3f;
+    const uint32_t sc_hi = (u2 & 0x0f0f0f0f) | ((u0 >> 2) & 0x30303030);
+    const uint32_t m_hi = ((u2 >> 4) & 0x0f0f0f0f) | ((u1 >> 2) & 0x30303030);
+    *scales = uint64_t(sc_lo) | uint64_t(sc_hi) << 32;
+    *mins = uint64_t(m_lo) | uint64_t(m_hi) << 32;
+}
+
+// The 16 scales of a Q3_K block, 0..63 (the format subtracts 32), as bytes (see q3k_scale):
+// out[0] holds scales 0-7, out[1] scales 8-15.
+inline void unpack_q3k_scales(const uint8_t* s, uint64_t out[2]) {
+    const uint32_t u0 = load_u32(s), u1 = load_u32(s + 4), u2 = load_u32(s + 8);
+    const uint32_t a = (u0 & 0x0f0f0f0f) | ((u2 << 4) & 0x30303030);         // scales 0-3
+    const uint32_t b = (u1 & 0x0f0f0f0f) | ((u2 << 2) & 0x30303030);         // 4-7
+    const uint32_t c = ((u0 >> 4) & 0x0f0f0f0f) | (u2 & 0x30303030);         // 8-11
+    const uint32_t d = ((u1 >> 4) & 0x0f0f0f0f) | ((u2 >> 2) & 0x30303030);  // 12-15
+    out[0] = uint64_t(a) | uint64_t(b) << 32;
+    out[1] = uint64_t(c) | uint64_t(d) << 32;
+}
+
+// ---- Activations of the 32-element types (Q8_0 / Q8_1 rows) -------------------------------
+
+// Bytes per block of the activation row and where its quants start.
+struct Act32Format {
+    size_t block_bytes;  // 34 (Q8_0) or 36 (Q8_1)
+    size_t qs_offset;    // 2 or 4
+};
+inline constexpr Act32Format kActQ8_0{sizeof(BlockQ8_0), 2};
+inline constexpr Act32Format kActQ8_1{sizeof(BlockQ8_1), 4};
+
+// One token's activations prepared for the decode kernels of the 32-element types: the quants
+// contiguous (in the order the kernel decodes weights), the float scale of each block, and the
+// block's "second term" a2, which the kernel multiplies with a per-block weight value:
+//   offset types (weight = d * (code - offset)): a2 = -offset * dx * sum(x), times d;
+//   min types (weight = d * code + m), offset 0: a2 = s (Q8_1's d * sum(x)), times m;
+//   offset < 0: no second term (a2 = 0).
+// Blocks past nb (up to nb_padded) are zero.
+//
+// kSplitChunk8: quants in chunks of 8 blocks, each as two 4-block halves of [x[0..15] of the 4
+// blocks][x[16..31] of the 4 blocks] (the order of the AVX-512 nibble decoder); else natural.
+template <bool kSplitChunk8>
+void prepare_act32(const uint8_t* act, Act32Format f, int offset, int64_t nb, int64_t nb_padded,
+                   int8_t* xs, float* dx, float* a2) {
+    for (int64_t b = 0; b < nb_padded; ++b) {
+        int8_t* lo;
+        int8_t* hi;
+        if (kSplitChunk8) {
+            int8_t* chunk = xs + 256 * (b / 8) + 128 * ((b % 8) / 4) + 16 * (b % 4);
+            lo = chunk;
+            hi = chunk + 64;
+        } else {
+            lo = xs + 32 * b;
+            hi = lo + 16;
+        }
+        if (b >= nb) {
+            std::memset(lo, 0, 16);
+            std::memset(hi, 0, 16);
+            dx[b] = 0.0f;
+            a2[b] = 0.0f;
+            continue;
+        }
+        const uint8_t* block = act + size_t(b) * f.block_bytes;
+        const int8_t* q = reinterpret_cast<const int8_t*>(block + f.qs_offset);
+        std::memcpy(lo, q, 16);
+        std::memcpy(hi, q + 16, 16);
+        const float d = half(load_u16(block));
+        dx[b] = d;
+        if (offset > 0) {
+            int sum = 0;
+            for (int j = 0; j < 32; ++j) sum += q[j];
+            a2[b] = float(-offset * sum) * d;
+        } else if (offset == 0) {
+            a2[b] = half(load_u16(block + 2));  // Q8_1's s
+        } else {
+            a2[b] = 0.0f;
+        }
+    }
+}
+
+// ---- Prefill panels: rows decoded to unsigned codes and float scales ----------------------
+//
+// Every weight type is decoded into sub-blocks of `bl` elements (32, or 16 for Q2_K/Q3_K/Q6_K)
+// with unsigned codes u and a float scale; its value is scale * (u - offset) [+ min]. The
+// activation side supplies, per token and sub-block, -offset * sum(x) as an integer (added to
+// the integer dot product) and, for types with mins, the factor the min multiplies.
+struct PanelFormat {
+    int bl;          // elements per sub-block
+    int offset;      // subtracted from every code
+    bool has_min;    // value includes a per-sub-block min
+    bool k_quant;    // activations are Q8_K (one scale per 256), else Q8_0/Q8_1 (per 32)
+    Act32Format act; // for the 32-element types
+};
+
+// Decoders: codes (n elements, natural order), scale and min per sub-block.
+inline void decode_q4_0(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(row);
+    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
+        for (int j = 0; j < 16; ++j) {
+            codes[j] = b[i].qs[j] & 15;
+            codes[j + 16] = b[i].qs[j] >> 4;
+        }
+        scale[i] = half(b[i].d);
+    }
+}
+
+inline void decode_q4_1(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
+    const auto* b = reinterpret_cast<const BlockQ4_1*>(row);
+    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
+        for (int j = 0; j < 16; ++j) {
+            codes[j] = b[i].qs[j] & 15;
+            codes[j + 16] = b[i].qs[j] >> 4;
+        }
+        scale[i] = half(b[i].d);
+        min[i] = half(b[i].m);
+    }
+}
+
+inline void decode_q5_0(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
+    const auto* b = reinterpret_cast<const BlockQ5_0*>(row);
+    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
+        const uint32_t qh = load_u32(b[i].qh);
+        for (int j = 0; j < 16; ++j) {
+            codes[j] = uint8_t((b[i].qs[j] & 15) | ((qh >> j) & 1) << 4);
+            codes[j + 16] = uint8_t((b[i].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+        }
+        scale[i] = half(b[i].d);
+    }
+}
+
+inline void decode_q5_1(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
+    const auto* b = reinterpret_cast<const BlockQ5_1*>(row);
+    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
+        const uint32_t qh = load_u32(b[i].qh);
+        for (int j = 0; j < 16; ++j) {
+            codes[j] = uint8_t((b[i].qs[j] & 15) | ((qh >> j) & 1) << 4);
+            codes[j + 16] = uint8_t((b[i].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+        }
+        scale[i] = half(b[i].d);
+        min[i] = half(b[i].m);
+    }
+}
+
+// Q8_0 codes are q + 128 (offset 128).
+inline void decode_q8_0(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
+    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
+        for (int j = 0; j < 32; ++j) codes[j] = uint8_t(b[i].qs[j]) ^ 0x80;
+        scale[i] = half(b[i].d);
+    }
+}
+
+inline void decode_q2_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
+    const auto* b = reinterpret_cast<const BlockQ2_K*>(row);
+    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 16, min += 16) {
+        const float d = half(b[i].d), dmin = half(b[i].dmin);
+        for (int h = 0; h < 2; ++h) {
+            for (int s = 0; s < 4; ++s) {
+                for (int l = 0; l < 32; ++l) {
+                    codes[128 * h + 32 * s + l] = (b[i].qs[32 * h + l] >> (2 * s)) & 3;
+                }
+            }
+        }
+        for (int j = 0; j < 16; ++j) {
+            scale[j] = d * float(b[i].scales[j] & 15);
+            min[j] = -dmin * float(b[i].scales[j] >> 4);
+        }
+    }
+}
+
+// Q3_K codes are q + 4 in 0..7 (offset 4).
+inline void decode_q3_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
+    const auto* b = reinterpret_cast<const BlockQ3_K*>(row);
+    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 16) {
+        const float d = half(b[i].d);
+        for (int e = 0; e < 256; ++e) {
+            const int h = e / 128, s = (e % 128) / 32, l = e % 32;
+            const int low = (b[i].qs[32 * h + l] >> (2 * s)) & 3;
+            const int high = (b[i].hmask[l] >> (e / 32)) & 1;
+            codes[e] = uint8_t(low | high << 2);
+        }
+        uint64_t sc[2];
+        unpack_q3k_scales(b[i].scales, sc);
+        for (int j = 0; j < 16; ++j) scale[j] = d * float(int((sc[j / 8] >> (8 * (j % 8))) & 63) - 32);
+    }
+}
+
+inline void decode_q4_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(row);
+    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 8, min += 8) {
+        const float d = half(b[i].d), dmin = half(b[i].dmin);
+        for (int p = 0; p < 4; ++p) {
+            for (int l = 0; l < 32; ++l) {
+                codes[64 * p + l] = b[i].qs[32 * p + l] & 15;
+                codes[64 * p + 32 + l] = b[i].qs[32 * p + l] >> 4;
+            }
+        }
+        uint64_t sc, m;
+        unpack_q4k_scales(b[i].scales, &sc, &m);
+        for (int j = 0; j < 8; ++j) {
+            scale[j] = d * float((sc >> (8 * j)) & 63);
+            min[j] = -dmin * float((m >> (8 * j)) & 63);
+        }
+    }
+}
+
+inline void decode_q5_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
+    const auto* b = reinterpret_cast<const BlockQ5_K*>(row);
+    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 8, min += 8) {
+        const float d = half(b[i].d), dmin = half(b[i].dmin);
+        for (int p = 0; p < 4; ++p) {
+            for (int l = 0; l < 32; ++l) {
+                const int h0 = (b[i].qh[l] >> (2 * p)) & 1, h1 = (b[i].qh[l] >> (2 * p + 1)) & 1;
+                codes[64 * p + l] = uint8_t((b[i].qs[32 * p + l] & 15) | h0 << 4);
+                codes[64 * p + 32 + l] = uint8_t((b[i].qs[32 * p + l] >> 4) | h1 << 4);
+            }
+        }
+        uint64_t sc, m;
+        unpack_q4k_scales(b[i].scales, &sc, &m);
+        for (int j = 0; j < 8; ++j) {
+            scale[j] = d * float((sc >> (8 * j)) & 63);
+            min[j] = -dmin * float((m >> (8 * j)) & 63);
+        }
+    }
+}
+
+// Q6_K codes are q + 32 in 0..63 (offset 32).
+inline void decode_q6_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
+    const auto* b = reinterpret_cast<const BlockQ6_K*>(row);
+    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 16) {
+        const float d = half(b[i].d);
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* ql = b[i].ql + 64 * h;
+            const uint8_t* qh = b[i].qh + 32 * h;
+            uint8_t* out = codes + 128 * h;
+            for (int l = 0; l < 32; ++l) {
+                out[l] = uint8_t((ql[l] & 15) | (qh[l] & 3) << 4);
+                out[l + 32] = uint8_t((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4);
+                out[l + 64] = uint8_t((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4);
+                out[l + 96] = uint8_t((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
+            }
+        }
+        for (int j = 0; j < 16; ++j) scale[j] = d * float(b[i].scales[j]);
+    }
+}
+
+// ---- The activation side of the prefill kernels --------------------------------------------
+
+// Per token t and sub-block j (index t * n_sub + j): the integer -offset * sum(x), the float
+// factor of the min (Q8_1's s, or the sum of the sub-block's Q8_K quants), and the activation
+// scale (per 32-element block, or per super-block for Q8_K at index t * n_super + j).
+struct ActSide {
+    int32_t* bias;
+    float* min_factor;
+    float* dx;
+};
+
+inline void compute_act_side(const PanelFormat& f, const uint8_t* act, size_t act_stride,
+                             int64_t n_tokens, int64_t n_cols, const ActSide& side) {
+    const int64_t n_sub = n_cols / f.bl;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const uint8_t* row = act + size_t(t) * act_stride;
+        if (f.k_quant) {
+            const auto* xb = reinterpret_cast<const BlockQ8_K*>(row);
+            const int64_t n_super = n_cols / 256;
+            for (int64_t s = 0; s < n_super; ++s) side.dx[t * n_super + s] = xb[s].d;
+            const int per16 = f.bl / 16;  // bsums per sub-block
+            for (int64_t j = 0; j < n_sub; ++j) {
+                const int16_t* bs = xb[j * f.bl / 256].bsums + (j * per16) % 16;
+                int sum = 0;
+                for (int k = 0; k < per16; ++k) sum += bs[k];
+                side.bias[t * n_sub + j] = -f.offset * sum;
+                side.min_factor[t * n_sub + j] = float(sum);
+            }
+        } else {
+            for (int64_t j = 0; j < n_sub; ++j) {
+                const uint8_t* block = row + size_t(j) * f.act.block_bytes;
+                const int8_t* q = reinterpret_cast<const int8_t*>(block + f.act.qs_offset);
+                int sum = 0;
+                for (int k = 0; k < 32; ++k) sum += q[k];
+                side.bias[t * n_sub + j] = -f.offset * sum;
+                side.dx[t * n_sub + j] = half(load_u16(block));
+                side.min_factor[t * n_sub + j] = f.has_min ? half(load_u16(block + 2)) : 0.0f;
+            }
+        }
+    }
+}
+
+// Address of the quants of sub-block j of an activation row.
+inline const int8_t* act_quants(const PanelFormat& f, const uint8_t* row, int64_t j) {
+    if (f.k_quant) {
+        const int64_t e = j * f.bl;
+        return reinterpret_cast<const int8_t*>(row + size_t(e / 256) * sizeof(BlockQ8_K) + 4 +
+                                               e % 256);
+    }
+    return reinterpret_cast<const int8_t*>(row + size_t(j) * f.act.block_bytes + f.act.qs_offset);
+}
+
+}  // namespace
+}  // namespace mw::x86

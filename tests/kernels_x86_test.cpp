@@ -1,0 +1,299 @@
+// The x86-64 SIMD kernel sets (AVX2, AVX-512) against the scalar reference, each set called
+// directly (not only the one the dispatcher picked): activation encoders byte for byte, vec_dot
+// and matmul on random data with awkward sizes (one block, odd block counts, 1..37 tokens, row
+// ranges that start and end off the tile sizes). Sets this CPU cannot run are skipped.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/fp16.h"
+#include "tensor/kernels.h"
+#include "tensor/quants.h"
+#include "tensor/types.h"
+
+#if defined(__x86_64__)
+#include "tensor/kernels_x86.h"
+
+namespace mw {
+namespace {
+
+const TypeTraits& row_of(const TraitsArray& table, GgmlType type) {
+    for (const TypeTraits& t : table) {
+        if (t.type == type) return t;
+    }
+    ADD_FAILURE() << "no row for type " << int(type);
+    return table[0];
+}
+
+// fp16 fields of a block that random bytes must not fill: offset, and whether it is a min.
+std::vector<std::pair<size_t, bool>> half_fields(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0:
+            return {{0, false}};
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+            return {{0, false}, {2, true}};
+        case GgmlType::Q2_K:
+            return {{80, false}, {82, true}};
+        case GgmlType::Q3_K:
+            return {{108, false}};
+        case GgmlType::Q6_K:
+            return {{208, false}};
+        default:
+            return {};
+    }
+}
+
+// n_rows rows of n_cols: every bit pattern of the quants and packed scales occurs; fp16 scales
+// are kept finite and sane. Float types get normal values.
+std::vector<uint8_t> random_matrix(const TypeTraits& t, int64_t n_rows, int64_t n_cols,
+                                   std::mt19937& rng) {
+    const size_t rb = row_bytes(t, n_cols);
+    std::vector<uint8_t> m(rb * size_t(n_rows));
+    if (!t.is_quantized) {
+        std::normal_distribution<float> normal(0.0f, 0.1f);
+        std::vector<float> x(static_cast<size_t>(n_cols));
+        for (int64_t r = 0; r < n_rows; ++r) {
+            for (float& v : x) v = normal(rng);
+            row_of(reference_type_traits(), t.type).from_float(x.data(), m.data() + rb * size_t(r),
+                                                               n_cols);
+        }
+        return m;
+    }
+    for (uint8_t& byte : m) byte = uint8_t(rng());
+    std::uniform_real_distribution<float> magnitude(1e-3f, 1e-2f);
+    for (size_t block = 0; block < m.size() / t.type_size; ++block) {
+        for (auto [offset, is_min] : half_fields(t.type)) {
+            float value = magnitude(rng) * ((rng() & 1) ? 1.0f : -1.0f);
+            if (is_min) value *= 8;
+            const uint16_t h = f32_to_fp16(value);
+            std::memcpy(m.data() + block * t.type_size + offset, &h, sizeof h);
+        }
+    }
+    return m;
+}
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
+    std::normal_distribution<float> normal(0.0f, scale);
+    std::vector<float> x(n);
+    for (float& v : x) v = normal(rng);
+    return x;
+}
+
+// Sum over i of |w_i x_i| from the decoded operands: the scale of a dot product's rounding error.
+double abs_products(const TypeTraits& w, const uint8_t* wrow, const TypeTraits& a,
+                    const uint8_t* xrow, int64_t n) {
+    std::vector<float> wf(static_cast<size_t>(n)), xf(static_cast<size_t>(n));
+    w.to_float(wrow, wf.data(), n);
+    a.to_float(xrow, xf.data(), n);
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) s += std::fabs(double(wf[i]) * xf[i]);
+    return s;
+}
+
+const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
+                                 GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                                 GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                 GgmlType::Q6_K};
+
+// Float types are summed in float by the kernels and in double by the reference.
+double relative_tolerance(const TypeTraits& t) { return t.is_quantized ? 2e-6 : 2e-5; }
+
+class X86Kernels : public ::testing::TestWithParam<IsaLimit> {
+protected:
+    void SetUp() override {
+        if (!x86::kernel_table(GetParam(), table_)) GTEST_SKIP() << "this CPU lacks the kernel set";
+    }
+    TraitsArray table_{};
+};
+
+std::string isa_name(const ::testing::TestParamInfo<IsaLimit>& info) {
+    return info.param == IsaLimit::avx2 ? "avx2" : "avx512";
+}
+
+TEST_P(X86Kernels, InstallsItsOwnKernels) {
+    const char* expected = GetParam() == IsaLimit::avx2 ? "avx2" : "avx512";
+    for (GgmlType type : kWeightTypes) {
+        const TypeTraits& t = row_of(table_, type);
+        EXPECT_STREQ(t.isa, expected) << t.name;
+        EXPECT_NE(t.matmul, row_of(reference_type_traits(), type).matmul) << t.name;
+    }
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
+        EXPECT_NE(row_of(table_, type).from_float, row_of(reference_type_traits(), type).from_float);
+    }
+}
+
+// Encoders must produce the reference bytes exactly (the integer kernels depend on it).
+TEST_P(X86Kernels, ActivationEncodersMatchReferenceBytes) {
+    std::mt19937 rng(7);
+    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::F16,
+                          GgmlType::BF16}) {
+        const TypeTraits& simd = row_of(table_, type);
+        const TypeTraits& ref = row_of(reference_type_traits(), type);
+        const int64_t bs = simd.block_size;
+        for (int64_t blocks : {1, 2, 3, 9}) {
+            const int64_t n = blocks * (bs == 1 ? 37 : bs);
+            for (int trial = 0; trial < 30; ++trial) {
+                std::vector<float> x = random_floats(size_t(n), rng, trial % 2 ? 1.0f : 1e-3f);
+                if (trial == 1) std::fill(x.begin(), x.begin() + std::min<int64_t>(n, 256), 0.0f);
+                if (trial == 2) {
+                    // Halfway cases for the rounding, and equal magnitudes of both signs.
+                    for (int64_t i = 0; i < n; ++i) x[size_t(i)] = float(int(i % 9) - 4) * 0.5f;
+                    x[0] = -2.0f;
+                }
+                if (trial == 3) x[size_t(n / 2)] = -1e4f;
+                std::vector<uint8_t> got(row_bytes(simd, n)), want(row_bytes(ref, n));
+                simd.from_float(x.data(), got.data(), n);
+                ref.from_float(x.data(), want.data(), n);
+                ASSERT_EQ(got, want) << simd.name << " n=" << n << " trial " << trial;
+            }
+        }
+    }
+}
+
+TEST_P(X86Kernels, VecDotMatchesReference) {
+    std::mt19937 rng(11);
+    for (GgmlType type : kWeightTypes) {
+        const TypeTraits& w = row_of(table_, type);
+        const TypeTraits& ref = row_of(reference_type_traits(), type);
+        const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
+        std::vector<int64_t> lengths;
+        for (int64_t blocks : {1, 2, 3, 7, 8, 9, 17}) lengths.push_back(blocks * w.block_size);
+        if (!w.is_quantized) lengths.insert(lengths.end(), {15, 33, 1000});
+        for (int64_t n : lengths) {
+            for (int trial = 0; trial < 10; ++trial) {
+                const auto wrow = random_matrix(w, 1, n, rng);
+                const auto x = random_floats(size_t(n), rng);
+                std::vector<uint8_t> xq(row_bytes(act, n));
+                act.from_float(x.data(), xq.data(), n);
+                const float got = w.vec_dot(n, wrow.data(), xq.data());
+                const float want = ref.vec_dot(n, wrow.data(), xq.data());
+                const double scale = abs_products(w, wrow.data(), act, xq.data(), n);
+                EXPECT_NEAR(got, want, relative_tolerance(w) * scale + 1e-30)
+                    << w.name << " n=" << n << " trial " << trial;
+            }
+        }
+    }
+}
+
+// matmul over row ranges and token counts that cross every tile boundary and both paths (decode
+// kernels for few tokens, prefill panels from 12 tokens with AVX-512, 24 with AVX2); rows outside
+// [r0, r1) must stay untouched.
+TEST_P(X86Kernels, MatmulMatchesReference) {
+    std::mt19937 rng(13);
+    struct Shape {
+        int64_t blocks, n_rows, r0, r1;
+    };
+    const Shape shapes[] = {{1, 5, 0, 5}, {3, 40, 3, 38}, {9, 35, 1, 35}, {2, 70, 5, 67}};
+    const int64_t token_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 23, 24, 29, 37};
+    for (GgmlType type : kWeightTypes) {
+        const TypeTraits& w = row_of(table_, type);
+        const TypeTraits& ref = row_of(reference_type_traits(), type);
+        const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
+        for (const Shape& s : shapes) {
+            const int64_t n_cols = s.blocks * (w.is_quantized ? w.block_size : 37);
+            const auto m = random_matrix(w, s.n_rows, n_cols, rng);
+            const size_t rb = row_bytes(w, n_cols);
+            for (int64_t n_tok : token_counts) {
+                // Activations with a stride larger than a row, outputs with ldy > n_rows.
+                const size_t act_stride = row_bytes(act, n_cols) + 64;
+                std::vector<uint8_t> xq(act_stride * size_t(n_tok));
+                for (int64_t t = 0; t < n_tok; ++t) {
+                    const auto x = random_floats(size_t(n_cols), rng);
+                    act.from_float(x.data(), xq.data() + act_stride * size_t(t), n_cols);
+                }
+                const int64_t ldy = s.n_rows + 3;
+                const float sentinel = 12345.0f;
+                std::vector<float> y(size_t(ldy * n_tok), sentinel);
+                w.matmul(m.data(), rb, n_cols, s.r0, s.r1, xq.data(), act_stride, n_tok, y.data(),
+                         ldy);
+                for (int64_t t = 0; t < n_tok; ++t) {
+                    const uint8_t* xr = xq.data() + act_stride * size_t(t);
+                    for (int64_t r = 0; r < ldy; ++r) {
+                        const float got = y[size_t(t * ldy + r)];
+                        if (r < s.r0 || r >= s.r1) {
+                            ASSERT_EQ(got, sentinel) << w.name << " wrote row " << r;
+                            continue;
+                        }
+                        const uint8_t* wr = m.data() + rb * size_t(r);
+                        const float want = ref.vec_dot(n_cols, wr, xr);
+                        const double scale = abs_products(w, wr, act, xr, n_cols);
+                        ASSERT_NEAR(got, want, relative_tolerance(w) * scale + 1e-30)
+                            << w.name << " cols=" << n_cols << " tokens=" << n_tok << " row " << r
+                            << " token " << t;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Larger shapes, one check per output: long rows (many blocks of integer sums) and enough rows
+// for several 32-row panels on both paths.
+TEST_P(X86Kernels, MatmulLongRows) {
+    std::mt19937 rng(17);
+    for (GgmlType type : kWeightTypes) {
+        const TypeTraits& w = row_of(table_, type);
+        const TypeTraits& ref = row_of(reference_type_traits(), type);
+        const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
+        const int64_t n_cols = 2048, n_rows = 97;
+        const auto m = random_matrix(w, n_rows, n_cols, rng);
+        const size_t rb = row_bytes(w, n_cols);
+        for (int64_t n_tok : {1, 24}) {
+            const size_t stride = row_bytes(act, n_cols);
+            std::vector<uint8_t> xq(stride * size_t(n_tok));
+            for (int64_t t = 0; t < n_tok; ++t) {
+                const auto x = random_floats(size_t(n_cols), rng);
+                act.from_float(x.data(), xq.data() + stride * size_t(t), n_cols);
+            }
+            std::vector<float> y(size_t(n_rows * n_tok));
+            w.matmul(m.data(), rb, n_cols, 0, n_rows, xq.data(), stride, n_tok, y.data(), n_rows);
+            for (int64_t t = 0; t < n_tok; ++t) {
+                for (int64_t r = 0; r < n_rows; ++r) {
+                    const uint8_t* wr = m.data() + rb * size_t(r);
+                    const uint8_t* xr = xq.data() + stride * size_t(t);
+                    const double scale = abs_products(w, wr, act, xr, n_cols);
+                    ASSERT_NEAR(y[size_t(t * n_rows + r)], ref.vec_dot(n_cols, wr, xr),
+                                relative_tolerance(w) * scale)
+                        << w.name << " tokens=" << n_tok << " row " << r << " token " << t;
+                }
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sets, X86Kernels, ::testing::Values(IsaLimit::avx2, IsaLimit::avx512),
+                         isa_name);
+
+// The dispatcher picks the best set this CPU has, unless MEMWALL_ISA caps it.
+TEST(X86Dispatch, PicksTheBestSetWithinTheLimit) {
+    TraitsArray table = reference_type_traits();
+    const CpuFeatures& cpu = cpu_features();
+    const char* best = install_kernels(table, cpu, IsaLimit::best);
+    if (x86::avx512_supported(cpu)) {
+        EXPECT_STREQ(best, "avx512");
+    } else if (x86::avx2_supported(cpu)) {
+        EXPECT_STREQ(best, "avx2");
+    } else {
+        EXPECT_STREQ(best, "scalar");
+    }
+    TraitsArray capped = reference_type_traits();
+    const char* two = install_kernels(capped, cpu, IsaLimit::avx2);
+    EXPECT_STREQ(two, x86::avx2_supported(cpu) ? "avx2" : "scalar");
+    TraitsArray scalar = reference_type_traits();
+    EXPECT_STREQ(install_kernels(scalar, cpu, IsaLimit::scalar), "scalar");
+    EXPECT_EQ(row_of(scalar, GgmlType::Q4_0).matmul, row_of(reference_type_traits(), GgmlType::Q4_0).matmul);
+}
+
+}  // namespace
+}  // namespace mw
+
+#endif  // __x86_64__
