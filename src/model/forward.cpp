@@ -64,23 +64,31 @@ namespace {
 // Sizes of every scratch buffer (in elements), shared by the constructor and the planner.
 struct ScratchSizes {
     size_t x, xb, xb2, q, k, v, attn, gate, up, rope_cs;
-    size_t router_logits, moe_in, moe_out, moe_expert, moe_weight, moe_tokens;
-    size_t scores_per_thread, row_per_thread, n_threads;
+    size_t router_logits, moe_in, moe_out, moe_expert, moe_weight, moe_tokens, router_probs;
     size_t act_bytes;
+    AttentionShape attention;
 
     uint64_t total_bytes() const {
         const uint64_t floats = x + xb + xb2 + q + k + v + attn + gate + up + rope_cs +
-                                router_logits + moe_in + moe_out + moe_weight +
-                                (scores_per_thread + row_per_thread) * n_threads;
-        return floats * sizeof(float) + (moe_expert + moe_tokens) * sizeof(int32_t) + act_bytes;
+                                router_logits + moe_in + moe_out + moe_weight + router_probs;
+        return floats * sizeof(float) + (moe_expert + moe_tokens) * sizeof(int32_t) + act_bytes +
+               AttentionScratch::planned_bytes(attention);
     }
 };
 
-ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t n_ctx, int n_threads) {
+ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, int n_threads) {
     const HParams& hp = m.hp;
     const size_t n = max_batch;
     const size_t n_attn_out = size_t(hp.n_head) * hp.head_dim_v;
-    const size_t n_ff = std::max({hp.n_ff, hp.n_ff_expert, hp.n_ff_shared_expert});
+    // The FFN width of the weights, not of the metadata: a MoE file's feed_forward_length and
+    // expert_shared_feed_forward_length need not match any tensor, and must not size buffers.
+    // (The planner's stand-in for a model it cannot bind carries its width in ffn_down.)
+    size_t n_ff = 0;
+    for (const Layer& l : m.layers) {
+        n_ff = std::max({n_ff, size_t(l.ffn_gate.n_rows), size_t(l.ffn_down.n_cols),
+                         size_t(l.exp_gate.first.n_rows), size_t(l.exp_down.first.n_cols),
+                         size_t(l.shared_gate.n_rows), size_t(l.shared_down.n_cols)});
+    }
     const bool moe = hp.n_expert > 0;
     ScratchSizes z{};
     z.x = n * hp.n_embd;
@@ -99,10 +107,10 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t n_ctx, i
     z.moe_expert = moe ? n * hp.n_expert_used : 0;
     z.moe_weight = moe ? n * hp.n_expert_used : 0;
     z.moe_tokens = moe ? n : 0;
-    z.scores_per_thread = std::max<size_t>({n_ctx, hp.n_expert, 1});
-    z.row_per_thread = std::max(hp.head_dim_k, hp.head_dim_v);
-    z.n_threads = size_t(std::max(1, n_threads));
+    z.router_probs = hp.n_expert;
     z.act_bytes = max_matmul_scratch(m, max_batch);
+    z.attention = {max_batch,           int(hp.n_head),     int(hp.n_head_kv),
+                   int(hp.head_dim_k), int(hp.head_dim_v), std::max(1, n_threads)};
     return z;
 }
 
@@ -110,12 +118,14 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t n_ctx, i
 
 uint64_t ForwardScratch::planned_bytes(const Model& model, uint32_t max_batch, uint32_t n_ctx,
                                        int n_threads) {
-    return scratch_sizes(model, max_batch, n_ctx, n_threads).total_bytes();
+    (void)n_ctx;  // attention works block by block: nothing here grows with the context
+    return scratch_sizes(model, max_batch, n_threads).total_bytes();
 }
 
 ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ctx, int threads)
     : max_batch_(max_batch), n_threads(std::max(1, threads)) {
-    const ScratchSizes z = scratch_sizes(m, max_batch, n_ctx, threads);
+    (void)n_ctx;
+    const ScratchSizes z = scratch_sizes(m, max_batch, threads);
     x.resize(z.x);
     xb.resize(z.xb);
     xb2.resize(z.xb2);
@@ -132,21 +142,19 @@ ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ct
     moe_expert.resize(z.moe_expert);
     moe_weight.resize(z.moe_weight);
     moe_tokens.resize(z.moe_tokens);
-    scores_per_thread = z.scores_per_thread;
-    row_per_thread = z.row_per_thread;
-    attn_scores.resize(scores_per_thread * n_threads);
-    attn_row.resize(row_per_thread * n_threads);
+    router_probs.resize(z.router_probs);
     act.resize(z.act_bytes);
+    attention = AttentionScratch(z.attention);
 }
 
 uint64_t ForwardScratch::bytes() const {
     uint64_t floats = 0;
     for (const auto* vec : {&x, &xb, &xb2, &q, &k, &v, &attn, &gate, &up, &rope_cs, &router_logits,
-                            &moe_in, &moe_out, &moe_weight, &attn_scores, &attn_row}) {
+                            &moe_in, &moe_out, &moe_weight, &router_probs}) {
         floats += vec->size();
     }
     return floats * sizeof(float) + (moe_expert.size() + moe_tokens.size()) * sizeof(int32_t) +
-           act.size();
+           act.size() + attention.bytes();
 }
 
 void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
@@ -158,11 +166,18 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
     const int hd_k = int(hp.head_dim_k), hd_v = int(hp.head_dim_v);
     const int n_head = int(hp.n_head), n_head_kv = int(hp.n_head_kv);
     const int64_t n_q = int64_t(n_head) * hd_k, n_k = hp.n_embd_k_gqa(), n_v = hp.n_embd_v_gqa();
-    const int64_t n_attn_out = int64_t(n_head) * hd_v;
     const float kq_scale = 1.0f / std::sqrt(float(hd_k));
     float* x = s.x.data();
     float* xb = s.xb.data();
     uint8_t* act = s.act.data();
+    s.experts_read_ = 0;
+    // Every matrix product below goes through this wrapper, which shows its input to the
+    // observer first (imatrix collection); without one it is the plain matmul.
+    const auto matmul = [&s](Parallel& p, const WeightMatrix& w, const float* in, int64_t rows,
+                             float* out, uint8_t* scratch) {
+        if (s.observer) s.observer->on_matmul(w, in, rows);
+        mw::matmul(p, w, in, rows, out, scratch);
+    };
 
     // Token embeddings, and the RoPE rotation of each token's position.
     for_each_token(par, n, n_embd, [&](uint32_t t) {
@@ -198,29 +213,26 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
             rope_apply(m.rope, cs, q, n_head, hd_k);
             rope_apply(m.rope, cs, k, n_head_kv, hd_k);
             // Append K and V at this token's position in the cache.
-            kv.k_traits().from_float(k, kv.k_row(il, pos0 + t), n_k);
-            kv.v_traits().from_float(v, kv.v_row(il, pos0 + t), n_v);
-        });
-
-        // Causal grouped-query attention: token t sees positions 0 .. pos0 + t; query head h
-        // reads KV head h / (n_head / n_head_kv).
-        const int64_t attn_work = int64_t(n) * n_head * (pos0 + n) * (hd_k + hd_v);
-        parallel_for_work(par, attn_work, [&](int ith, int nth) {
-            float* scores = s.attn_scores.data() + size_t(ith) * s.scores_per_thread;
-            float* row = s.attn_row.data() + size_t(ith) * s.row_per_thread;
-            const Range r = split_range(int64_t(n) * n_head, ith, nth);
-            for (int64_t item = r.begin; item < r.end; ++item) {
-                const uint32_t t = uint32_t(item / n_head);
-                const int h = int(item % n_head);
-                const int kvh = h / (n_head / n_head_kv);
-                const KvRows keys{kv.k_row(il, 0) + row_bytes(kv.k_traits(), int64_t(kvh) * hd_k),
-                                  kv.k_row_bytes(), &kv.k_traits()};
-                const KvRows values{kv.v_row(il, 0) + row_bytes(kv.v_traits(), int64_t(kvh) * hd_v),
-                                    kv.v_row_bytes(), &kv.v_traits()};
-                attention(s.q.data() + t * n_q + h * hd_k, keys, values, pos0 + t + 1, hd_k, hd_v,
-                          kq_scale, s.attn.data() + t * n_attn_out + h * hd_v, scores, row);
+            for (int h = 0; h < n_head_kv; ++h) {
+                kv.k_traits().from_float(k + h * hd_k, kv.k_row(il, uint32_t(h), pos0 + t), hd_k);
+                kv.v_traits().from_float(v + h * hd_v, kv.v_row(il, uint32_t(h), pos0 + t), hd_v);
             }
         });
+
+        // Causal grouped-query attention over the cache: token t sees positions 0 .. pos0 + t.
+        AttentionBatch batch{};
+        batch.q = s.q.data();
+        batch.out = s.attn.data();
+        batch.n_tokens = n;
+        batch.pos0 = pos0;
+        batch.n_head = n_head;
+        batch.n_head_kv = n_head_kv;
+        batch.head_dim_k = hd_k;
+        batch.head_dim_v = hd_v;
+        batch.scale = kq_scale;
+        batch.k = kv.keys(il);
+        batch.v = kv.values(il);
+        attention(par, batch, s.attention);
 
         // Output projection and residual.
         matmul(par, l.wo, s.attn.data(), n, s.xb2.data(), act);
@@ -247,7 +259,7 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
             for (uint32_t t = 0; t < n; ++t) {
                 select_experts(s.router_logits.data() + t * n_exp, n_exp, k_used, hp.expert_weights_norm,
                                s.moe_expert.data() + t * k_used, s.moe_weight.data() + t * k_used,
-                               s.attn_scores.data());  // attention scratch reused for probs
+                               s.router_probs.data());
             }
             std::fill(s.xb2.begin(), s.xb2.begin() + n * n_embd, 0.0f);
             for (int e = 0; e < n_exp; ++e) {
@@ -263,6 +275,7 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
                     }
                 }
                 if (count == 0) continue;
+                ++s.experts_read_;
                 matmul(par, l.exp_gate.expert(e), s.moe_in.data(), count, s.gate.data(), act);
                 matmul(par, l.exp_up.expert(e), s.moe_in.data(), count, s.up.data(), act);
                 for_each_token(par, count, n_ff, [&](uint32_t i) {

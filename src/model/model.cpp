@@ -172,6 +172,15 @@ Model Model::bind(const gguf::GgufFile& file) {
     if (b.has("rope_freqs.weight")) m.rope_freq_factors = b.vector("rope_freqs.weight", hp.n_rot / 2);
 
     const bool moe = hp.n_expert > 0;
+    // Every block has at least 9 tensors: a block count the tensors cannot back is refused
+    // before anything is sized by it.
+    constexpr uint64_t kMinTensorsPerBlock = 9;
+    if (uint64_t(hp.n_layer) * kMinTensorsPerBlock > file.tensors().size()) {
+        fail(ErrorKind::bad_file,
+             "{}: {}.block_count = {} needs at least {} tensors, the file has {}", file.name(),
+             hp.arch, hp.n_layer, uint64_t(hp.n_layer) * kMinTensorsPerBlock,
+             file.tensors().size());
+    }
     m.layers.resize(hp.n_layer);
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         Layer& l = m.layers[i];
@@ -232,7 +241,8 @@ Model Model::bind(const gguf::GgufFile& file) {
     for (const auto& [name, count] : type_counts) {
         m.type_summary += fmt::format("{}{} x{}", m.type_summary.empty() ? "" : ", ", name, count);
     }
-    uint64_t per_token = m.tok_embd.row_bytes + matrix_bytes(m.output);
+    uint64_t per_token = m.tok_embd.row_bytes + matrix_bytes(m.output) +
+                         m.output_norm.size() * sizeof(float);
     for (const Layer& l : m.layers) {
         per_token += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo);
         per_token += matrix_bytes(l.ffn_gate) + matrix_bytes(l.ffn_up) + matrix_bytes(l.ffn_down);
@@ -243,7 +253,9 @@ Model Model::bind(const gguf::GgufFile& file) {
                                         matrix_bytes(l.exp_down.first);
             per_token += one_expert * hp.n_expert_used;
         }
-        per_token += (l.attn_norm.size() + l.ffn_norm.size()) * sizeof(float);
+        per_token += (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() +
+                      l.bv.size() + l.q_norm.size() + l.k_norm.size()) *
+                     sizeof(float);
     }
     m.bytes_per_token = per_token;
     return m;

@@ -225,6 +225,11 @@ mw_status mw_context_truncate(mw_context* ctx, uint32_t n_keep) {
     return guarded([&] { ctx->ctx->truncate(n_keep); });
 }
 
+mw_status mw_context_shift(mw_context* ctx, uint32_t n_keep, uint32_t n_discard) {
+    if (!ctx) return invalid("mw_context_shift: ctx is NULL");
+    return guarded([&] { ctx->ctx->shift(n_keep, n_discard); });
+}
+
 mw_status mw_decode(mw_context* ctx, const mw_token* tokens, int32_t n_tokens, bool all_logits) {
     if (!ctx) return invalid("mw_decode: ctx is NULL");
     if (!tokens || n_tokens <= 0) return invalid("mw_decode: empty batch");
@@ -289,6 +294,7 @@ mw_perf mw_context_perf(const mw_context* ctx) {
     p.rss_bytes = pm.rss_bytes;
     p.major_faults = pm.major_faults;
     p.minor_faults = pm.minor_faults;
+    p.decode_weight_bytes = c.perf().decode_weight_bytes;
     return p;
 }
 

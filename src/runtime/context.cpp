@@ -27,6 +27,16 @@ std::vector<int> auto_thread_candidates() {
     return c;
 }
 
+uint64_t matrix_bytes(const WeightMatrix& w) { return uint64_t(w.row_bytes) * uint64_t(w.n_rows); }
+
+// Bytes of one expert's gate, up and down matrices (every MoE layer has the same shapes).
+uint64_t one_expert_bytes(const Model& m) {
+    if (m.hp.n_expert == 0 || m.layers.empty()) return 0;
+    const Layer& l = m.layers[0];
+    return matrix_bytes(l.exp_gate.first) + matrix_bytes(l.exp_up.first) +
+           matrix_bytes(l.exp_down.first);
+}
+
 int pool_size(const ContextParams& p) {
     if (p.n_threads > 0) return p.n_threads;
     if (p.n_threads == 0) return default_thread_count();
@@ -43,6 +53,10 @@ Context::Context(const LoadedModel& model, const ContextParams& params)
                                                  resolve_n_ctx(model, params)),
                resolve_n_ctx(model, params), pool_.n_threads()) {
     logits_.reserve(model.model.hp.n_vocab);
+    const Model& m = model.model;
+    expert_bytes_ = one_expert_bytes(m);
+    dense_bytes_per_token_ =
+        m.bytes_per_token - uint64_t(m.hp.n_layer) * m.hp.n_expert_used * expert_bytes_;
     if (params.n_threads < 0) tune_threads();
 }
 
@@ -109,6 +123,7 @@ void Context::decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits) 
     } else {
         perf_.decode_ms += ms;
         perf_.n_decode_tokens += 1;
+        perf_.decode_weight_bytes += dense_bytes_per_token_ + scratch_.experts_read() * expert_bytes_;
     }
 }
 
@@ -126,6 +141,10 @@ void Context::truncate(uint32_t n_keep) {
              n_keep, kv_.n_past());
     }
     kv_.set_n_past(n_keep);
+}
+
+void Context::shift(uint32_t n_keep, uint32_t n_discard) {
+    kv_.discard(n_keep, n_discard, model_.model.rope, pool_);
 }
 
 }  // namespace mw

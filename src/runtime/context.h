@@ -25,6 +25,9 @@ struct Perf {
     double decode_ms = 0.0;
     int64_t n_prompt_tokens = 0;
     int64_t n_decode_tokens = 0;
+    // Weight bytes the single-token decode steps read: every dense matrix, and of the experts
+    // only those the router selected (counted per step and layer).
+    uint64_t decode_weight_bytes = 0;
 };
 
 class Context {
@@ -37,6 +40,9 @@ public:
     // Logits of token i of the last batch (-1: last), or null if not kept.
     const float* logits(int32_t i) const;
     void truncate(uint32_t n_keep);
+    // Context shift: drops the cached tokens [n_keep, n_keep + n_discard) and moves the later
+    // ones back, re-rotating their keys, so decoding continues at n_past() - n_discard.
+    void shift(uint32_t n_keep, uint32_t n_discard);
 
     const LoadedModel& model() const { return model_; }
     uint32_t n_ctx() const { return kv_.n_ctx(); }
@@ -47,6 +53,8 @@ public:
     Perf& perf() { return perf_; }
     const Perf& perf() const { return perf_; }
     Parallel& parallel() { return pool_; }
+    // Shows the input of every matrix product to `observer` (null to stop), e.g. for imatrix.
+    void set_matmul_observer(MatmulObserver* observer) { scratch_.observer = observer; }
     // For -t auto: decode tok/s measured for each thread count tried (empty otherwise).
     const std::vector<std::pair<int, double>>& thread_trials() const { return thread_trials_; }
 
@@ -62,6 +70,8 @@ private:
     bool all_logits_ = false;
     Perf perf_;
     std::vector<std::pair<int, double>> thread_trials_;
+    uint64_t dense_bytes_per_token_ = 0;  // weights every token reads (all but the experts)
+    uint64_t expert_bytes_ = 0;           // one expert's FFN matrices in one layer
 };
 
 // The context size used when none is asked for.

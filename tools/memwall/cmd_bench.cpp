@@ -70,6 +70,7 @@ void add_bench_command(CLI::App& app) {
         ModelOptions model;
         int n_prompt = 512;
         int n_gen = 128;
+        int n_depth = 0;
         std::string threads;
         int reps = 5;
         uint32_t n_batch = 0;
@@ -83,6 +84,8 @@ void add_bench_command(CLI::App& app) {
     opt->model.add_to(*cmd);
     cmd->add_option("-p,--n-prompt", opt->n_prompt, "Prompt tokens (pp test; 0 skips it)");
     cmd->add_option("-n,--n-gen", opt->n_gen, "Generated tokens (tg test; 0 skips it)");
+    cmd->add_option("-d,--n-depth", opt->n_depth,
+                    "Tokens already in the cache before each test (long-context speed, as llama-bench -d)");
     cmd->add_option("-t,--threads", opt->threads, "Threads: counts or \"auto\", comma-separated (default: physical cores)");
     cmd->add_option("-r,--repetitions", opt->reps, "Repetitions of each test (after one warm-up)");
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt batch size (default: the whole prompt)");
@@ -95,7 +98,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
     cmd->callback([opt] {
         const Options& o = *opt;
-        if (o.n_prompt < 0 || o.n_gen < 0) fail("bench: -p and -n must be >= 0");
+        if (o.n_prompt < 0 || o.n_gen < 0 || o.n_depth < 0) fail("bench: -p, -n and -d must be >= 0");
         if (o.n_prompt == 0 && o.n_gen == 0) fail("bench: nothing to measure (-p 0 -n 0)");
         if (o.reps < 1) fail("bench: -r must be at least 1");
         std::vector<int> thread_counts;
@@ -105,18 +108,20 @@ void add_bench_command(CLI::App& app) {
         if (thread_counts.empty()) fail("-t: empty list");
         ModelPtr model = load_model(o.model, false, /*quiet=*/o.as_json || o.csv);
         const std::vector<mw_token> prompt = bench_prompt(o.n_prompt);
+        const std::vector<mw_token> depth = bench_prompt(o.n_depth);
+        const std::string at_depth = o.n_depth > 0 ? fmt::format(" @ d{}", o.n_depth) : "";
 
         json results = json::array();
         if (o.csv) {
             fmt::print("model,threads,n_prompt,n_gen,pp_tok_s,pp_tok_s_sd,tg_tok_s,tg_tok_s_sd,"
-                       "model_bytes,bytes_per_token,tg_gb_s,bw_fraction\n");
+                       "model_bytes,bytes_per_token,tg_gb_s,bw_fraction,n_depth\n");
         } else if (!o.as_json) {
-            fmt::print("{:<40} {:>7} {:>8} {:>18} {:>9} {:>9}\n", "model", "threads", "test",
+            fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9} {:>9}\n", "model", "threads", "test",
                        "tok/s", "GB/s", "% of bw");
         }
         for (int threads : thread_counts) {
             mw_context_params cp = mw_context_default_params();
-            cp.n_ctx = uint32_t(std::max(o.n_prompt, 1) + o.n_gen + 8);
+            cp.n_ctx = uint32_t(std::max(o.n_prompt, 1) + o.n_gen + o.n_depth + 8);
             cp.n_batch = o.n_batch ? o.n_batch : uint32_t(std::max(o.n_prompt, 1));
             cp.n_threads = threads;
             cp.type_k = parse_kv_type(o.ctk, "-ctk");
@@ -124,10 +129,19 @@ void add_bench_command(CLI::App& app) {
             ContextPtr ctx = create_context(model.get(), cp);
             const int used_threads = mw_context_n_threads(ctx.get());
 
+            // An empty cache, then the -d tokens (not timed).
+            auto reset = [&] {
+                mw_context_truncate(ctx.get(), 0);
+                if (o.n_depth > 0) {
+                    if (mw_status st = mw_decode(ctx.get(), depth.data(), int32_t(depth.size()), false); st != MW_OK) {
+                        fail_status(st, "bench");
+                    }
+                }
+            };
             std::vector<double> pp, tg;
             for (int rep = -1; rep < o.reps; ++rep) {  // rep -1 warms up caches and page tables
                 if (o.n_prompt > 0) {
-                    mw_context_truncate(ctx.get(), 0);
+                    reset();
                     const auto start = std::chrono::steady_clock::now();
                     if (mw_status st = mw_decode(ctx.get(), prompt.data(), int32_t(prompt.size()), false); st != MW_OK) {
                         fail_status(st, "bench");
@@ -135,7 +149,8 @@ void add_bench_command(CLI::App& app) {
                     if (rep >= 0) pp.push_back(o.n_prompt / seconds_since(start));
                 }
                 if (o.n_gen > 0) {
-                    mw_context_truncate(ctx.get(), 0);
+                    reset();
+                    mw_context_perf_reset(ctx.get());  // bytes read: decode steps of this test only
                     mw_token tok = prompt[0];
                     const auto start = std::chrono::steady_clock::now();
                     for (int i = 0; i < o.n_gen; ++i) {
@@ -147,7 +162,12 @@ void add_bench_command(CLI::App& app) {
             }
             const Stats ps = stats(pp), ts = stats(tg);
             const uint64_t model_bytes = mw_model_weight_bytes(model.get());
-            const uint64_t bytes_per_token = mw_model_bytes_per_token(model.get());
+            // Bytes each decoded token read, as counted by the decode steps (MoE: the experts
+            // the router chose); the model's static figure when nothing was decoded.
+            const mw_perf tg_perf = mw_context_perf(ctx.get());
+            const uint64_t bytes_per_token =
+                tg_perf.n_decode_tokens > 0 ? tg_perf.decode_weight_bytes / uint64_t(tg_perf.n_decode_tokens)
+                                            : mw_model_bytes_per_token(model.get());
             const double tg_gb_s = ts.mean * double(bytes_per_token) / 1e9;
             const double bandwidth = o.no_bandwidth || o.n_gen == 0 ? 0.0 : read_bandwidth(used_threads);
             const double bw_fraction = bandwidth > 0 ? tg_gb_s * 1e9 / bandwidth : 0.0;
@@ -163,6 +183,7 @@ void add_bench_command(CLI::App& app) {
                       {"isa", mw_system_info()},
                       {"n_prompt", o.n_prompt},
                       {"n_gen", o.n_gen},
+                      {"n_depth", o.n_depth},
                       {"reps", o.reps},
                       {"pp_tok_s", ps.mean},
                       {"pp_tok_s_sd", ps.sd},
@@ -180,20 +201,20 @@ void add_bench_command(CLI::App& app) {
                       {"minor_faults", perf.minor_faults}};
             results.push_back(r);
             if (o.csv) {
-                fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f}\n", o.model.path,
+                fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f},{}\n", o.model.path,
                            used_threads, o.n_prompt, o.n_gen, ps.mean, ps.sd, ts.mean, ts.sd, model_bytes,
-                           bytes_per_token, tg_gb_s, bw_fraction);
+                           bytes_per_token, tg_gb_s, bw_fraction, o.n_depth);
             } else if (!o.as_json) {
                 const std::string name = o.model.path.size() > 40 ? "..." + o.model.path.substr(o.model.path.size() - 37)
                                                                    : o.model.path;
                 if (o.n_prompt > 0) {
-                    fmt::print("{:<40} {:>7} {:>8} {:>18} {:>9} {:>9}\n", name, used_threads,
-                               fmt::format("pp{}", o.n_prompt), fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd),
+                    fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9} {:>9}\n", name, used_threads,
+                               fmt::format("pp{}{}", o.n_prompt, at_depth), fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd),
                                "", "");
                 }
                 if (o.n_gen > 0) {
-                    fmt::print("{:<40} {:>7} {:>8} {:>18} {:>9.2f} {:>9}\n", name, used_threads,
-                               fmt::format("tg{}", o.n_gen), fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd),
+                    fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9.2f} {:>9}\n", name, used_threads,
+                               fmt::format("tg{}{}", o.n_gen, at_depth), fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd),
                                tg_gb_s, bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
                 }
             }
@@ -204,6 +225,8 @@ void add_bench_command(CLI::App& app) {
             fmt::print("\nmodel: {} ({:.2f} MiB of weights, {:.2f} MiB read per decoded token); {}\n",
                        mw_model_desc(model.get()), mw_model_weight_bytes(model.get()) / 1048576.0,
                        mw_model_bytes_per_token(model.get()) / 1048576.0, mw_system_info());
+            fmt::print("(GB/s counts the weight bytes each decode step read: for a mixture of experts, "
+                       "only the experts its router chose)\n");
         }
     });
 }

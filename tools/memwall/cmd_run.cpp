@@ -2,6 +2,7 @@
 // as it is produced; the statistics go to stderr at the end.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -30,6 +31,8 @@ void add_run_command(CLI::App& app) {
         bool echo = false;
         bool force = false;
         bool verbose = false;
+        bool context_shift = false;
+        int n_keep = 0;
         std::string ctk = "f16", ctv = "f16";
     };
     auto opt = std::make_shared<Options>();
@@ -51,6 +54,11 @@ void add_run_command(CLI::App& app) {
     cmd->add_flag("--force", opt->force, "Run even when the plan says the model does not fit");
     cmd->add_flag("--verbose", opt->verbose,
                   "Report memory: mapped, resident, KV, scratch, RSS, page faults");
+    cmd->add_flag("--context-shift", opt->context_shift,
+                  "When the context is full, drop the oldest half of the tokens after --keep and "
+                  "continue (default: stop at a full context)");
+    cmd->add_option("--keep", opt->n_keep,
+                    "Prompt tokens kept by a context shift, besides BOS (-1: the whole prompt)");
     cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
     cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
     cmd->callback([opt] {
@@ -75,6 +83,21 @@ void add_run_command(CLI::App& app) {
                              "context of {} tokens; raise -c or shorten the prompt",
                              tokens.size(), n_ctx));
         }
+        // A context shift keeps the first n_keep tokens (BOS always, as llama.cpp does) and
+        // discards half of the rest, which must be at least one token.
+        uint32_t n_keep = 0;
+        if (o.context_shift) {
+            const bool has_bos = mw_token_bos(model.get()) >= 0 && tokens[0] == mw_token_bos(model.get());
+            if (o.n_keep < -1) fail(fmt::format("run: --keep {}: expected a token count or -1", o.n_keep));
+            n_keep = o.n_keep < 0 || size_t(o.n_keep) > tokens.size()
+                         ? uint32_t(tokens.size())
+                         : uint32_t(o.n_keep) + (has_bos ? 1 : 0);
+            n_keep = std::min<uint32_t>(n_keep, uint32_t(tokens.size()));
+            if (n_keep + 2 > n_ctx) {
+                fail(fmt::format("run: --context-shift keeps {} tokens of a context of {}, which leaves "
+                                 "nothing to discard; lower --keep or raise -c", n_keep, n_ctx));
+            }
+        }
 
         mw_sampler_params sp = mw_sampler_default_params();
         sp.temperature = o.temp;
@@ -97,6 +120,7 @@ void add_run_command(CLI::App& app) {
         }
         const int n_vocab = mw_model_n_vocab(model.get());
         int generated = 0;
+        int n_shifts = 0;
         std::string stop_reason = "the requested number of tokens";
         while (o.n_predict < 0 || generated < o.n_predict) {
             const mw_token tok = mw_sampler_sample(sampler.get(), mw_get_logits(ctx.get(), -1), n_vocab);
@@ -112,8 +136,17 @@ void add_run_command(CLI::App& app) {
             std::fflush(stdout);
             if (o.n_predict >= 0 && generated >= o.n_predict) break;
             if (mw_context_n_past(ctx.get()) >= n_ctx) {
-                stop_reason = fmt::format("a full context ({} tokens; raise -c)", n_ctx);
-                break;
+                if (!o.context_shift) {
+                    stop_reason = fmt::format(
+                        "a full context ({} tokens; raise -c, or pass --context-shift to continue "
+                        "by dropping older tokens)", n_ctx);
+                    break;
+                }
+                const uint32_t n_discard = (n_ctx - n_keep) / 2;
+                if (mw_status st = mw_context_shift(ctx.get(), n_keep, n_discard); st != MW_OK) {
+                    fail_status(st, "run");
+                }
+                ++n_shifts;
             }
             if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK) fail_status(st, "run");
         }
@@ -125,6 +158,10 @@ void add_run_command(CLI::App& app) {
         const mw_perf perf = mw_context_perf(ctx.get());
         auto rate = [](int n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
         fmt::print(stderr, "\n\nstopped after {} tokens: {}\n", generated, stop_reason);
+        if (n_shifts > 0) {
+            fmt::print(stderr, "context shifts: {} (each kept {} tokens and dropped {})\n", n_shifts,
+                       n_keep, (n_ctx - n_keep) / 2);
+        }
         fmt::print(stderr, "seed: {}\n", sp.seed);
         fmt::print(stderr, "load:    {:9.1f} ms\n", perf.load_ms);
         fmt::print(stderr, "prompt:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s\n", perf.prompt_ms,

@@ -1,0 +1,398 @@
+#include "tensor/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "tensor/attention_kernels.h"
+#include "tensor/cpu_features.h"
+
+namespace mw {
+
+// ---- Kernel sets --------------------------------------------------------------------------
+
+namespace {
+
+void scores_scalar(const float* q, int n_q, const float* k, int ld_k, int n_k, int head_dim,
+                   float* s, int ld_s) {
+    for (int i = 0; i < n_q; ++i) {
+        const float* qi = q + size_t(i) * head_dim;
+        for (int j = 0; j < n_k; ++j) {
+            const float* kj = k + size_t(j) * ld_k;
+            float dot = 0.0f;
+            for (int d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
+            s[size_t(i) * ld_s + j] = dot;
+        }
+    }
+}
+
+void accumulate_scalar(const float* p, int ld_p, int n_q, const float* v, int ld_v, int n_v,
+                       int head_dim, float* acc) {
+    for (int i = 0; i < n_q; ++i) {
+        float* ai = acc + size_t(i) * head_dim;
+        for (int j = 0; j < n_v; ++j) {
+            const float pij = p[size_t(i) * ld_p + j];
+            const float* vj = v + size_t(j) * ld_v;
+            for (int d = 0; d < head_dim; ++d) ai[d] += pij * vj[d];
+        }
+    }
+}
+
+float exp_sum_scalar(float* x, int n, float max) {
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - max));
+    return sum;
+}
+
+void scale_scalar(float a, float* y, int n) {
+    for (int i = 0; i < n; ++i) y[i] *= a;
+}
+
+constexpr AttentionKernels kScalar = {"scalar",     scores_scalar, accumulate_scalar,
+                                      exp_sum_scalar, scale_scalar, nullptr,
+                                      nullptr,      nullptr,       nullptr};
+
+}  // namespace
+
+#if defined(__x86_64__)
+// Defined in attention_avx2.cpp / attention_avx512.cpp (compiled with their ISA flags).
+const AttentionKernels& attention_kernels_avx2_set();
+const AttentionKernels& attention_kernels_avx512_set();
+#endif
+
+const AttentionKernels* attention_kernels_scalar() { return &kScalar; }
+
+const AttentionKernels* attention_kernels_avx2() {
+#if defined(__x86_64__)
+    const CpuFeatures& cpu = cpu_features();
+    if (cpu.avx2 && cpu.fma && cpu.f16c) return &attention_kernels_avx2_set();
+#endif
+    return nullptr;
+}
+
+const AttentionKernels* attention_kernels_avx512() {
+#if defined(__x86_64__)
+    const CpuFeatures& cpu = cpu_features();
+    if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx2 && cpu.fma && cpu.f16c) {
+        return &attention_kernels_avx512_set();
+    }
+#endif
+    return nullptr;
+}
+
+const AttentionKernels& attention_kernels() {
+    static const AttentionKernels* chosen = [] {
+        const char* env = std::getenv("MEMWALL_ISA");
+        const bool scalar_only = env && !std::strcmp(env, "scalar");
+        const bool avx2_at_most = env && !std::strcmp(env, "avx2");
+        if (scalar_only) return attention_kernels_scalar();
+        if (!avx2_at_most) {
+            if (const AttentionKernels* k = attention_kernels_avx512()) return k;
+        }
+        if (const AttentionKernels* k = attention_kernels_avx2()) return k;
+        return attention_kernels_scalar();
+    }();
+    return *chosen;
+}
+
+ToFloatFn attention_row_decoder(const AttentionKernels& kernels, const TypeTraits& traits) {
+    ToFloatFn fn = nullptr;
+    switch (traits.type) {
+        case GgmlType::F16: fn = kernels.f16_to_float; break;
+        case GgmlType::BF16: fn = kernels.bf16_to_float; break;
+        case GgmlType::Q8_0: fn = kernels.q8_0_to_float; break;
+        case GgmlType::Q4_0: fn = kernels.q4_0_to_float; break;
+        default: break;
+    }
+    return fn ? fn : traits.to_float;
+}
+
+// ---- Planning -----------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kBlock = 32;         // KV positions per block: a block of decoded keys stays in L1
+constexpr int kTileQueries = 16;   // queries that share each decoded block (tokens x GQA group)
+constexpr int kMinSplitLen = 256;  // positions below which splitting a decode step doesn't pay
+
+struct Layout {
+    int group;        // query heads per KV head
+    int tile_tokens;  // tokens per work item
+    int max_queries;  // tile_tokens * group
+    size_t queries, kblock, vblock, scores, acc, maxes, sums, per_thread;
+};
+
+Layout layout_of(const AttentionShape& s) {
+    Layout l{};
+    l.group = s.n_head / s.n_head_kv;
+    l.tile_tokens = int(std::clamp<uint32_t>(uint32_t(std::max(1, kTileQueries / l.group)), 1,
+                                             std::max<uint32_t>(1, s.max_batch)));
+    l.max_queries = l.tile_tokens * l.group;
+    size_t off = 0;
+    auto take = [&](size_t n) {
+        const size_t at = off;
+        off += (n + 15) / 16 * 16;  // every part starts at a multiple of 16 floats
+        return at;
+    };
+    l.queries = take(size_t(l.max_queries) * s.head_dim_k);
+    l.kblock = take(size_t(kBlock) * s.head_dim_k);
+    l.vblock = take(size_t(kBlock) * s.head_dim_v);
+    l.scores = take(size_t(l.max_queries) * kBlock);
+    l.acc = take(size_t(l.max_queries) * s.head_dim_v);
+    l.maxes = take(size_t(l.max_queries));
+    l.sums = take(size_t(l.max_queries));
+    l.per_thread = off;
+    return l;
+}
+
+// Partial states of split decoding: per query head and split, max, sum and accumulator.
+size_t partial_floats(const AttentionShape& s) {
+    return size_t(s.n_head) * size_t(std::max(1, s.n_threads)) * size_t(s.head_dim_v + 2);
+}
+
+}  // namespace
+
+uint64_t AttentionScratch::planned_bytes(const AttentionShape& s) {
+    const Layout l = layout_of(s);
+    return (l.per_thread * size_t(std::max(1, s.n_threads)) + partial_floats(s)) * sizeof(float);
+}
+
+AttentionScratch::AttentionScratch(const AttentionShape& s) : shape_(s) {
+    per_thread_ = layout_of(s).per_thread;
+    partials_ = partial_floats(s);
+    buffer_.assign(per_thread_ * size_t(std::max(1, s.n_threads)) + partials_, 0.0f);
+}
+
+// ---- The computation ----------------------------------------------------------------------
+
+namespace {
+
+// One work item: the queries of one KV head for a tile of tokens, over positions
+// [kv_begin, kv_end) (each query also stops at its causal limit).
+struct Item {
+    int kv_head;
+    uint32_t t0, t1;  // tokens [t0, t1)
+    uint32_t kv_begin, kv_end;
+};
+
+// A block of key or value rows as floats: an F32 cache is read in place, any other type is
+// decoded into `buffer` (once for every query of the item).
+struct FloatRows {
+    const float* data;
+    int ld;
+};
+
+class Worker {
+public:
+    Worker(const AttentionBatch& b, const Layout& l, float* ws, const AttentionKernels& kern)
+        : b_(b),
+          l_(l),
+          kern_(kern),
+          queries_(ws + l.queries),
+          kblock_(ws + l.kblock),
+          vblock_(ws + l.vblock),
+          scores_(ws + l.scores),
+          acc_(ws + l.acc),
+          maxes_(ws + l.maxes),
+          sums_(ws + l.sums),
+          k_decode_(attention_row_decoder(kern, *b.k.traits)),
+          v_decode_(attention_row_decoder(kern, *b.v.traits)) {}
+
+    // Runs the item, leaving each query's unnormalised state in acc_/maxes_/sums_.
+    int run(const Item& it) {
+        const int group = l_.group;
+        const int hd_k = b_.head_dim_k, hd_v = b_.head_dim_v;
+        const int n_q = int(it.t1 - it.t0) * group;
+        // The item's queries, pre-scaled, side by side.
+        for (int i = 0; i < n_q; ++i) {
+            const float* q = query(it, i);
+            for (int d = 0; d < hd_k; ++d) queries_[size_t(i) * hd_k + d] = q[d] * b_.scale;
+        }
+        std::fill(maxes_, maxes_ + n_q, -INFINITY);
+        std::fill(sums_, sums_ + n_q, 0.0f);
+        std::fill(acc_, acc_ + size_t(n_q) * hd_v, 0.0f);
+
+        const uint8_t* k_head = b_.k.data + size_t(it.kv_head) * b_.k.head_stride;
+        const uint8_t* v_head = b_.v.data + size_t(it.kv_head) * b_.v.head_stride;
+        for (uint32_t j0 = it.kv_begin; j0 < it.kv_end; j0 += kBlock) {
+            const int nb = int(std::min<uint32_t>(kBlock, it.kv_end - j0));
+            // Positions of this block each query sees: queries are ordered by token, so the
+            // counts never decrease with the query index.
+            auto seen = [&](int i) {
+                const int64_t limit = int64_t(b_.pos0) + it.t0 + i / group + 1;
+                return int(std::clamp<int64_t>(limit - j0, 0, nb));
+            };
+            const int most = seen(n_q - 1);
+            if (most == 0) break;
+            int first = 0;  // the first query that sees any position of the block
+            while (seen(first) == 0) ++first;
+            const int n_seeing = n_q - first;
+
+            // Scores of the block, the running maximum and sum, and the rescaling of what was
+            // accumulated under a smaller maximum. Positions a query does not see weigh 0.
+            const FloatRows keys = rows(b_.k, k_head, j0, most, hd_k, k_decode_, kblock_);
+            float* s = scores_ + size_t(first) * kBlock;
+            kern_.scores(queries_ + size_t(first) * hd_k, n_seeing, keys.data, keys.ld, most, hd_k,
+                         s, kBlock);
+            for (int i = first; i < n_q; ++i, s += kBlock) {
+                const int c = seen(i);
+                const float block_max = *std::max_element(s, s + c);
+                if (block_max > maxes_[i]) {
+                    if (sums_[i] > 0.0f) {
+                        const float f = std::exp(maxes_[i] - block_max);
+                        sums_[i] *= f;
+                        kern_.scale(f, acc_ + size_t(i) * hd_v, hd_v);
+                    }
+                    maxes_[i] = block_max;
+                }
+                sums_[i] += kern_.exp_sum(s, c, maxes_[i]);
+                std::fill(s + c, s + most, 0.0f);
+            }
+
+            // The values, weighted.
+            const FloatRows values = rows(b_.v, v_head, j0, most, hd_v, v_decode_, vblock_);
+            kern_.accumulate(scores_ + size_t(first) * kBlock, kBlock, n_seeing, values.data,
+                             values.ld, most, hd_v, acc_ + size_t(first) * hd_v);
+        }
+        return n_q;
+    }
+
+    // out = acc / sum for each query of the item.
+    void finish(const Item& it, int n_q) const {
+        for (int i = 0; i < n_q; ++i) {
+            float* out = output(it, i);
+            const float* acc = acc_ + size_t(i) * b_.head_dim_v;
+            const float inv = 1.0f / sums_[i];
+            for (int d = 0; d < b_.head_dim_v; ++d) out[d] = acc[d] * inv;
+        }
+    }
+
+    // Copies query i's state to `dst` (max, sum, accumulator).
+    void save(int i, float* dst) const {
+        dst[0] = maxes_[i];
+        dst[1] = sums_[i];
+        std::copy(acc_ + size_t(i) * b_.head_dim_v, acc_ + size_t(i + 1) * b_.head_dim_v, dst + 2);
+    }
+
+private:
+    static FloatRows rows(const KvRows& kv, const uint8_t* head, uint32_t j0, int n, int head_dim,
+                          ToFloatFn decode, float* buffer) {
+        const uint8_t* first = head + size_t(j0) * kv.stride;
+        if (kv.traits->type == GgmlType::F32 && kv.stride % sizeof(float) == 0) {
+            return {reinterpret_cast<const float*>(first), int(kv.stride / sizeof(float))};
+        }
+        for (int j = 0; j < n; ++j) decode(first + size_t(j) * kv.stride, buffer + size_t(j) * head_dim, head_dim);
+        return {buffer, head_dim};
+    }
+
+    int head(const Item& it, int i) const { return it.kv_head * l_.group + i % l_.group; }
+    uint32_t token(const Item& it, int i) const { return it.t0 + uint32_t(i / l_.group); }
+    const float* query(const Item& it, int i) const {
+        return b_.q + (size_t(token(it, i)) * b_.n_head + head(it, i)) * b_.head_dim_k;
+    }
+    float* output(const Item& it, int i) const {
+        return b_.out + (size_t(token(it, i)) * b_.n_head + head(it, i)) * b_.head_dim_v;
+    }
+
+    const AttentionBatch& b_;
+    const Layout& l_;
+    const AttentionKernels& kern_;
+    float* queries_;
+    float* kblock_;
+    float* vblock_;
+    float* scores_;
+    float* acc_;
+    float* maxes_;
+    float* sums_;
+    ToFloatFn k_decode_;
+    ToFloatFn v_decode_;
+};
+
+// Combines the split states of one query head into its output (the online-softmax merge).
+void merge_splits(const float* parts, int n_split, int hd_v, float* out) {
+    float m = -INFINITY;
+    for (int s = 0; s < n_split; ++s) {
+        const float* p = parts + size_t(s) * (hd_v + 2);
+        if (p[1] > 0.0f) m = std::max(m, p[0]);
+    }
+    float sum = 0.0f;
+    std::fill(out, out + hd_v, 0.0f);
+    for (int s = 0; s < n_split; ++s) {
+        const float* p = parts + size_t(s) * (hd_v + 2);
+        if (!(p[1] > 0.0f)) continue;
+        const float w = std::exp(p[0] - m);
+        sum += p[1] * w;
+        for (int d = 0; d < hd_v; ++d) out[d] += w * p[2 + d];
+    }
+    const float inv = 1.0f / sum;
+    for (int d = 0; d < hd_v; ++d) out[d] *= inv;
+}
+
+}  // namespace
+
+void attention(Parallel& par, const AttentionBatch& b, AttentionScratch& scratch) {
+    const AttentionShape& shape = scratch.shape_;
+    const Layout l = layout_of(shape);
+    const AttentionKernels& kern = attention_kernels();
+    const uint32_t n_kv_max = b.pos0 + b.n_tokens;
+    const int64_t work = int64_t(b.n_tokens) * b.n_head * n_kv_max * (b.head_dim_k + b.head_dim_v);
+    const int n_threads = work < kMinParallelWork ? 1 : std::min(par.n_threads(), shape.n_threads);
+
+    // Work items: (KV head, tile of tokens), and for a single token at long context also
+    // (KV head, range of positions) so that every thread has work.
+    const uint32_t n_tiles = (b.n_tokens + uint32_t(l.tile_tokens) - 1) / uint32_t(l.tile_tokens);
+    int n_split = 1;
+    uint32_t split_len = n_kv_max;
+    if (b.n_tokens == 1 && b.n_head_kv < n_threads) {
+        n_split = std::min<int>((n_threads + b.n_head_kv - 1) / b.n_head_kv,
+                                int(std::max<uint32_t>(1, n_kv_max / kMinSplitLen)));
+        n_split = std::max(1, std::min(n_split, std::max(1, shape.n_threads)));
+        split_len = (n_kv_max + uint32_t(n_split) - 1) / uint32_t(n_split);
+        split_len = (split_len + kBlock - 1) / kBlock * kBlock;
+        n_split = int((n_kv_max + split_len - 1) / split_len);
+    }
+    const int64_t n_items = int64_t(b.n_head_kv) * n_tiles * n_split;
+    float* partials = scratch.buffer_.data() + scratch.per_thread_ * size_t(std::max(1, shape.n_threads));
+
+    auto run_items = [&](int ith, int nth) {
+        Worker w(b, l, scratch.buffer_.data() + size_t(ith) * scratch.per_thread_, kern);
+        const Range r = split_range(n_items, ith, nth);
+        for (int64_t idx = r.begin; idx < r.end; ++idx) {
+            Item it{};
+            const int split = int(idx % n_split);
+            const int64_t rest = idx / n_split;
+            it.kv_head = int(rest % b.n_head_kv);
+            const uint32_t tile = uint32_t(rest / b.n_head_kv);
+            it.t0 = tile * uint32_t(l.tile_tokens);
+            it.t1 = std::min(b.n_tokens, it.t0 + uint32_t(l.tile_tokens));
+            it.kv_begin = uint32_t(split) * split_len;
+            it.kv_end = std::min(b.pos0 + it.t1, it.kv_begin + split_len);
+            const int n_q = w.run(it);
+            if (n_split == 1) {
+                w.finish(it, n_q);
+            } else {
+                for (int i = 0; i < n_q; ++i) {
+                    const int h = it.kv_head * l.group + i;
+                    w.save(i, partials + (size_t(h) * n_split + split) * (b.head_dim_v + 2));
+                }
+            }
+        }
+    };
+    if (n_threads == 1) {
+        run_items(0, 1);
+    } else {
+        par.for_each_thread([&](int ith, int nth) {
+            const int used = std::min(nth, n_threads);  // never more than the scratch has room for
+            if (ith < used) run_items(ith, used);
+        });
+    }
+    if (n_split > 1) {
+        for (int h = 0; h < b.n_head; ++h) {
+            merge_splits(partials + size_t(h) * n_split * (b.head_dim_v + 2), n_split,
+                         b.head_dim_v, b.out + size_t(h) * b.head_dim_v);
+        }
+    }
+}
+
+}  // namespace mw
