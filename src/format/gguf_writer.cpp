@@ -246,7 +246,13 @@ void GgufWriter::write_file(const std::string& path,
         }
         if (t.producer) {
             buffer.assign(t.n_bytes, 0);
-            t.producer(buffer.data());
+            try {
+                t.producer(buffer.data());
+            } catch (...) {  // a failed producer (bad input data) leaves no temporary behind
+                f.reset();
+                std::remove(tmp.c_str());
+                throw;
+            }
             write(buffer.data(), buffer.size());
         } else {
             write(t.data.data(), t.n_bytes);

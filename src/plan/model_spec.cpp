@@ -219,6 +219,10 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
         fail(ErrorKind::invalid_argument, "{}: not valid JSON: {}", source, e.what());
     }
     if (!root.is_object()) fail(ErrorKind::invalid_argument, "{}: not a JSON object", source);
+    if (root.contains("model_type") && !root["model_type"].is_string()) {
+        fail(ErrorKind::invalid_argument, "{}: \"model_type\" = {} is not a string", source,
+             root["model_type"].dump());
+    }
     const std::string model_type = root.value("model_type", std::string());
     // Multimodal Gemma 3 keeps the language model's fields in text_config.
     const nlohmann::json& j = root.contains("text_config") && root["text_config"].is_object()
@@ -263,7 +267,7 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
     }
     if (c.has("rope_scaling") && c.json()["rope_scaling"].is_object()) {
         const auto& rs = c.json()["rope_scaling"];
-        s.rope_freqs = rs.value("rope_type", std::string()) == "llama3";
+        s.rope_freqs = rs.contains("rope_type") && rs["rope_type"] == "llama3";
     }
     if (model_type == "mixtral") {
         s.n_expert = c.u32("num_local_experts");
@@ -293,6 +297,30 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
              "{}: num_attention_heads = {} is not a multiple of num_key_value_heads = {}", source,
              s.n_head, s.n_head_kv);
     }
+    // The GGUF reader's bounds (model/hparams.cpp): a config beyond them describes no file
+    // memwall could read, and its header would list up to billions of tensors.
+    const auto check = [&](const char* key, uint64_t value, uint64_t max) {
+        if (value > max) {
+            fail(ErrorKind::invalid_argument, "{}: \"{}\" = {} is out of range (at most {})",
+                 source, key, value, max);
+        }
+    };
+    check("hidden_size", s.n_embd, 1u << 17);
+    check("num_hidden_layers", s.n_layer, 4096);
+    check("num_attention_heads", s.n_head, 4096);
+    check("head_dim", s.head_dim, 1u << 16);
+    check("intermediate_size", s.n_ff, 1u << 20);
+    check("max_position_embeddings", s.n_ctx_train, 1u << 24);
+    check("vocab_size", s.n_vocab, 1u << 24);
+    check("number of experts", s.n_expert, 1024);
+    check("num_experts_per_tok", s.n_expert_used, s.n_expert);
+    check("moe_intermediate_size", s.n_ff_expert, 1u << 20);
+    check("shared expert width", s.n_ff_shared, 1u << 20);
+    check("first_k_dense_replace", s.n_leading_dense, s.n_layer);
+    check("kv_lora_rank", s.kv_lora_rank, 1u << 16);
+    check("qk_rope_head_dim", s.qk_rope_dim, 1u << 16);
+    check("qk_nope_head_dim", s.qk_nope_dim, 1u << 16);
+    check("v_head_dim", s.v_head_dim, 1u << 16);
     return s;
 }
 

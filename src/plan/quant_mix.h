@@ -73,4 +73,10 @@ bool is_quantizable_tensor(std::string_view name, uint32_t n_dims);
 GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& model, std::string_view name,
                          uint32_t n_dims, int64_t ne0, GgmlType current);
 
+// The type a tensor with rows of ne0 elements gets instead of `type` when ne0 is not a multiple of
+// its block size (llama-quantize's fallbacks: Q2_K/Q3_K -> IQ4_NL, Q4_K -> Q5_0, Q5_K -> Q5_1,
+// Q6_K -> Q8_0, F16 when even that does not fit); `type` itself when the rows fit. For the
+// quantizer's --pure and --tensor-type types, which bypass tensor_type_for.
+GgmlType row_length_fallback(GgmlType type, int64_t ne0);
+
 }  // namespace mw

@@ -1,0 +1,99 @@
+#include "tensor/quantize.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+
+#include "tensor/quants.h"
+#include "tensor/types.h"
+
+namespace mw {
+namespace {
+
+// The plain types convert; there is no error to weigh.
+void quantize_f32(const float* src, void* dst, int64_t n, const float*) {
+    ref::f32_from_float(src, dst, n);
+}
+void quantize_f16(const float* src, void* dst, int64_t n, const float*) {
+    ref::f16_from_float(src, dst, n);
+}
+void quantize_bf16(const float* src, void* dst, int64_t n, const float*) {
+    ref::bf16_from_float(src, dst, n);
+}
+
+}  // namespace
+
+namespace qdetail {
+
+float mean_importance(const float* importance, int64_t n) {
+    if (!importance || n <= 0) return 0.0f;
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += importance[i];
+    return float(sum / double(n));
+}
+
+void block_weights(const float* importance, float mean_importance, int count, float* w) {
+    if (!importance) {
+        for (int i = 0; i < count; ++i) w[i] = 1.0f;
+        return;
+    }
+    const float floor = 0.01f * mean_importance;
+    for (int i = 0; i < count; ++i) w[i] = importance[i] + floor;
+}
+
+void finite_copy(const float* x, int count, float* out) {
+    for (int i = 0; i < count; ++i) {
+        const float v = x[i];
+        out[i] = std::isnan(v) ? 0.0f : std::clamp(v, -FLT_MAX, FLT_MAX);
+    }
+}
+
+}  // namespace qdetail
+
+QuantizeRowFn file_quantizer(GgmlType type) {
+    switch (type) {
+        case GgmlType::F32:
+            return quantize_f32;
+        case GgmlType::F16:
+            return quantize_f16;
+        case GgmlType::BF16:
+            return quantize_bf16;
+        case GgmlType::Q4_0:
+            return quantize_q4_0;
+        case GgmlType::Q4_1:
+            return quantize_q4_1;
+        case GgmlType::Q5_0:
+            return quantize_q5_0;
+        case GgmlType::Q5_1:
+            return quantize_q5_1;
+        case GgmlType::Q8_0:
+            return quantize_q8_0;
+        case GgmlType::Q2_K:
+            return quantize_q2_k;
+        case GgmlType::Q3_K:
+            return quantize_q3_k;
+        case GgmlType::Q4_K:
+            return quantize_q4_k;
+        case GgmlType::Q5_K:
+            return quantize_q5_k;
+        case GgmlType::Q6_K:
+            return quantize_q6_k;
+        default:
+            return nullptr;
+    }
+}
+
+size_t quantize_rows(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t n_cols,
+                     const float* importance) {
+    const QuantizeRowFn quantize = file_quantizer(type);
+    const TypeTraits* traits = type_traits(type);
+    if (!quantize || !traits) return 0;
+    const size_t bytes = row_bytes(*traits, n_cols);
+    auto* out = static_cast<uint8_t*>(dst);
+    for (int64_t r = 0; r < n_rows; ++r) {
+        quantize(src + r * n_cols, out + size_t(r) * bytes, n_cols, importance);
+    }
+    return size_t(n_rows) * bytes;
+}
+
+}  // namespace mw
