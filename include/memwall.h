@@ -127,8 +127,10 @@ typedef struct mw_context_params {
     uint32_t n_batch; /* largest batch decoded in one step (prompt chunks); 0 = 512 */
     int32_t n_threads; /* 0 = physical performance cores; < 0 = try a few counts on this model
                           (a few decode steps each) and keep the fastest ("-t auto") */
-    mw_type type_k;   /* KV cache key type: MW_TYPE_F16 (default) or MW_TYPE_F32 */
-    mw_type type_v;   /* KV cache value type */
+    mw_type type_k;   /* KV cache key type: MW_TYPE_F16 (default), MW_TYPE_F32, MW_TYPE_BF16,
+                         MW_TYPE_Q8_0 or MW_TYPE_Q4_0 (quantized: the head size must be a
+                         multiple of 32) */
+    mw_type type_v;   /* KV cache value type (same choices) */
 } mw_context_params;
 
 MW_API mw_context_params mw_context_default_params(void);
@@ -141,6 +143,12 @@ MW_API int32_t mw_context_n_threads(const mw_context* ctx);
 MW_API uint32_t mw_context_n_past(const mw_context* ctx);
 /* Drops cached tokens from position n_keep on (0 clears the cache). */
 MW_API mw_status mw_context_truncate(mw_context* ctx, uint32_t n_keep);
+/* Context shift, for generating past a full context: drops the cached tokens
+ * [n_keep, n_keep + n_discard) and moves the later ones back by n_discard positions, re-rotating
+ * their keys (RoPE), so decoding continues coherently at n_past - n_discard. Typical use when
+ * the cache is full: n_discard = (n_past - n_keep) / 2. MW_ERR_INVALID_ARGUMENT, cache unchanged,
+ * when n_keep + n_discard exceeds n_past. */
+MW_API mw_status mw_context_shift(mw_context* ctx, uint32_t n_keep, uint32_t n_discard);
 
 /* Runs the tokens through the model at the next positions and appends them to the KV cache.
  * all_logits: keep logits for every token of the batch, else for the last one only.
@@ -187,6 +195,9 @@ typedef struct mw_perf {
     uint64_t rss_bytes;      /* of the process now, from the OS */
     uint64_t major_faults;   /* page faults that read from storage (weights paged in), process */
     uint64_t minor_faults;   /* page faults served from memory, process */
+    uint64_t decode_weight_bytes; /* weight bytes read by the single-token decode steps: every
+                                     dense matrix, and (MoE) only the experts the router chose;
+                                     divide by n_decode_tokens for bytes per token */
 } mw_perf;
 
 MW_API mw_perf mw_context_perf(const mw_context* ctx);
@@ -266,6 +277,168 @@ MW_API mw_status mw_synth(const char* preset, const char* type, uint64_t seed, c
                           mw_progress_fn progress, void* user_data);
 /* [{"id": ..., "description": ..., "params": ...}, ...]; free with mw_free_string(). */
 MW_API char* mw_synth_presets_json(void);
+
+/* ---- Conversion to GGUF ------------------------------------------------------------------ */
+/* Native converters (no Python): a Hugging Face folder (config.json, model*.safetensors with or
+ * without model.safetensors.index.json, tokenizer.model or tokenizer.json, tokenizer_config.json)
+ * of a llama, mistral, mixtral, qwen2, qwen3, qwen2_moe or qwen3_moe model, or a llama2.c
+ * checkpoint with its tokenizer.bin, to a GGUF file with llama.cpp's metadata and tensor names.
+ * The file is written atomically (a temporary file renamed into place) and checked by loading its
+ * header before the call returns. */
+
+typedef struct mw_convert_params {
+    const char* outtype;   /* "f32", "f16", "bf16" or "q8_0"; NULL: f16 for Hugging Face folders,
+                              f32 for llama2.c checkpoints */
+    const char* vocab_pre; /* tokenizer.ggml.pre to write instead of the detected one; NULL */
+    const char* name;      /* general.name; NULL: from config.json or the folder name */
+    /* Called after each tensor is written (may be NULL). */
+    void (*progress)(int32_t done, int32_t total, const char* tensor, void* user_data);
+    void* user_data;
+} mw_convert_params;
+
+typedef struct mw_convert_result {
+    char arch[32];       /* general.architecture written */
+    int32_t n_tensors;
+    int32_t n_vocab;
+    uint64_t n_params;
+    uint64_t file_bytes;
+    char warnings[2048]; /* things accepted but worth telling, one per line ("" if none) */
+} mw_convert_result;
+
+MW_API mw_convert_params mw_convert_default_params(void);
+/* out may be NULL. */
+MW_API mw_status mw_convert_hf(const char* hf_dir, const char* out_path,
+                               const mw_convert_params* params, mw_convert_result* out);
+MW_API mw_status mw_convert_llama2c(const char* checkpoint, const char* tokenizer,
+                                    const char* out_path, const mw_convert_params* params,
+                                    mw_convert_result* out);
+
+/* ---- Perplexity and KL divergence -------------------------------------------------------- */
+/* As llama.cpp's llama-perplexity: the text is tokenized once (BOS added as the vocab asks), cut
+ * into non-overlapping chunks of n_ctx tokens, each evaluated from an empty cache with its first
+ * token replaced by BOS, and the second half of each chunk scored. With a base model (e.g. the
+ * F16 original of a quantized model) the same chunks also run through it, giving the KL
+ * divergence KL(base || model) per scored token and the agreement of the top tokens. */
+
+typedef struct mw_perplexity_progress {
+    int32_t chunk;    /* chunks done */
+    int32_t n_chunks; /* chunks to do */
+    int64_t n_scored;
+    double ppl;            /* so far */
+    bool has_base;
+    double kld_mean;       /* so far, with a base model */
+    double top1_agreement; /* so far, fraction */
+    double elapsed_s;
+    double tokens_per_s;   /* chunk tokens per second (each model) */
+} mw_perplexity_progress;
+
+typedef struct mw_perplexity_params {
+    uint32_t n_ctx;   /* tokens per chunk; 0 = 512 */
+    uint32_t n_batch; /* 0 = n_ctx */
+    int32_t n_chunks; /* at most this many chunks; <= 0 = all */
+    int32_t n_threads; /* 0 = physical performance cores */
+    mw_type type_k;   /* KV cache types (default F16, as llama.cpp) */
+    mw_type type_v;
+    /* Called after each chunk (may be NULL); returning false stops after that chunk. */
+    bool (*progress)(const mw_perplexity_progress* progress, void* user_data);
+    void* user_data;
+} mw_perplexity_params;
+
+typedef struct mw_perplexity_result {
+    int64_t n_text_tokens;
+    int32_t n_chunks; /* evaluated */
+    uint32_t n_ctx;
+    int64_t n_scored; /* predictions scored */
+    double ppl;
+    double ppl_err;   /* standard error, as llama.cpp prints after "+/-" */
+    bool has_base;    /* the rest is set with a base model only */
+    double base_ppl;
+    double base_ppl_err;
+    double kld_mean;  /* mean KL(base || model), nats */
+    double kld_err;   /* standard error of the mean */
+    double kld_median;
+    double kld_p99;   /* 99th percentile */
+    double kld_max;
+    double top1_agreement; /* fraction of scored positions where both models' argmax agree */
+    double ppl_ratio;      /* PPL(model) / PPL(base) */
+    double seconds;
+} mw_perplexity_result;
+
+MW_API mw_perplexity_params mw_perplexity_default_params(void);
+/* base may be NULL. The models must have been loaded with weights (not vocab_only). */
+MW_API mw_status mw_perplexity(mw_model* model, mw_model* base, const char* text, size_t text_len,
+                               const mw_perplexity_params* params, mw_perplexity_result* out);
+
+/* ---- Quantization: quantize a model file, collect an importance matrix ------------------ */
+
+/* Progress and notes of mw_quantize. */
+typedef struct mw_quantize_progress {
+    int32_t tensor_index;    /* tensors written so far (1-based); 0 for a note */
+    int32_t n_tensors;
+    const char* tensor_name; /* the tensor written, or the one the note is about */
+    const char* from_type;   /* its type in the input ("F16") */
+    const char* to_type;     /* its type in the output ("Q4_K") */
+    uint64_t bytes_done;     /* input tensor bytes written so far */
+    uint64_t bytes_total;    /* input tensor bytes of the whole file */
+    double elapsed_s;
+    const char* note;        /* a message for the user (e.g. a fallback type), else NULL */
+} mw_quantize_progress;
+
+typedef struct mw_quantize_params {
+    const char* type;          /* "Q4_K_M", "Q8_0", "F16", ... (as llama-quantize names them) */
+    const char* imatrix_path;  /* weigh the error by this importance matrix; NULL: none */
+    bool pure;                 /* every quantizable tensor gets the type's base type */
+    bool allow_requantize;     /* accept input tensors that are already quantized */
+    /* "PATTERN=TYPE" overrides: a regex searched in tensor names, a ggml type name ("q8_0");
+     * the last match wins. */
+    const char* const* tensor_types;
+    int32_t n_tensor_types;
+    int32_t n_threads;         /* 0 = physical performance cores */
+    /* Called after each tensor and for each note (may be NULL). */
+    void (*progress)(const mw_quantize_progress* progress, void* user_data);
+    void* user_data;
+} mw_quantize_params;
+
+typedef struct mw_quantize_result {
+    uint64_t in_file_bytes;
+    uint64_t out_file_bytes;
+    uint64_t n_elements;      /* of all tensors */
+    double in_bits_per_weight; /* tensor data bits per element */
+    double out_bits_per_weight;
+    int32_t n_tensors;
+    int32_t n_quantized;      /* tensors whose type changed */
+    int32_t n_fallback;       /* tensors given a fallback type for their row length */
+    int32_t n_with_imatrix;   /* quantized with importance weights */
+    double seconds;
+} mw_quantize_result;
+
+MW_API mw_quantize_params mw_quantize_default_params(void);
+/* Writes out_path (atomically) from in_path. out may be NULL. */
+MW_API mw_status mw_quantize(const char* in_path, const char* out_path,
+                             const mw_quantize_params* params, mw_quantize_result* out);
+
+typedef struct mw_imatrix_progress {
+    int32_t chunk;    /* chunks done */
+    int32_t n_chunks;
+    double ppl;       /* running perplexity of the second half of each chunk */
+    double elapsed_s;
+} mw_imatrix_progress;
+
+typedef struct mw_imatrix_params {
+    uint32_t n_ctx;      /* tokens per chunk; 0 = 512 */
+    int32_t n_chunks;    /* at most this many chunks; <= 0 = all */
+    int32_t n_threads;   /* 0 = physical performance cores */
+    bool process_output; /* also collect output.weight */
+    const char* dataset; /* recorded in the file (the text's name); may be NULL */
+    void (*progress)(const mw_imatrix_progress* progress, void* user_data);
+    void* user_data;
+} mw_imatrix_params;
+
+MW_API mw_imatrix_params mw_imatrix_default_params(void);
+/* Runs the model file over the text and writes the mean square of every matrix input column
+ * (per expert for MoE) to out_path in llama.cpp's imatrix GGUF format. */
+MW_API mw_status mw_imatrix(const char* model_path, const char* text, size_t text_len,
+                            const char* out_path, const mw_imatrix_params* params);
 
 #ifdef __cplusplus
 }

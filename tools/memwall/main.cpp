@@ -41,7 +41,11 @@ int main(int argc, char** argv) {
     cli::add_plan_command(app);
     cli::add_probe_command(app);
     cli::add_bench_command(app);
+    cli::add_convert_command(app);
+    cli::add_perplexity_command(app);
     cli::add_synth_command(app);
+    cli::add_quantize_command(app);
+    cli::add_imatrix_command(app);
 
     std::vector<std::string> args = expand_aliases(argc, argv);
     std::vector<char*> cargs;

@@ -1,0 +1,547 @@
+// Hugging Face folder -> GGUF: config.json decides the architecture and every expected tensor
+// shape; the safetensors shards provide the tensors (each checked against its expected shape,
+// every one of them used or the conversion refused); the tokenizer files provide the vocabulary.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "base/error.h"
+#include "convert/convert.h"
+#include "convert/hf_config.h"
+#include "convert/hf_vocab.h"
+#include "convert/spm_model.h"
+#include "format/gguf_writer.h"
+#include "format/json_text.h"
+#include "format/safetensors.h"
+#include "runtime/mapped_file.h"
+
+namespace mw::convert {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string join(const std::string& dir, const std::string& file) {
+    return (fs::path(dir) / file).string();
+}
+
+bool is_file(const std::string& path) {
+    std::error_code ec;
+    return fs::is_regular_file(path, ec);
+}
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
+    return s + "]";
+}
+
+// The safetensors shards of the folder, mapped, with every tensor by name.
+class Checkpoint {
+  public:
+    explicit Checkpoint(const std::string& dir) : dir_(dir) {
+        const std::string index_path = join(dir, "model.safetensors.index.json");
+        std::map<std::string, std::string> weight_map;  // tensor -> shard file name
+        std::vector<std::string> shards;
+        if (is_file(index_path)) {
+            weight_map = read_index(index_path);
+            std::set<std::string> names;
+            for (const auto& [tensor, file] : weight_map) names.insert(file);
+            shards.assign(names.begin(), names.end());
+        } else {
+            std::error_code ec;
+            for (const auto& entry : fs::directory_iterator(dir, ec)) {
+                const std::string n = entry.path().filename().string();
+                if (n.rfind("model", 0) == 0 && n.size() > 12 &&
+                    n.compare(n.size() - 12, 12, ".safetensors") == 0) {
+                    shards.push_back(n);
+                }
+            }
+            if (ec) fail(ErrorKind::io, "{}: cannot list the folder: {}", dir, ec.message());
+            std::sort(shards.begin(), shards.end());
+        }
+        if (shards.empty()) no_weights();
+        for (const std::string& shard : shards) add_shard(shard, weight_map);
+        for (const auto& [tensor, file] : weight_map) {
+            if (!tensors_.count(tensor)) {
+                fail(ErrorKind::bad_file,
+                     "{}: the weight map puts tensor \"{}\" in {}, but that file does not have it",
+                     index_path, tensor, file);
+            }
+        }
+    }
+
+    // The tensor, or null when absent. Marks it used.
+    const SourceTensor* take(const std::string& name) {
+        const auto it = tensors_.find(name);
+        if (it == tensors_.end()) return nullptr;
+        used_.insert(name);
+        return &it->second;
+    }
+    bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+
+    std::vector<std::string> unused() const {
+        std::vector<std::string> out;
+        for (const auto& [name, t] : tensors_) {
+            if (!used_.count(name)) out.push_back(name);
+        }
+        return out;
+    }
+
+  private:
+    [[noreturn]] void no_weights() const {
+        for (const char* other : {"pytorch_model.bin", "pytorch_model.bin.index.json",
+                                  "consolidated.00.pth", "model.gguf"}) {
+            if (is_file(join(dir_, other))) {
+                fail(ErrorKind::unsupported,
+                     "{}: has {} but no model*.safetensors: memwall converts safetensors "
+                     "checkpoints only",
+                     dir_, other);
+            }
+        }
+        fail(ErrorKind::bad_file,
+             "{}: no model*.safetensors files (and no "
+             "model.safetensors.index.json)",
+             dir_);
+    }
+
+    std::map<std::string, std::string> read_index(const std::string& path) {
+        const MappedFile f = MappedFile::open(path, {.use_mmap = false});
+        const nlohmann::json root = parse_json_strict(f.bytes(), path, "safetensors index");
+        const auto it = root.is_object() ? root.find("weight_map") : root.end();
+        if (it == root.end() || !it->is_object()) {
+            fail(ErrorKind::bad_file, "{}: \"weight_map\" is missing or not an object", path);
+        }
+        std::map<std::string, std::string> map;
+        for (const auto& [tensor, file] : it->items()) {
+            if (!file.is_string()) {
+                fail(ErrorKind::bad_file,
+                     "{}: \"weight_map\" entry \"{}\" is {}, expected a file "
+                     "name",
+                     path, tensor, json_type_word(file));
+            }
+            const std::string& name = file.get_ref<const std::string&>();
+            // Shards are plain file names beside the index; anything else is not read.
+            if (name.empty() || name.find('/') != name.npos || name.find('\\') != name.npos ||
+                name == "." || name == "..") {
+                fail(ErrorKind::bad_file,
+                     "{}: \"weight_map\" entry \"{}\" names \"{}\", which is "
+                     "not a file in the model folder",
+                     path, tensor, name);
+            }
+            map[tensor] = name;
+        }
+        if (map.empty()) fail(ErrorKind::bad_file, "{}: \"weight_map\" is empty", path);
+        return map;
+    }
+
+    void add_shard(const std::string& shard, const std::map<std::string, std::string>& weight_map) {
+        const std::string path = join(dir_, shard);
+        if (!is_file(path)) {
+            fail(ErrorKind::io,
+                 "{}: missing safetensors shard (named by "
+                 "model.safetensors.index.json)",
+                 path);
+        }
+        files_.push_back(std::make_unique<MappedFile>(MappedFile::open(path)));
+        const std::span<const uint8_t> bytes = files_.back()->bytes();
+        const safetensors::Header header = safetensors::parse_header(bytes, path);
+        for (const safetensors::TensorInfo& info : header.tensors) {
+            if (!weight_map.empty()) {
+                const auto it = weight_map.find(info.name);
+                if (it == weight_map.end() || it->second != shard) {
+                    fail(ErrorKind::bad_file,
+                         "{}: has tensor \"{}\", which model.safetensors.index.json {}", path,
+                         info.name,
+                         it == weight_map.end() ? std::string("does not list")
+                                                : "puts in " + it->second);
+                }
+            }
+            SourceTensor t;
+            t.name = info.name;
+            t.file = path;
+            t.data = bytes.data() + info.offset;
+            t.shape = info.shape;
+            switch (info.dtype) {
+                case safetensors::Dtype::F32:
+                    t.dtype = SourceDtype::F32;
+                    break;
+                case safetensors::Dtype::F16:
+                    t.dtype = SourceDtype::F16;
+                    break;
+                case safetensors::Dtype::BF16:
+                    t.dtype = SourceDtype::BF16;
+                    break;
+                case safetensors::Dtype::F64:
+                    t.dtype = SourceDtype::F64;
+                    break;
+                default:
+                    fail(ErrorKind::unsupported,
+                         "{}: tensor \"{}\" has dtype {}; memwall converts F32, F16, BF16 and F64 "
+                         "tensors",
+                         path, info.name, safetensors::dtype_name(info.dtype));
+            }
+            const auto [it, inserted] = tensors_.emplace(info.name, std::move(t));
+            if (!inserted) {
+                fail(ErrorKind::bad_file, "{}: tensor \"{}\" is also in {}", path, info.name,
+                     it->second.file);
+            }
+        }
+    }
+
+    std::string dir_;
+    std::vector<std::unique_ptr<MappedFile>> files_;
+    std::map<std::string, SourceTensor> tensors_;
+    std::set<std::string> used_;
+};
+
+// Builds the GGUF tensor list from the checkpoint, collecting every missing or misshapen tensor
+// so that one error lists them all.
+class TensorBuilder {
+  public:
+    TensorBuilder(Checkpoint& ck, OutType out) : ck_(ck), out_(out) {}
+
+    // A tensor of `shape` (HF order, outermost first), written with GGUF dims reversed.
+    void add(const std::string& gguf_name, const std::string& hf_name,
+             const std::vector<uint64_t>& shape, std::vector<uint32_t> row_order = {}) {
+        const SourceTensor* src = find(hf_name, shape);
+        if (!src) return;
+        OutputTensor t = output(gguf_name, shape);
+        t.parts.push_back(*src);
+        t.row_order = std::move(row_order);
+        outputs_.push_back(std::move(t));
+    }
+
+    // A vector whose elements are reordered (a Q/K bias in llama layout).
+    void add_permuted_vector(const std::string& gguf_name, const std::string& hf_name, uint64_t n,
+                             const std::vector<uint32_t>& order) {
+        const SourceTensor* src = find(hf_name, {n});
+        if (!src) return;
+        std::vector<float> v(n);
+        src->decode_row(0, v.data());
+        OutputTensor t = output(gguf_name, {n});
+        t.values.resize(n);
+        for (uint64_t i = 0; i < n; ++i) t.values[i] = v[order[i]];
+        outputs_.push_back(std::move(t));
+    }
+
+    // Experts stacked into one 3-D tensor: GGUF dims [in, out, n_expert].
+    void add_experts(const std::string& gguf_name, const std::vector<std::string>& hf_names,
+                     const std::vector<uint64_t>& shape) {
+        OutputTensor t = output(gguf_name, {uint64_t(hf_names.size()), shape[0], shape[1]});
+        for (const std::string& name : hf_names) {
+            if (const SourceTensor* src = find(name, shape)) t.parts.push_back(*src);
+        }
+        if (t.parts.size() == hf_names.size()) outputs_.push_back(std::move(t));
+    }
+
+    void add_values(const std::string& gguf_name, std::vector<float> values) {
+        OutputTensor t = output(gguf_name, {values.size()});
+        t.values = std::move(values);
+        outputs_.push_back(std::move(t));
+    }
+
+    void finish(const std::string& dir, const HfConfig& c) const {
+        if (missing_.empty() && problems_.empty()) return;
+        std::string msg =
+            fmt::format("{}: the checkpoint does not match config.json ({}, {} layers):", dir,
+                        c.model_type, c.n_layer);
+        if (!missing_.empty()) {
+            msg += fmt::format(" {} missing tensor{}:", missing_.size(),
+                               missing_.size() > 1 ? "s" : "");
+            for (size_t i = 0; i < missing_.size() && i < 16; ++i) msg += " " + missing_[i];
+            if (missing_.size() > 16) msg += fmt::format(" ... and {} more", missing_.size() - 16);
+            msg += ".";
+        }
+        for (size_t i = 0; i < problems_.size() && i < 16; ++i) msg += " " + problems_[i] + ".";
+        throw Error(ErrorKind::bad_file, msg);
+    }
+
+    const std::vector<OutputTensor>& outputs() const { return outputs_; }
+
+  private:
+    const SourceTensor* find(const std::string& hf_name, const std::vector<uint64_t>& shape) {
+        const SourceTensor* src = ck_.take(hf_name);
+        if (!src) {
+            missing_.push_back(hf_name);
+            return nullptr;
+        }
+        if (src->shape != shape) {
+            problems_.push_back(fmt::format("{} (in {}) has shape {}, expected {}", hf_name,
+                                            fs::path(src->file).filename().string(),
+                                            shape_text(src->shape), shape_text(shape)));
+            return nullptr;
+        }
+        return src;
+    }
+
+    OutputTensor output(const std::string& gguf_name, const std::vector<uint64_t>& shape) const {
+        OutputTensor t;
+        t.name = gguf_name;
+        t.ne.assign(shape.rbegin(), shape.rend());
+        t.type = choose_type(out_, gguf_name, shape.size(), t.ne[0]);
+        return t;
+    }
+
+    Checkpoint& ck_;
+    OutType out_;
+    std::vector<OutputTensor> outputs_;
+    std::vector<std::string> missing_;
+    std::vector<std::string> problems_;
+};
+
+// Llama 3.1's RoPE frequency factors (rope_scaling.rope_type = "llama3"), as rope_freqs.weight.
+std::vector<float> llama3_rope_factors(const HfConfig& c) {
+    const RopeScalingConfig& rs = c.rope_scaling;
+    const double old_ctx = rs.original_context;
+    const double low_wavelen = old_ctx / rs.low_freq_factor;
+    const double high_wavelen = old_ctx / rs.high_freq_factor;
+    std::vector<float> factors;
+    for (uint32_t i = 0; i < c.head_dim; i += 2) {
+        const float freq = 1.0f / std::pow(float(c.rope_theta), float(i) / float(c.head_dim));
+        const double wavelen = 2.0 * M_PI / double(freq);
+        double f;
+        if (wavelen < high_wavelen) {
+            f = 1.0;
+        } else if (wavelen > low_wavelen) {
+            f = rs.factor;
+        } else {
+            const double smooth = (old_ctx / wavelen - rs.low_freq_factor) /
+                                  (rs.high_freq_factor - rs.low_freq_factor);
+            f = 1.0 / ((1.0 - smooth) / rs.factor + smooth);
+        }
+        factors.push_back(float(f));
+    }
+    return factors;
+}
+
+void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
+    const uint64_t E = c.n_embd, V = c.vocab_size, hd = c.head_dim;
+    const uint64_t n_q = uint64_t(c.n_head) * hd, n_kv = uint64_t(c.n_head_kv) * hd;
+    b.add("token_embd.weight", "model.embed_tokens.weight", {V, E});
+    if (c.rope_scaling.kind == RopeScalingKind::llama3) {
+        b.add_values("rope_freqs.weight", llama3_rope_factors(c));
+    }
+    const std::vector<uint32_t> q_order =
+        c.permute_qk ? rope_pair_row_order(n_q, c.head_dim) : std::vector<uint32_t>{};
+    const std::vector<uint32_t> k_order =
+        c.permute_qk ? rope_pair_row_order(n_kv, c.head_dim) : std::vector<uint32_t>{};
+    for (uint32_t i = 0; i < c.n_layer; ++i) {
+        const std::string hf = fmt::format("model.layers.{}.", i);
+        const std::string g = fmt::format("blk.{}.", i);
+        b.add(g + "attn_norm.weight", hf + "input_layernorm.weight", {E});
+        b.add(g + "attn_q.weight", hf + "self_attn.q_proj.weight", {n_q, E}, q_order);
+        b.add(g + "attn_k.weight", hf + "self_attn.k_proj.weight", {n_kv, E}, k_order);
+        b.add(g + "attn_v.weight", hf + "self_attn.v_proj.weight", {n_kv, E});
+        if (c.qkv_bias) {
+            if (c.permute_qk) {
+                b.add_permuted_vector(g + "attn_q.bias", hf + "self_attn.q_proj.bias", n_q,
+                                      q_order);
+                b.add_permuted_vector(g + "attn_k.bias", hf + "self_attn.k_proj.bias", n_kv,
+                                      k_order);
+            } else {
+                b.add(g + "attn_q.bias", hf + "self_attn.q_proj.bias", {n_q});
+                b.add(g + "attn_k.bias", hf + "self_attn.k_proj.bias", {n_kv});
+            }
+            b.add(g + "attn_v.bias", hf + "self_attn.v_proj.bias", {n_kv});
+        }
+        if (c.qk_norm) {
+            b.add(g + "attn_q_norm.weight", hf + "self_attn.q_norm.weight", {hd});
+            b.add(g + "attn_k_norm.weight", hf + "self_attn.k_norm.weight", {hd});
+        }
+        b.add(g + "attn_output.weight", hf + "self_attn.o_proj.weight", {E, n_q});
+        b.add(g + "ffn_norm.weight", hf + "post_attention_layernorm.weight", {E});
+        if (c.n_expert == 0) {
+            b.add(g + "ffn_gate.weight", hf + "mlp.gate_proj.weight", {c.n_ff, E});
+            b.add(g + "ffn_up.weight", hf + "mlp.up_proj.weight", {c.n_ff, E});
+            b.add(g + "ffn_down.weight", hf + "mlp.down_proj.weight", {E, c.n_ff});
+            continue;
+        }
+        const uint64_t F = c.n_ff_expert;
+        // Mixtral names the expert matrices w1 (gate), w3 (up) and w2 (down).
+        const bool mixtral = c.model_type == "mixtral";
+        const std::string moe = hf + (mixtral ? "block_sparse_moe." : "mlp.");
+        auto expert_names = [&](const char* mixtral_name, const char* qwen_name) {
+            std::vector<std::string> names;
+            for (uint32_t e = 0; e < c.n_expert; ++e) {
+                names.push_back(fmt::format("{}experts.{}.{}.weight", moe, e,
+                                            mixtral ? mixtral_name : qwen_name));
+            }
+            return names;
+        };
+        b.add(g + "ffn_gate_inp.weight", moe + "gate.weight", {c.n_expert, E});
+        b.add_experts(g + "ffn_gate_exps.weight", expert_names("w1", "gate_proj"), {F, E});
+        b.add_experts(g + "ffn_up_exps.weight", expert_names("w3", "up_proj"), {F, E});
+        b.add_experts(g + "ffn_down_exps.weight", expert_names("w2", "down_proj"), {E, F});
+        if (c.n_ff_shared_expert > 0) {
+            const uint64_t S = c.n_ff_shared_expert;
+            b.add(g + "ffn_gate_inp_shexp.weight", hf + "mlp.shared_expert_gate.weight", {1, E});
+            b.add(g + "ffn_gate_shexp.weight", hf + "mlp.shared_expert.gate_proj.weight", {S, E});
+            b.add(g + "ffn_up_shexp.weight", hf + "mlp.shared_expert.up_proj.weight", {S, E});
+            b.add(g + "ffn_down_shexp.weight", hf + "mlp.shared_expert.down_proj.weight", {E, S});
+        }
+    }
+    b.add("output_norm.weight", "model.norm.weight", {E});
+    if (c.tie_word_embeddings) {
+        ck.take("lm_head.weight");  // a tied checkpoint may store the copy; it is not needed
+    } else {
+        b.add("output.weight", "lm_head.weight", {V, E});
+    }
+}
+
+void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& name, OutType out) {
+    const std::string a = c.arch + ".";
+    w.set_string("general.architecture", c.arch);
+    w.set_string("general.type", "model");
+    w.set_string("general.name", name);
+    w.set_u32(a + "vocab_size", c.vocab_size);
+    w.set_u32(a + "context_length", c.n_ctx_train);
+    w.set_u32(a + "embedding_length", c.n_embd);
+    w.set_u32(a + "block_count", c.n_layer);
+    if (c.n_ff > 0) w.set_u32(a + "feed_forward_length", c.n_ff);
+    w.set_u32(a + "attention.head_count", c.n_head);
+    w.set_u32(a + "attention.head_count_kv", c.n_head_kv);
+    w.set_f32(a + "rope.freq_base", float(c.rope_theta));
+    w.set_f32(a + "attention.layer_norm_rms_epsilon", float(c.rms_norm_eps));
+    w.set_u32(a + "rope.dimension_count", c.head_dim);
+    if (c.head_dim_given) {
+        w.set_u32(a + "attention.key_length", c.head_dim);
+        w.set_u32(a + "attention.value_length", c.head_dim);
+    }
+    const RopeScalingConfig& rs = c.rope_scaling;
+    if (rs.kind == RopeScalingKind::linear || rs.kind == RopeScalingKind::yarn) {
+        w.set_string(a + "rope.scaling.type",
+                     rs.kind == RopeScalingKind::linear ? "linear" : "yarn");
+        w.set_f32(a + "rope.scaling.factor", float(rs.factor));
+        if (rs.kind == RopeScalingKind::yarn) {
+            w.set_u32(a + "rope.scaling.original_context_length", rs.original_context);
+        }
+    }
+    if (c.n_expert > 0) {
+        w.set_u32(a + "expert_count", c.n_expert);
+        w.set_u32(a + "expert_used_count", c.n_expert_used);
+        if (c.model_type != "mixtral") w.set_u32(a + "expert_feed_forward_length", c.n_ff_expert);
+        if (c.n_ff_shared_expert > 0) {
+            w.set_u32(a + "expert_shared_feed_forward_length", c.n_ff_shared_expert);
+        }
+        w.set_bool(a + "expert_weights_norm", c.expert_weights_norm);
+    }
+    w.set_u32("general.file_type", file_type_of(out));
+    w.set_u32("general.quantization_version", 2);
+}
+
+GgufVocab load_vocab(const std::string& dir, const HfConfig& c, const ConvertOptions& options) {
+    const std::string spm_path = join(dir, "tokenizer.model");
+    const std::string json_path = join(dir, "tokenizer.json");
+    GgufVocab v;
+    std::optional<SpmModel> spm;
+    if (is_file(spm_path)) {
+        const MappedFile f = MappedFile::open(spm_path, {.use_mmap = false});
+        spm = parse_spm_model(f.bytes(), spm_path);
+        v = vocab_from_spm(*spm);
+        if (const std::string added = join(dir, "added_tokens.json"); is_file(added)) {
+            apply_added_tokens_json(v, MappedFile::open(added, {.use_mmap = false}).bytes(), added);
+        }
+    } else if (is_file(json_path)) {
+        const MappedFile f = MappedFile::open(json_path, {.use_mmap = false});
+        v = vocab_from_tokenizer_json(f.bytes(), json_path, options.vocab_pre);
+    } else {
+        fail(ErrorKind::bad_file,
+             "{}: no tokenizer: expected tokenizer.model (SentencePiece) or "
+             "tokenizer.json",
+             dir);
+    }
+    if (const std::string cfg = join(dir, "tokenizer_config.json"); is_file(cfg)) {
+        apply_tokenizer_config(v, MappedFile::open(cfg, {.use_mmap = false}).bytes(), cfg);
+    }
+    // Ids config.json names, then SentencePiece's own, where the tokenizer files named none.
+    const std::pair<const char*, std::optional<uint32_t>> config_ids[] = {
+        {"bos", c.bos_token_id},
+        {"eos", c.eos_token_id},
+        {"padding", c.pad_token_id},
+        {"unknown", c.unk_token_id}};
+    for (const auto& [kind, id] : config_ids) {
+        if (id && *id < c.vocab_size) v.set_special_id(kind, *id);
+    }
+    if (spm) {
+        const std::pair<const char*, int32_t> spm_ids[] = {{"unknown", spm->unk_id},
+                                                           {"bos", spm->bos_id},
+                                                           {"eos", spm->eos_id},
+                                                           {"padding", spm->pad_id}};
+        for (const auto& [kind, id] : spm_ids) {
+            if (id >= 0) v.set_special_id(kind, uint32_t(id));
+        }
+    }
+    pad_vocab(v, c.vocab_size, dir);
+    validate_vocab(v, dir);
+    return v;
+}
+
+}  // namespace
+
+ConvertResult convert_hf(const std::string& dir, const std::string& out_path,
+                         const ConvertOptions& options) {
+    const std::string config_path = join(dir, "config.json");
+    if (!is_file(config_path)) {
+        fail(ErrorKind::io, "{}: no config.json (is this a Hugging Face model folder?)", dir);
+    }
+    const HfConfig c = [&] {
+        const MappedFile f = MappedFile::open(config_path, {.use_mmap = false});
+        return parse_hf_config(f.bytes(), config_path);
+    }();
+    const OutType out = options.out_type.value_or(OutType::f16);
+    ConvertResult result;
+    result.arch = c.arch;
+    result.warnings = c.warnings;
+
+    // Tensors first: their shapes confirm config.json's sizes (vocab_size included) before the
+    // vocabulary is padded to that size.
+    Checkpoint ck(dir);
+    TensorBuilder builder(ck, out);
+    build_tensors(builder, ck, c);
+    builder.finish(dir, c);
+    std::vector<std::string> unused = ck.unused();
+    std::erase_if(unused, [](const std::string& n) {
+        return n.size() >= 21 && n.compare(n.size() - 21, 21, "rotary_emb.inv_freq") == 0;
+    });
+    if (!unused.empty()) {
+        std::string list;
+        for (size_t i = 0; i < unused.size() && i < 8; ++i) list += (i ? ", " : "") + unused[i];
+        if (unused.size() > 8) list += fmt::format(" and {} more", unused.size() - 8);
+        fail(ErrorKind::unsupported,
+             "{}: {} tensor{} that a {} model does not have: {} (a different architecture or an "
+             "extension memwall does not convert)",
+             dir, unused.size(), unused.size() > 1 ? "s" : "", c.model_type, list);
+    }
+
+    const GgufVocab vocab = load_vocab(dir, c, options);
+    result.warnings.insert(result.warnings.end(), vocab.warnings.begin(), vocab.warnings.end());
+
+    gguf::GgufWriter w;
+    std::string name = options.name;
+    if (name.empty()) name = c.name;
+    if (name.empty()) {
+        fs::path folder = fs::absolute(dir).lexically_normal();
+        if (folder.filename().empty()) folder = folder.parent_path();
+        name = folder.filename().string();
+    }
+    write_hparams(w, c, name, out);
+    write_vocab(w, vocab);
+    for (const OutputTensor& t : builder.outputs()) {
+        add_output_tensor(w, t);
+        result.n_params += t.n_elements();
+    }
+    result.n_tensors = builder.outputs().size();
+    result.n_vocab = uint32_t(vocab.tokens.size());
+    result.file_bytes = w.total_bytes();
+    const auto& outputs = builder.outputs();
+    w.write_file(out_path, [&](size_t done, size_t total) {
+        if (options.on_tensor) options.on_tensor(done, total, outputs[done - 1].name);
+    });
+    verify_written_model(out_path);
+    return result;
+}
+
+}  // namespace mw::convert

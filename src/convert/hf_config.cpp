@@ -1,0 +1,310 @@
+#include "convert/hf_config.h"
+
+#include <cmath>
+
+#include "base/error.h"
+#include "format/json_text.h"
+
+namespace mw::convert {
+namespace {
+
+using nlohmann::json;
+
+struct ModelType {
+    const char* hf;    // config.json model_type
+    const char* arch;  // GGUF general.architecture
+    bool permute_qk;   // llama layout (RoPE on adjacent pairs in GGUF)
+    bool moe;
+};
+
+// Mistral and Mixtral are llama in GGUF, as llama.cpp writes them.
+constexpr ModelType kModelTypes[] = {
+    {"llama", "llama", true, false},        {"mistral", "llama", true, false},
+    {"mixtral", "llama", true, true},       {"qwen2", "qwen2", false, false},
+    {"qwen3", "qwen3", false, false},       {"qwen2_moe", "qwen2moe", false, true},
+    {"qwen3_moe", "qwen3moe", false, true},
+};
+
+// Typed, range-checked access to the fields of one JSON object; null counts as absent, as
+// transformers writes optional fields.
+class Fields {
+  public:
+    Fields(const json& object, const std::string& file, std::string prefix = "")
+        : j_(object), file_(file), prefix_(std::move(prefix)) {}
+
+    const json* get(const char* key) const {
+        const auto it = j_.find(key);
+        return it == j_.end() || it->is_null() ? nullptr : &*it;
+    }
+    bool has(const char* key) const { return get(key) != nullptr; }
+    const std::string& file() const { return file_; }
+
+    std::optional<uint32_t> opt_count(const char* key, uint64_t lo, uint64_t hi) const {
+        const json* v = get(key);
+        if (!v) return std::nullopt;
+        if (!v->is_number_integer()) {
+            bad(key,
+                fmt::format("is {} ({}), expected an integer", json_type_word(*v), json_brief(*v)));
+        }
+        const bool negative = !v->is_number_unsigned() && v->get<int64_t>() < 0;
+        if (negative || v->get<uint64_t>() < lo || v->get<uint64_t>() > hi) {
+            bad(key, fmt::format("= {} is out of range [{}, {}]", v->dump(), lo, hi));
+        }
+        return uint32_t(v->get<uint64_t>());
+    }
+
+    uint32_t count(const char* key, uint64_t lo, uint64_t hi) const {
+        const auto v = opt_count(key, lo, hi);
+        if (!v) missing(key);
+        return *v;
+    }
+
+    double number(const char* key, double fallback, double lo, double hi) const {
+        const json* v = get(key);
+        if (!v) return fallback;
+        if (!v->is_number()) {
+            bad(key,
+                fmt::format("is {} ({}), expected a number", json_type_word(*v), json_brief(*v)));
+        }
+        const double x = v->get<double>();
+        if (!(x >= lo && x <= hi))
+            bad(key, fmt::format("= {} is out of range [{}, {}]", x, lo, hi));
+        return x;
+    }
+
+    bool flag(const char* key, bool fallback) const {
+        const json* v = get(key);
+        if (!v) return fallback;
+        if (!v->is_boolean()) {
+            bad(key, fmt::format("is {} ({}), expected true or false", json_type_word(*v),
+                                 json_brief(*v)));
+        }
+        return v->get<bool>();
+    }
+
+    std::optional<std::string> text(const char* key) const {
+        const json* v = get(key);
+        if (!v) return std::nullopt;
+        if (!v->is_string()) {
+            bad(key,
+                fmt::format("is {} ({}), expected a string", json_type_word(*v), json_brief(*v)));
+        }
+        return v->get<std::string>();
+    }
+
+    // A special token id: transformers writes a list for several EOS tokens; only a plain
+    // non-negative integer names one token (as llama.cpp reads it).
+    std::optional<uint32_t> token_id(const char* key) const {
+        const json* v = get(key);
+        if (!v || !v->is_number_integer() || v->get<int64_t>() < 0 ||
+            v->get<int64_t>() > INT32_MAX) {
+            return std::nullopt;
+        }
+        return uint32_t(v->get<int64_t>());
+    }
+
+    [[noreturn]] void bad(const char* key, const std::string& what) const {
+        fail(ErrorKind::bad_file, "{}: \"{}{}\" {}", file_, prefix_, key, what);
+    }
+    [[noreturn]] void missing(const char* key) const {
+        fail(ErrorKind::bad_file, "{}: required field \"{}{}\" is missing", file_, prefix_, key);
+    }
+    [[noreturn]] void unsupported(const char* key, const std::string& what) const {
+        fail(ErrorKind::unsupported, "{}: \"{}{}\" {}", file_, prefix_, key, what);
+    }
+
+  private:
+    const json& j_;
+    const std::string& file_;
+    std::string prefix_;
+};
+
+RopeScalingConfig read_rope_scaling(const Fields& top, uint32_t n_ctx_train) {
+    RopeScalingConfig rs;
+    const json* v = top.get("rope_scaling");
+    if (!v) return rs;
+    if (!v->is_object()) {
+        top.bad("rope_scaling",
+                fmt::format("is {}, expected an object or null", json_type_word(*v)));
+    }
+    const Fields f(*v, top.file(), "rope_scaling.");
+    // transformers writes "rope_type" (newer) or "type" (older).
+    const char* type_key = f.has("rope_type") ? "rope_type" : "type";
+    const std::string type = f.text(type_key).value_or("default");
+    if (type == "default") return rs;
+    if (type == "linear") {
+        rs.kind = RopeScalingKind::linear;
+    } else if (type == "yarn") {
+        rs.kind = RopeScalingKind::yarn;
+    } else if (type == "llama3") {
+        rs.kind = RopeScalingKind::llama3;
+    } else {
+        f.unsupported(type_key, fmt::format("= \"{}\" is not supported (memwall converts "
+                                            "default, linear, yarn and llama3 RoPE scaling)",
+                                            type));
+    }
+    if (!f.has("factor")) f.missing("factor");
+    rs.factor = f.number("factor", 1.0, 1e-3, 1e6);
+    rs.original_context =
+        f.opt_count("original_max_position_embeddings", 1, 1u << 24)
+            .value_or(top.opt_count("original_max_position_embeddings", 1, 1u << 24)
+                          .value_or(n_ctx_train));
+    if (rs.kind == RopeScalingKind::llama3) {
+        rs.low_freq_factor = f.number("low_freq_factor", 1.0, 1e-6, 1e6);
+        rs.high_freq_factor = f.number("high_freq_factor", 4.0, 1e-6, 1e6);
+        if (rs.low_freq_factor == rs.high_freq_factor) {
+            f.bad("high_freq_factor",
+                  fmt::format("= {} equals low_freq_factor", rs.high_freq_factor));
+        }
+    }
+    return rs;
+}
+
+void read_moe(const Fields& f, HfConfig& c) {
+    if (c.model_type == "mixtral") {
+        c.n_expert = f.count("num_local_experts", 1, 1024);
+        c.n_ff_expert = c.n_ff;
+        c.expert_weights_norm = true;  // Mixtral renormalises its top-k weights
+    } else {
+        c.n_expert = f.count("num_experts", 1, 1024);
+        c.n_ff_expert = f.count("moe_intermediate_size", 1, 1u << 20);
+        c.expert_weights_norm = f.flag("norm_topk_prob", false);
+        // Every layer must be a MoE layer: memwall's qwen MoE graphs have no dense layers.
+        const uint32_t step = f.opt_count("decoder_sparse_step", 0, 4096).value_or(1);
+        if (step != 1) {
+            f.unsupported("decoder_sparse_step",
+                          fmt::format("= {}: models with dense layers between the MoE layers are "
+                                      "not supported",
+                                      step));
+        }
+        if (const json* only = f.get("mlp_only_layers");
+            only && !(only->is_array() && only->empty())) {
+            f.unsupported("mlp_only_layers",
+                          fmt::format("= {}: models with dense layers between the MoE layers are "
+                                      "not supported",
+                                      json_brief(*only)));
+        }
+        if (c.model_type == "qwen2_moe") {
+            c.n_ff_shared_expert = f.count("shared_expert_intermediate_size", 1, 1u << 20);
+        }
+    }
+    c.n_expert_used = f.count("num_experts_per_tok", 1, c.n_expert);
+}
+
+}  // namespace
+
+const char* supported_hf_model_types() {
+    return "llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe";
+}
+
+HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name) {
+    const json root = parse_json_strict(bytes, name, "config");
+    if (!root.is_object()) {
+        fail(ErrorKind::bad_file, "{}: the config is {}, expected an object", name,
+             json_type_word(root));
+    }
+    const Fields f(root, name);
+    HfConfig c;
+    const auto model_type = f.text("model_type");
+    if (!model_type) f.missing("model_type");
+    c.model_type = *model_type;
+    const ModelType* type = nullptr;
+    for (const ModelType& t : kModelTypes) {
+        if (c.model_type == t.hf) type = &t;
+    }
+    if (!type) {
+        f.unsupported("model_type", fmt::format("= \"{}\" is not supported (memwall converts {})",
+                                                c.model_type, supported_hf_model_types()));
+    }
+    c.arch = type->arch;
+    c.permute_qk = type->permute_qk;
+    if (const json* archs = f.get("architectures")) {
+        if (!archs->is_array()) f.bad("architectures", "is not an array");
+        for (const json& a : *archs) {
+            if (!a.is_string()) f.bad("architectures", "holds a value that is not a string");
+            const std::string& s = a.get_ref<const std::string&>();
+            if (s.size() < 11 || s.compare(s.size() - 11, 11, "ForCausalLM") != 0) {
+                f.unsupported("architectures",
+                              fmt::format("= \"{}\": only causal language models (...ForCausalLM) "
+                                          "are converted",
+                                          s));
+            }
+        }
+    }
+    if (f.has("quantization_config")) {
+        f.unsupported("quantization_config",
+                      "is present: pre-quantized checkpoints (GPTQ, AWQ, FP8, ...) are not "
+                      "supported; convert the original weights");
+    }
+    if (const auto act = f.text("hidden_act"); act && *act != "silu") {
+        f.unsupported("hidden_act", fmt::format("= \"{}\" is not supported (only silu)", *act));
+    }
+    if (f.flag("mlp_bias", false)) f.unsupported("mlp_bias", "= true is not supported");
+    if (c.model_type == "qwen2" || c.model_type == "qwen2_moe") {
+        c.qkv_bias = true;  // Qwen2 and Qwen2-MoE always have Q/K/V biases
+    } else if (f.flag("attention_bias", false)) {
+        // The output projection gets a bias too, which memwall's graph does not have.
+        f.unsupported("attention_bias", "= true is not supported (an output projection bias)");
+    }
+    c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe";
+
+    if (const auto n = f.text("_name_or_path")) {
+        const size_t slash = n->find_last_of('/');
+        c.name = slash == std::string::npos ? *n : n->substr(slash + 1);
+    }
+    c.vocab_size = f.count("vocab_size", 1, 1u << 24);
+    c.n_embd = f.count("hidden_size", 1, 1u << 17);
+    c.n_layer = f.count("num_hidden_layers", 1, 4096);
+    c.n_head = f.count("num_attention_heads", 1, 4096);
+    c.n_head_kv = f.opt_count("num_key_value_heads", 1, c.n_head).value_or(c.n_head);
+    if (c.n_head % c.n_head_kv != 0) {
+        f.bad("num_key_value_heads",
+              fmt::format("= {} does not divide num_attention_heads = {}", c.n_head_kv, c.n_head));
+    }
+    if (const auto hd = f.opt_count("head_dim", 2, 4096)) {
+        c.head_dim = *hd;
+        c.head_dim_given = true;
+    } else {
+        if (c.n_embd % c.n_head != 0) {
+            f.bad("hidden_size", fmt::format("= {} is not a multiple of num_attention_heads = {} "
+                                             "(and head_dim is not given)",
+                                             c.n_embd, c.n_head));
+        }
+        c.head_dim = c.n_embd / c.n_head;
+    }
+    if (c.head_dim % 2 != 0) {
+        f.bad(c.head_dim_given ? "head_dim" : "hidden_size",
+              fmt::format("gives an odd head size {}, which RoPE cannot rotate", c.head_dim));
+    }
+    c.n_ff = f.opt_count("intermediate_size", 1, 1u << 20).value_or(0);
+    if (c.n_ff == 0 && (!type->moe || c.model_type == "mixtral" || c.model_type == "qwen2_moe")) {
+        f.missing("intermediate_size");
+    }
+    c.n_ctx_train = f.opt_count("max_position_embeddings", 1, 1u << 24).value_or(2048);
+    c.rms_norm_eps = f.number("rms_norm_eps", 1e-6, 0.0, 0.5);
+    c.rope_theta = f.number("rope_theta", 10000.0, 1.0 + 1e-9, 1e12);
+    c.rope_scaling = read_rope_scaling(f, c.n_ctx_train);
+    c.tie_word_embeddings = f.flag("tie_word_embeddings", false);
+
+    if (f.flag("use_sliding_window", false)) {
+        f.unsupported("use_sliding_window", "= true: sliding-window attention is not supported");
+    }
+    if (c.model_type == "mistral" || c.model_type == "mixtral") {
+        if (const auto window = f.opt_count("sliding_window", 1, UINT32_MAX);
+            window && *window < c.n_ctx_train) {
+            c.warnings.push_back(fmt::format(
+                "sliding_window = {} is smaller than max_position_embeddings = {}: memwall attends "
+                "to the whole context, so outputs after {} tokens differ from the original model",
+                *window, c.n_ctx_train, *window));
+        }
+    }
+    if (type->moe) read_moe(f, c);
+
+    c.bos_token_id = f.token_id("bos_token_id");
+    c.eos_token_id = f.token_id("eos_token_id");
+    c.pad_token_id = f.token_id("pad_token_id");
+    c.unk_token_id = f.token_id("unk_token_id");
+    return c;
+}
+
+}  // namespace mw::convert

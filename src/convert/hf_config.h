@@ -1,0 +1,69 @@
+// A Hugging Face config.json, read strictly for conversion to GGUF: every field memwall needs is
+// checked for type and range, and a model it cannot convert faithfully (another architecture,
+// dynamic RoPE scaling, sliding-window attention, partly dense MoE, pre-quantized weights) is
+// refused with an error naming the field and its value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mw::convert {
+
+enum class RopeScalingKind { none, linear, yarn, llama3 };
+
+struct RopeScalingConfig {
+    RopeScalingKind kind = RopeScalingKind::none;
+    double factor = 1.0;
+    uint32_t original_context = 0;  // yarn, llama3: the training context before scaling
+    double low_freq_factor = 1.0;   // llama3
+    double high_freq_factor = 4.0;  // llama3
+};
+
+struct HfConfig {
+    std::string model_type;  // as written ("llama", "qwen2_moe", ...)
+    std::string arch;        // the GGUF architecture: llama, qwen2, qwen3, qwen2moe, qwen3moe
+    std::string name;        // _name_or_path (may be empty)
+
+    uint32_t vocab_size = 0;
+    uint32_t n_embd = 0;
+    uint32_t n_layer = 0;
+    uint32_t n_head = 0;
+    uint32_t n_head_kv = 0;
+    uint32_t head_dim = 0;        // resolved: head_dim, else n_embd / n_head
+    bool head_dim_given = false;  // written as attention.key_length / value_length
+    uint32_t n_ff = 0;            // intermediate_size (0 when absent, MoE only)
+    uint32_t n_ctx_train = 0;     // max_position_embeddings
+    double rms_norm_eps = 1e-6;
+    double rope_theta = 10000.0;
+    RopeScalingConfig rope_scaling;
+    bool tie_word_embeddings = false;
+
+    bool permute_qk = false;  // llama layout: HF's rotate-half Q/K rows become adjacent pairs
+    bool qkv_bias = false;    // q_proj/k_proj/v_proj carry biases
+    bool qk_norm = false;     // per-head RMSNorm of Q and K (qwen3)
+
+    // Mixture of experts (n_expert == 0: dense).
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 0;
+    uint32_t n_ff_expert = 0;
+    uint32_t n_ff_shared_expert = 0;   // qwen2moe
+    bool expert_weights_norm = false;  // renormalise the top-k router weights
+
+    // Special token ids written in config.json (used when the tokenizer files do not name them).
+    std::optional<uint32_t> bos_token_id, eos_token_id, pad_token_id, unk_token_id;
+
+    std::vector<std::string> warnings;  // accepted, but worth telling the user
+};
+
+// Parses config.json bytes; `name` (normally the path) is used in error messages. Throws
+// ErrorKind::bad_file for malformed JSON or fields of the wrong type or range, and
+// ErrorKind::unsupported (naming the field and value) for models memwall cannot convert.
+HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name);
+
+// The model_type values parse_hf_config accepts, for messages.
+const char* supported_hf_model_types();
+
+}  // namespace mw::convert

@@ -1,0 +1,13 @@
+// The library object behind an mw_model handle, for the C API files other than api.cpp (which
+// defines the handle).
+#pragma once
+
+#include "memwall.h"
+#include "runtime/loaded_model.h"
+
+namespace mw {
+
+// Null for a null handle. Defined in api.cpp.
+const LoadedModel* loaded_model_of(const mw_model* model);
+
+}  // namespace mw

@@ -1,0 +1,85 @@
+// Synthetic Hugging Face checkpoints for the converter tests: random weights in the layout and
+// names transformers uses, written as config.json + safetensors (optionally sharded with an
+// index) + tokenizer files, and an independent double-precision forward pass over the same
+// weights with transformers' semantics (rotate-half RoPE on the unpermuted Q/K rows, softmax
+// routing, ...), which the converted model's logits must match.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mw::test {
+
+struct HfSpec {
+    std::string model_type =
+        "llama";                // llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe
+    std::string dtype = "F32";  // source dtype of every tensor: F32, F16, BF16
+    uint32_t vocab_size = 64;
+    uint32_t n_embd = 64;
+    uint32_t n_layer = 2;
+    uint32_t n_head = 4;
+    uint32_t n_head_kv = 2;
+    uint32_t head_dim = 0;  // 0: n_embd / n_head, not written to config.json
+    uint32_t n_ff = 96;
+    uint32_t n_expert = 0;
+    uint32_t n_expert_used = 2;
+    uint32_t n_ff_expert = 32;
+    uint32_t n_ff_shared = 48;   // qwen2_moe
+    bool norm_topk_prob = true;  // qwen MoE
+    bool tied = false;
+    double rms_norm_eps = 1e-5;
+    double rope_theta = 10000.0;
+    double rope_linear_factor = 0.0;  // > 0: rope_scaling {"type": "linear", "factor": ...}
+    double llama3_factor = 0.0;       // > 0: rope_scaling {"rope_type": "llama3", ...} with:
+    double llama3_low_freq_factor = 1.0;
+    double llama3_high_freq_factor = 4.0;
+    uint32_t llama3_original_context = 64;
+    int shards = 1;                   // > 1: model-0000i-of-0000n.safetensors + index
+    uint32_t seed = 1;
+
+    uint32_t resolved_head_dim() const { return head_dim ? head_dim : n_embd / n_head; }
+    bool moe() const { return n_expert > 0; }
+};
+
+// HF tensor name -> values (row-major, as stored), already rounded to the source dtype.
+using HfWeights = std::map<std::string, std::vector<double>>;
+
+struct HfTensorShape {
+    std::string name;
+    std::vector<uint64_t> shape;
+};
+
+// Every tensor the spec's architecture has, with its shape, in a fixed order.
+std::vector<HfTensorShape> hf_tensor_shapes(const HfSpec& spec);
+HfWeights random_hf_weights(const HfSpec& spec);
+
+// The config.json text of the spec.
+std::string hf_config_json(const HfSpec& spec);
+
+// Writes config.json, the safetensors file(s) and a small byte-level BPE tokenizer.json (plus
+// tokenizer_config.json) into dir.
+void write_hf_folder(const std::string& dir, const HfSpec& spec, const HfWeights& weights);
+
+// A safetensors file from tensors given as raw bytes of `dtype` ("F32", "F16", "BF16").
+struct SafetensorsEntry {
+    std::string name;
+    std::string dtype;
+    std::vector<uint64_t> shape;
+    std::vector<uint8_t> bytes;
+};
+std::vector<uint8_t> safetensors_bytes(const std::vector<SafetensorsEntry>& tensors);
+// Values encoded as dtype bytes (round to nearest even), and back.
+std::vector<uint8_t> encode_values(const std::vector<double>& values, const std::string& dtype);
+std::vector<double> decode_values(const std::vector<uint8_t>& bytes, const std::string& dtype);
+
+// The logits [n_tokens][vocab] of the forward pass in double precision over the weights, all
+// tokens as one causal batch.
+std::vector<double> hf_reference_logits(const HfSpec& spec, const HfWeights& weights,
+                                        const std::vector<int32_t>& tokens);
+
+void write_text_file(const std::string& path, const std::string& text);
+void write_binary_file(const std::string& path, const std::vector<uint8_t>& bytes);
+
+}  // namespace mw::test
