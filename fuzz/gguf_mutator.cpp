@@ -242,21 +242,38 @@ constexpr std::array<uint32_t, 32> kValidTensorTypes = {0,  1,  2,  3,  6,  7,  
                                                         24, 25, 26, 27, 28, 29, 30, 34, 35, 39};
 constexpr std::array<uint32_t, 11> kInvalidTensorTypes = {4,  5,  31, 32,  33,         36,
                                                           37, 38, 40, 255, 0xffffffffu};
-constexpr std::array<std::string_view, 16> kKeys = {"general.architecture",
+// Keys the readers look for: general, llama hyper-parameters and the tokenizer.
+constexpr std::array<std::string_view, 32> kKeys = {"general.architecture",
                                                     "general.alignment",
                                                     "general.name",
                                                     "general.file_type",
                                                     "llama.block_count",
                                                     "llama.context_length",
                                                     "llama.embedding_length",
+                                                    "llama.feed_forward_length",
                                                     "llama.attention.head_count",
+                                                    "llama.attention.head_count_kv",
+                                                    "llama.attention.key_length",
+                                                    "llama.attention.value_length",
+                                                    "llama.attention.layer_norm_rms_epsilon",
+                                                    "llama.rope.dimension_count",
                                                     "llama.rope.freq_base",
+                                                    "llama.rope.scaling.type",
+                                                    "llama.rope.scaling.factor",
+                                                    "llama.expert_count",
+                                                    "llama.expert_used_count",
+                                                    "llama.expert_feed_forward_length",
                                                     "tokenizer.ggml.model",
+                                                    "tokenizer.ggml.pre",
                                                     "tokenizer.ggml.tokens",
                                                     "tokenizer.ggml.scores",
                                                     "tokenizer.ggml.token_type",
                                                     "tokenizer.ggml.merges",
                                                     "tokenizer.ggml.bos_token_id",
+                                                    "tokenizer.ggml.eos_token_id",
+                                                    "tokenizer.ggml.unknown_token_id",
+                                                    "tokenizer.ggml.add_bos_token",
+                                                    "tokenizer.ggml.add_space_prefix",
                                                     "x"};
 
 class Mutator {
@@ -427,6 +444,8 @@ class Mutator {
                 v = pick(4) == 3 ? 255 : pick(3);
                 break;
             case FieldKind::scalar: {
+                // Hyper-parameters are small integers: near values break shapes subtly (a head
+                // count that no longer divides, a dimension one off).
                 const uint64_t c[] = {0,
                                       kU64Max,
                                       1ull << (f.width * 8 - 1),
@@ -434,6 +453,13 @@ class Mutator {
                                       0x7e967699ull /* 1e38f */,
                                       0x7e37e43c8800759cull /* 1e300 */,
                                       0x7f800000 /* inf */,
+                                      1,
+                                      2,
+                                      3,
+                                      current + 1,
+                                      current - 1,
+                                      current * 2,
+                                      current / 2,
                                       v};
                 v = c[pick(std::size(c))];
                 break;
@@ -463,10 +489,12 @@ class Mutator {
         store(f, v);
     }
 
-    // A random pair of a plausible or hostile kind.
-    std::vector<uint8_t> random_kv() {
+    // A random pair of a plausible or hostile kind (with the given key, if any).
+    std::vector<uint8_t> random_kv(std::string_view key = {}) {
         std::vector<uint8_t> kv;
-        if (!layout_.kvs.empty() && chance(15)) {
+        if (!key.empty()) {
+            put_string(kv, key);
+        } else if (!layout_.kvs.empty() && chance(15)) {
             put_string(kv, key_of(layout_.kvs[pick(layout_.kvs.size())]));  // a duplicate key
         } else {
             put_string(kv, kKeys[pick(kKeys.size())]);
@@ -590,7 +618,12 @@ class Mutator {
                 break;
             }
             case 2:
-                kvs.insert(kvs.begin() + long(pick(kvs.size() + 1)), random_kv());
+                if (!kvs.empty() && chance(50)) {  // another value (and type) for a key
+                    std::vector<uint8_t>& kv = kvs[pick(kvs.size())];
+                    kv = random_kv(std::string(key_of(kv)));
+                } else {
+                    kvs.insert(kvs.begin() + long(pick(kvs.size() + 1)), random_kv());
+                }
                 break;
             case 3:
                 if (tensors.empty()) return 0;

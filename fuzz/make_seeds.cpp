@@ -1,15 +1,26 @@
-// Writes the generated part of the fuzz seed corpus: small valid GGUF files that between them
-// use every value type, every tensor type, nested arrays, several alignments and a vocab-only
-// layout, plus a shrunk copy of each GGUF file named on the command line (same metadata keys and
-// tensor names and types, arrays cut to a few elements, tensors cut to one block row), so that
-// the fuzzer starts from realistic headers at a size where it runs fast.
+// Writes the generated seed corpus of every fuzz target, one folder per target:
+//   fuzz_gguf/        small valid GGUF files that between them use every value type, every tensor
+//                     type, nested arrays, several alignments and a vocab-only layout, plus a
+//                     shrunk copy of each GGUF file of SHARED_DIR (same metadata keys and tensor
+//                     names and types, arrays cut to a few elements, tensors to one block row);
+//   fuzz_vocab/       texts (the llama.cpp tokenizer test strings of SHARED_DIR and a few with
+//                     special tokens), each behind the two bytes that pick vocabulary and flags;
+//   fuzz_vocab_gguf/  vocab-only files of every tokenizer kind, cut from the vocabularies of
+//                     SHARED_DIR to a few hundred tokens (merges and special ids kept consistent);
+//   fuzz_model/       tiny complete models (tests/support/tiny_model.h) of every architecture
+//                     and tensor type;
+//   fuzz_hf_config/   Hugging Face config.json files of every model_type the planner knows;
+//   fuzz_safetensors/ small .safetensors files: every dtype, metadata, an empty tensor;
+// so that the fuzzers start from realistic inputs at a size where they run fast.
 //
-// usage: fuzz_make_seeds OUT_DIR [FILE.gguf...]
+// usage: fuzz_make_seeds OUT_DIR [SHARED_DIR]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +28,7 @@
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
+#include "support/tiny_model.h"
 
 namespace {
 
@@ -153,33 +165,305 @@ std::vector<uint8_t> shrunk_copy(const std::string& path) {
     return w.to_bytes();
 }
 
+
+std::vector<uint8_t> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(ErrorKind::io, "{}: cannot read", path);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
 std::string base_name(const std::string& path) {
-    const size_t slash = path.find_last_of('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
+    return std::filesystem::path(path).filename().string();
+}
+
+// ---- fuzz_vocab: texts ----------------------------------------------------------------------
+
+void write_text_seeds(const std::string& out, const std::string& shared) {
+    std::vector<std::string> texts = {
+        "<s>Hello</s> <|endoftext|><|im_start|>user\n<|im_end|>",
+        "[CLS] hello [SEP] [MASK] [UNK]",
+        "\xff\xfe\xc3\x28 \xe2\x82 \xf0\x9f\xa6\x99\xf0\x9f",  // invalid and truncated UTF-8
+        std::string("a\0b\r\n\t\v\f", 9),
+    };
+    std::error_code ec;
+    std::vector<std::string> inputs;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(shared + "/testdata/tokenizer", ec)) {
+        if (entry.path().extension() == ".inp") inputs.push_back(entry.path().string());
+    }
+    std::sort(inputs.begin(), inputs.end());
+    std::set<std::string> seen(texts.begin(), texts.end());
+    constexpr std::string_view kSeparator = "\n__ggml_vocab_test__\n";
+    for (const std::string& path : inputs) {
+        const std::vector<uint8_t> bytes = read_file(path);
+        std::string_view rest(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        while (!rest.empty()) {
+            const size_t end = rest.find(kSeparator);
+            const std::string text(rest.substr(0, end));
+            if (seen.insert(text).second) texts.push_back(text);
+            if (end == rest.npos) break;
+            rest.remove_prefix(end + kSeparator.size());
+        }
+    }
+    // Byte 0 picks the vocabulary (modulo their number), byte 1 the flags.
+    for (size_t i = 0; i < texts.size(); ++i) {
+        std::vector<uint8_t> seed = {uint8_t(i), uint8_t(i * 7 % 32)};
+        seed.insert(seed.end(), texts[i].begin(), texts[i].end());
+        save(fmt::format("{}/text{:03}", out, i), seed);
+    }
+}
+
+// ---- fuzz_vocab_gguf: vocabularies cut to their first tokens --------------------------------
+
+// The vocabulary of `f` with its first `n_keep` tokens, the merges among those, and the special
+// ids that still point into it; other tokenizer keys as they are (small ones only).
+std::vector<uint8_t> cut_vocab(const GgufFile& f, uint64_t n_keep) {
+    GgufWriter w;
+    const Value* tokens = f.get_array("tokenizer.ggml.tokens", ValueType::string);
+    if (!tokens) fail(ErrorKind::bad_file, "{}: no tokenizer.ggml.tokens", f.name());
+    n_keep = std::min(n_keep, tokens->count);
+    std::set<std::string_view> kept(tokens->strings.begin(), tokens->strings.begin() + n_keep);
+    for (const KeyValue& kv : f.metadata()) {
+        const std::string_view key = kv.key;
+        if (key == "general.architecture") w.set_value(key, kv.value);
+        if (key.substr(0, 10) != "tokenizer.") continue;
+        const Value& v = kv.value;
+        if (key == "tokenizer.ggml.tokens") {
+            w.set_array_strings(key, {tokens->strings.begin(), tokens->strings.begin() + n_keep});
+        } else if (key == "tokenizer.ggml.scores" && v.type == ValueType::array) {
+            std::vector<float> scores;
+            for (uint64_t i = 0; i < std::min(n_keep, v.count); ++i) {
+                scores.push_back(float(v.elem_f64(i)));
+            }
+            w.set_array_f32(key, scores);
+        } else if (key == "tokenizer.ggml.token_type" && v.type == ValueType::array) {
+            std::vector<int32_t> types;
+            for (uint64_t i = 0; i < std::min(n_keep, v.count); ++i) {
+                types.push_back(int32_t(v.elem_i64(i)));
+            }
+            w.set_array_i32(key, types);
+        } else if (key == "tokenizer.ggml.merges" && v.type == ValueType::array) {
+            std::vector<std::string> merges;
+            for (const std::string_view m : v.strings) {
+                const size_t space = m.find(' ', 1);
+                if (space == m.npos) continue;
+                const std::string_view left = m.substr(0, space), right = m.substr(space + 1);
+                if (kept.count(left) && kept.count(right) &&
+                    kept.count(std::string(left) + std::string(right))) {
+                    merges.emplace_back(m);
+                }
+            }
+            w.set_array_strings(key, merges);
+        } else if (key.ends_with("_token_id")) {
+            if (v.is_integer() && v.as_i64() >= 0 && uint64_t(v.as_i64()) < n_keep) {
+                w.set_value(key, v);
+            }
+        } else if (v.type != ValueType::array && (v.type != ValueType::string || v.str.size() < 512)) {
+            w.set_value(key, v);
+        }
+    }
+    return w.to_bytes();
+}
+
+void write_vocab_seeds(const std::string& out, const std::string& shared) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(shared + "/testdata/tokenizer", ec)) {
+        if (entry.path().extension() == ".gguf") files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const char* model : {"/models/stories260K.gguf", "/reference/models/qwen2-tiny-F16.gguf"}) {
+        if (std::filesystem::exists(shared + model)) files.push_back(shared + model);
+    }
+    for (const std::string& path : files) {
+        const std::vector<uint8_t> bytes = read_file(path);
+        const GgufFile f = GgufFile::parse(bytes, path);
+        const std::string model(f.get_string("tokenizer.ggml.model").value_or(""));
+        // Enough tokens for byte fallback (SPM), the first merges (BPE), single characters (WPM).
+        const uint64_t n_keep = model == "bert" ? 2500 : model == "llama" ? 600 : 900;
+        save(out + "/" + base_name(path) + ".cut.gguf", cut_vocab(f, n_keep));
+    }
+    for (const auto vocab : {test::TinyVocab::spm, test::TinyVocab::bpe}) {
+        GgufWriter w;
+        w.set_string("general.architecture", "llama");
+        test::add_tiny_vocab(w, vocab);
+        save(out + (vocab == test::TinyVocab::spm ? "/tiny-spm.gguf" : "/tiny-bpe.gguf"),
+             w.to_bytes());
+    }
+    save(out + "/vocab-only.gguf", vocab_only().to_bytes());
+}
+
+// ---- fuzz_model: tiny models ----------------------------------------------------------------
+
+void write_model_seeds(const std::string& out) {
+    // Every tensor type as the type of the matrices of a llama model (the types memwall cannot
+    // compute with are refused by Model::bind: seeds for those checks).
+    for (uint32_t id = 0; id < kGgmlTypeIdLimit; ++id) {
+        const auto layout = ggml_layout(id);
+        if (!layout) continue;
+        test::TinyModel spec;
+        spec.type = GgmlType(id);
+        save(fmt::format("{}/llama-{}.gguf", out, layout->name), test::tiny_model_bytes(spec));
+    }
+    struct Variant {
+        const char* name;
+        test::TinyModel spec;
+    };
+    const Variant variants[] = {
+        {"mistral-2-layers-align64",
+         {.arch = "mistral", .type = GgmlType::F16, .n_layer = 2, .alignment = 64}},
+        {"qwen2-tied-bpe",
+         {.arch = "qwen2", .type = GgmlType::F16, .tied_output = true, .vocab = test::TinyVocab::bpe}},
+        {"qwen3-Q8_0", {.arch = "qwen3", .type = GgmlType::Q8_0}},
+        {"llama-moe-Q4_K", {.type = GgmlType::Q4_K, .n_expert = 4}},
+        {"qwen2moe-F32", {.arch = "qwen2moe", .n_expert = 4, .vocab = test::TinyVocab::bpe}},
+        {"qwen3moe-Q4_0", {.arch = "qwen3moe", .type = GgmlType::Q4_0, .n_expert = 3, .n_expert_used = 1}},
+        {"llama-gqa-4-heads", {.n_embd = 32, .n_head = 4, .n_head_kv = 2, .head_dim = 8, .n_ff = 40}},
+    };
+    for (const Variant& v : variants) {
+        save(fmt::format("{}/{}.gguf", out, v.name), test::tiny_model_bytes(v.spec));
+    }
+}
+
+// ---- fuzz_hf_config: config.json of every model_type the planner knows ----------------------
+
+void write_config_seeds(const std::string& out) {
+    const char* const configs[] = {
+        R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+"intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+"num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+"rope_theta": 500000.0, "tie_word_embeddings": false,
+"rope_scaling": {"factor": 8.0, "rope_type": "llama3"}, "_name_or_path": "llama-3.1-8b"})",
+        R"({"model_type": "mistral", "hidden_size": 64, "intermediate_size": 128,
+"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 512,
+"head_dim": 16, "max_position_embeddings": 2048})",
+        R"({"model_type": "mixtral", "hidden_size": 128, "intermediate_size": 256,
+"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
+"num_local_experts": 8, "num_experts_per_tok": 2})",
+        R"({"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+"num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+"vocab_size": 151936, "tie_word_embeddings": true, "rope_theta": 1000000.0})",
+        R"({"model_type": "qwen2_moe", "hidden_size": 256, "intermediate_size": 512,
+"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 4096,
+"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 128,
+"shared_expert_intermediate_size": 256})",
+        R"({"model_type": "qwen3_moe", "hidden_size": 256, "num_hidden_layers": 2,
+"num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 4096,
+"num_experts": 16, "num_experts_per_tok": 4, "moe_intermediate_size": 96})",
+        R"({"model_type": "qwen3", "hidden_size": 256, "intermediate_size": 768,
+"num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 128,
+"vocab_size": 4096})",
+        R"({"model_type": "gemma3", "text_config": {"model_type": "gemma3_text",
+"hidden_size": 640, "intermediate_size": 2048, "num_hidden_layers": 4,
+"num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "vocab_size": 262144}})",
+        R"({"model_type": "gemma2", "hidden_size": 256, "intermediate_size": 512,
+"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000})",
+        R"({"model_type": "phi3", "hidden_size": 256, "intermediate_size": 512,
+"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000})",
+        R"({"model_type": "cohere", "hidden_size": 256, "intermediate_size": 512,
+"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000})",
+        R"({"model_type": "deepseek_v2", "hidden_size": 512, "intermediate_size": 1024,
+"num_hidden_layers": 3, "num_attention_heads": 8, "vocab_size": 2048, "n_routed_experts": 8,
+"num_experts_per_tok": 2, "moe_intermediate_size": 128, "n_shared_experts": 2,
+"first_k_dense_replace": 1, "kv_lora_rank": 64, "qk_rope_head_dim": 16,
+"qk_nope_head_dim": 32, "v_head_dim": 32})",
+    };
+    for (size_t i = 0; i < std::size(configs); ++i) {
+        const std::string_view text = configs[i];
+        save(fmt::format("{}/config{:02}.json", out, i), std::vector<uint8_t>(text.begin(), text.end()));
+    }
+}
+
+// ---- fuzz_safetensors: small valid files --------------------------------------------------------
+
+std::vector<uint8_t> safetensors_file(const std::string& header_json, size_t data_bytes) {
+    std::vector<uint8_t> bytes(8);
+    const uint64_t n = header_json.size();
+    for (int i = 0; i < 8; ++i) bytes[size_t(i)] = uint8_t(n >> (8 * i));
+    bytes.insert(bytes.end(), header_json.begin(), header_json.end());
+    for (size_t i = 0; i < data_bytes; ++i) bytes.push_back(uint8_t(i * 37 + 11));
+    return bytes;
+}
+
+void write_safetensors_seeds(const std::string& out) {
+    const struct {
+        const char* dtype;
+        size_t size;
+    } dtypes[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"U16", 2}, {"I16", 2},
+                  {"F16", 2},  {"BF16", 2}, {"U32", 4}, {"I32", 4}, {"F32", 4},
+                  {"U64", 8},  {"I64", 8},  {"F64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    std::string every = "{";
+    size_t offset = 0;
+    for (const auto& d : dtypes) {
+        const size_t n = 6 * d.size;  // shape [2, 3]
+        every += fmt::format(R"("t_{}": {{"dtype": "{}", "shape": [2, 3], "data_offsets": [{}, {}]}}, )",
+                             d.dtype, d.dtype, offset, offset + n);
+        offset += n;
+    }
+    every += R"("__metadata__": {"format": "pt"}})";
+    save(out + "/every-dtype.safetensors", safetensors_file(every, offset));
+    save(out + "/llama-layer.safetensors",
+         safetensors_file(
+             R"({"model.layers.0.self_attn.q_proj.weight": {"dtype": "BF16", "shape": [8, 16], )"
+             R"("data_offsets": [0, 256]}, "model.norm.weight": {"dtype": "F32", "shape": [16], )"
+             R"("data_offsets": [256, 320]}, "empty": {"dtype": "F16", "shape": [0, 4], )"
+             R"("data_offsets": [320, 320]}})",
+             320));
+    save(out + "/scalar.safetensors",
+         safetensors_file(R"({"s": {"dtype": "F32", "shape": [], "data_offsets": [0, 4]}})", 4));
+    save(out + "/empty.safetensors", safetensors_file("{}", 0));
+}
+
+// ---- fuzz_gguf ------------------------------------------------------------------------------
+
+void write_gguf_seeds(const std::string& out, const std::vector<std::string>& shared_files) {
+    save(out + "/every-tensor-type.gguf", every_tensor_type(32).to_bytes());
+    save(out + "/every-tensor-type-align8.gguf", every_tensor_type(8).to_bytes());
+    save(out + "/every-tensor-type-align64.gguf", every_tensor_type(64).to_bytes());
+    save(out + "/every-value-type.gguf", every_value_type().to_bytes());
+    save(out + "/vocab-only.gguf", vocab_only().to_bytes());
+    save(out + "/nested-arrays.gguf", nested_arrays());
+    save(out + "/empty.gguf", GgufWriter().to_bytes());
+    std::vector<uint8_t> v2 = every_value_type().to_bytes();
+    v2[4] = 2;  // GGUF v2 has the same layout as v3
+    save(out + "/version2.gguf", v2);
+    for (const std::string& path : shared_files) {
+        save(out + "/" + base_name(path) + ".small.gguf", shrunk_copy(path));
+    }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2) {
-        std::fprintf(stderr, "usage: %s OUT_DIR [FILE.gguf...]\n", argv[0]);
+    if (argc < 2 || argc > 3) {
+        std::fprintf(stderr, "usage: %s OUT_DIR [SHARED_DIR]\n", argv[0]);
         return 2;
     }
+    namespace fs = std::filesystem;
     const std::string out = argv[1];
+    const std::string shared = argc > 2 ? argv[2] : "";
     try {
-        save(out + "/every-tensor-type.gguf", every_tensor_type(32).to_bytes());
-        save(out + "/every-tensor-type-align8.gguf", every_tensor_type(8).to_bytes());
-        save(out + "/every-tensor-type-align64.gguf", every_tensor_type(64).to_bytes());
-        save(out + "/every-value-type.gguf", every_value_type().to_bytes());
-        save(out + "/vocab-only.gguf", vocab_only().to_bytes());
-        save(out + "/nested-arrays.gguf", nested_arrays());
-        save(out + "/empty.gguf", GgufWriter().to_bytes());
-        std::vector<uint8_t> v2 = every_value_type().to_bytes();
-        v2[4] = 2;  // GGUF v2 has the same layout as v3
-        save(out + "/version2.gguf", v2);
-        for (int i = 2; i < argc; ++i) {
-            save(out + "/" + base_name(argv[i]) + ".small.gguf", shrunk_copy(argv[i]));
+        std::vector<std::string> shared_files;
+        if (!shared.empty()) {
+            for (const auto& entry : fs::recursive_directory_iterator(shared)) {
+                if (entry.is_regular_file() && entry.path().extension() == ".gguf") {
+                    shared_files.push_back(entry.path().string());
+                }
+            }
+            std::sort(shared_files.begin(), shared_files.end());
         }
+        for (const char* target :
+             {"fuzz_gguf", "fuzz_vocab", "fuzz_vocab_gguf", "fuzz_model", "fuzz_hf_config",
+              "fuzz_safetensors"}) {
+            fs::create_directories(out + "/" + target);
+        }
+        write_gguf_seeds(out + "/fuzz_gguf", shared_files);
+        write_text_seeds(out + "/fuzz_vocab", shared);
+        write_vocab_seeds(out + "/fuzz_vocab_gguf", shared);
+        write_model_seeds(out + "/fuzz_model");
+        write_config_seeds(out + "/fuzz_hf_config");
+        write_safetensors_seeds(out + "/fuzz_safetensors");
     } catch (const std::exception& e) {
         std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
         return 1;

@@ -69,6 +69,16 @@ class Loader {
         fail(ErrorKind::bad_file, "{}: metadata \"{}\" {}", file_.name(), key, what);
     }
 
+    // Element i of a numeric array as an integer; a float or an integer beyond i64 is refused
+    // with the key (the array accessors do not know it).
+    int64_t element_i64(const gguf::Value& array, std::string_view key, uint64_t i) const {
+        try {
+            return array.elem_i64(i);
+        } catch (const Error& e) {
+            bad(key, fmt::format("[{}]: {}", i, e.what()));
+        }
+    }
+
     void read_model() {
         const auto model = file_.get_string("tokenizer.ggml.model");
         if (!model) bad("tokenizer.ggml.model", "is missing (the file has no tokenizer)");
@@ -148,7 +158,7 @@ class Loader {
                 if (std::isnan(s)) bad("tokenizer.ggml.scores", fmt::format("[{}] is NaN", i));
                 t.score = float(s);
             }
-            if (types) t.attr = attr_of_token_type(types->elem_i64(i));
+            if (types) t.attr = attr_of_token_type(element_i64(*types, "tokenizer.ggml.token_type", i));
             if ((t.attr & token_attr_byte) && !is_byte_token_text(t.text)) {
                 bad("tokenizer.ggml.token_type",
                     fmt::format("marks token {} (\"{}\") as a byte, but it is not spelled <0xXX>",
