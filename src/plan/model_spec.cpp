@@ -168,7 +168,10 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
     w.set_u32(a + "context_length", s.n_ctx_train);
     w.set_u32(a + "embedding_length", s.n_embd);
     w.set_u32(a + "block_count", s.n_layer);
-    w.set_u32(a + "feed_forward_length", s.n_ff);
+    // Mixtral-style files (arch llama with experts) carry the expert width here: llama.cpp sizes
+    // the llama architecture's expert tensors by feed_forward_length.
+    const bool llama_moe = s.arch == "llama" && s.n_expert > 0 && s.n_ff == 0;
+    w.set_u32(a + "feed_forward_length", llama_moe ? s.n_ff_expert : s.n_ff);
     w.set_u32(a + "attention.head_count", s.n_head);
     w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
     w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
