@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include "tensor/cpu_features.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define MW_TEST_HAVE_F16C 1
@@ -29,9 +31,7 @@ __attribute__((target("f16c"))) float hw_fp16_to_f32(uint16_t h) {
     return _cvtsh_ss(h);
 }
 
-bool have_f16c() {
-    return __builtin_cpu_supports("f16c");
-}
+bool have_f16c() { return mw::cpu_features().f16c; }
 #endif
 
 TEST(Fp16, EveryHalfRoundTripsThroughFloat) {
