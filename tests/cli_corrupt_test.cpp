@@ -43,7 +43,32 @@ const Command kCommands[] = {
     {"tokenize", "tokenize -m {model} -p 'hi ab'", header | data | vocab},
     {"logits", "logits -m {model} -p 'hi ab' -o {out} -t 1", header | data | vocab | model},
     {"plan", "plan -m {model}", header},
+    {"bench", "bench -m {model} -p 4 -n 2 -r 1 -t 1 --no-bandwidth", header | data | vocab | model},
+    {"perplexity", "perplexity -m {model} -f {text} -c 8 -b 8 -t 1", header | data | vocab | model},
+    // quantize copies the metadata it does not interpret (vocabulary, hyper-parameters) as it is,
+    // and reads the weights without the binder's alignment rule.
+    {"quantize", "quantize {model} {out}.gguf Q8_0", header | data},
 };
+
+// The command line of `cmd` on the model at `path`, writing into `dir`.
+std::string command_line(const Command& cmd, const std::string& path, const std::string& dir) {
+    std::string line = cmd.args;
+    for (const auto& [key, value] : {std::pair<std::string, std::string>{"{model}", path},
+                                     {"{out}", dir + "/out"},
+                                     {"{text}", dir + "/text.txt"}}) {
+        for (size_t at = line.find(key); at != std::string::npos; at = line.find(key, at)) {
+            line.replace(at, key.size(), value);
+            at += value.size();
+        }
+    }
+    return line;
+}
+
+// perplexity's text: enough tokens for two chunks of 8.
+void write_text(const std::string& dir) {
+    std::ofstream(dir + "/text.txt") << "hi ab hi ab ab hi hi ab ab ab hi hi ab hi ab ab hi ab hi "
+                                        "ab hi ab ab hi hi ab ab ab hi hi ab hi ab ab hi ab\n";
+}
 
 struct Corrupted {
     std::string name;
@@ -218,13 +243,6 @@ std::vector<Corrupted> corrupted_files() {
     return c;
 }
 
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
-        s.replace(at, from.size(), to);
-    }
-    return s;
-}
-
 TEST(CliCorrupt, ValidModelRunsWithEveryCommand) {
     // The corruptions below are one change away from this file: it must work everywhere.
     const std::string dir = test::temp_dir();
@@ -232,8 +250,9 @@ TEST(CliCorrupt, ValidModelRunsWithEveryCommand) {
     const std::vector<uint8_t> bytes = valid_model();
     std::ofstream(path, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    write_text(dir);
     for (const Command& cmd : kCommands) {
-        const std::string line = replace(replace(cmd.args, "{model}", path), "{out}", dir + "/out");
+        const std::string line = command_line(cmd, path, dir);
         const test::CommandResult r = test::run_command("timeout 60 " + test::cli_path() + " " + line);
         EXPECT_EQ(r.exit_code, 0) << cmd.name << ": " << r.err;
     }
@@ -241,6 +260,7 @@ TEST(CliCorrupt, ValidModelRunsWithEveryCommand) {
 
 TEST(CliCorrupt, EveryCommandRejectsEveryCorruptedField) {
     const std::string dir = test::temp_dir();
+    write_text(dir);
     for (const Corrupted& file : corrupted_files()) {
         const std::string path = dir + "/" + file.name + ".gguf";
         std::ofstream(path, std::ios::binary)
@@ -248,8 +268,7 @@ TEST(CliCorrupt, EveryCommandRejectsEveryCorruptedField) {
                    std::streamsize(file.bytes.size()));
         for (const Command& cmd : kCommands) {
             SCOPED_TRACE(std::string(cmd.name) + " on " + file.name);
-            const std::string line =
-                replace(replace(cmd.args, "{model}", path), "{out}", dir + "/out");
+            const std::string line = command_line(cmd, path, dir);
             const test::CommandResult r =
                 test::run_command("timeout 60 " + test::cli_path() + " " + line);
             // No crash, hang or sanitizer report, whether or not the command must notice.

@@ -33,14 +33,17 @@ Stats stats(const std::vector<double>& xs) {
     return s;
 }
 
-// The same pseudo-random prompt ids bench/llamacpp-bench.mjs uses: ids in [3, 500), valid in every
-// vocabulary (which ids are used does not change the speed).
-std::vector<mw_token> bench_prompt(int n) {
+// The same pseudo-random prompt ids bench/llamacpp-bench.mjs uses: ids in [3, 500), valid in any
+// vocabulary of 500 tokens or more (which ids are used does not change the speed); a smaller
+// vocabulary gets ids in [0, n_vocab).
+std::vector<mw_token> bench_prompt(int n, int32_t n_vocab) {
     std::vector<mw_token> tokens(size_t(std::max(n, 1)));
+    const bool small = n_vocab < 500;
+    const int32_t first = small ? 0 : 3, count = small ? std::max(n_vocab, 1) : 497;
     uint64_t seed = 12345;
     for (mw_token& t : tokens) {
         seed = (seed * 1103515245 + 12345) % 2147483648;
-        t = 3 + mw_token(double(seed) / 2147483648.0 * 497);
+        t = first + std::min(count - 1, mw_token(double(seed) / 2147483648.0 * count));
     }
     return tokens;
 }
@@ -107,8 +110,8 @@ void add_bench_command(CLI::App& app) {
         for (std::string item; std::getline(list, item, ',');) thread_counts.push_back(parse_threads(item));
         if (thread_counts.empty()) fail("-t: empty list");
         ModelPtr model = load_model(o.model, false, /*quiet=*/o.as_json || o.csv);
-        const std::vector<mw_token> prompt = bench_prompt(o.n_prompt);
-        const std::vector<mw_token> depth = bench_prompt(o.n_depth);
+        const std::vector<mw_token> prompt = bench_prompt(o.n_prompt, mw_model_n_vocab(model.get()));
+        const std::vector<mw_token> depth = bench_prompt(o.n_depth, mw_model_n_vocab(model.get()));
         const std::string at_depth = o.n_depth > 0 ? fmt::format(" @ d{}", o.n_depth) : "";
 
         json results = json::array();
