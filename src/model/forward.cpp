@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "tensor/cpu_features.h"
+
 namespace mw {
 namespace {
 
@@ -14,9 +16,9 @@ size_t max_matmul_scratch(const Model& m, uint32_t n) {
     };
     consider(m.output);
     for (const Layer& l : m.layers) {
-        for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up,
-                                      &l.ffn_down, &l.router, &l.shared_gate, &l.shared_up,
-                                      &l.shared_down, &l.shared_router}) {
+        for (const WeightMatrix* w :
+             {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router,
+              &l.shared_gate, &l.shared_up, &l.shared_down, &l.shared_router}) {
             consider(*w);
         }
         consider(l.exp_gate.first);
@@ -109,7 +111,7 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, int n_threads) {
     z.moe_tokens = moe ? n : 0;
     z.router_probs = hp.n_expert;
     z.act_bytes = max_matmul_scratch(m, max_batch);
-    z.attention = {max_batch,           int(hp.n_head),     int(hp.n_head_kv),
+    z.attention = {max_batch,          int(hp.n_head),     int(hp.n_head_kv),
                    int(hp.head_dim_k), int(hp.head_dim_v), std::max(1, n_threads)};
     return z;
 }
@@ -157,8 +159,9 @@ uint64_t ForwardScratch::bytes() const {
            act.size() + attention.bytes();
 }
 
-void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
-             const int32_t* tokens, uint32_t n_tokens, float* logits, bool all_logits) {
+void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, const int32_t* tokens,
+             uint32_t n_tokens, float* logits, bool all_logits) {
+    const FlushSubnormals flush;  // pool workers flush them too (runtime/thread_pool.cpp)
     const HParams& hp = m.hp;
     const uint32_t n = n_tokens;
     const uint32_t pos0 = kv.n_past();
@@ -205,8 +208,10 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
             if (!l.bv.empty()) add_inplace(v, l.bv.data(), n_v);
             // qwen3: RMSNorm of each head of Q and K.
             if (!l.q_norm.empty()) {
-                for (int h = 0; h < n_head; ++h) rms_norm(q + h * hd_k, l.q_norm.data(), q + h * hd_k, hd_k, hp.norm_eps);
-                for (int h = 0; h < n_head_kv; ++h) rms_norm(k + h * hd_k, l.k_norm.data(), k + h * hd_k, hd_k, hp.norm_eps);
+                for (int h = 0; h < n_head; ++h)
+                    rms_norm(q + h * hd_k, l.q_norm.data(), q + h * hd_k, hd_k, hp.norm_eps);
+                for (int h = 0; h < n_head_kv; ++h)
+                    rms_norm(k + h * hd_k, l.k_norm.data(), k + h * hd_k, hd_k, hp.norm_eps);
             }
             // Rotary position embedding of Q and K.
             const float* cs = s.rope_cs.data() + size_t(t) * hp.n_rot;
@@ -236,7 +241,9 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
 
         // Output projection and residual.
         matmul(par, l.wo, s.attn.data(), n, s.xb2.data(), act);
-        for_each_token(par, n, n_embd, [&](uint32_t t) { add_inplace(x + t * n_embd, s.xb2.data() + t * n_embd, n_embd); });
+        for_each_token(par, n, n_embd, [&](uint32_t t) {
+            add_inplace(x + t * n_embd, s.xb2.data() + t * n_embd, n_embd);
+        });
 
         // Feed-forward: RMSNorm, then SwiGLU (dense or mixture of experts), then residual.
         for_each_token(par, n, n_embd, [&](uint32_t t) {
@@ -247,7 +254,8 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
             matmul(par, l.ffn_gate, xb, n, s.gate.data(), act);
             matmul(par, l.ffn_up, xb, n, s.up.data(), act);
             for_each_token(par, n, n_embd, [&](uint32_t t) {
-                swiglu(s.gate.data() + t * n_ff, s.up.data() + t * n_ff, s.gate.data() + t * n_ff, n_ff);
+                swiglu(s.gate.data() + t * n_ff, s.up.data() + t * n_ff, s.gate.data() + t * n_ff,
+                       n_ff);
             });
             matmul(par, l.ffn_down, s.gate.data(), n, s.xb2.data(), act);
         } else {
@@ -257,9 +265,9 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
             const int64_t n_ff = hp.n_ff_expert;
             matmul(par, l.router, xb, n, s.router_logits.data(), act);
             for (uint32_t t = 0; t < n; ++t) {
-                select_experts(s.router_logits.data() + t * n_exp, n_exp, k_used, hp.expert_weights_norm,
-                               s.moe_expert.data() + t * k_used, s.moe_weight.data() + t * k_used,
-                               s.router_probs.data());
+                select_experts(s.router_logits.data() + t * n_exp, n_exp, k_used,
+                               hp.expert_weights_norm, s.moe_expert.data() + t * k_used,
+                               s.moe_weight.data() + t * k_used, s.router_probs.data());
             }
             std::fill(s.xb2.begin(), s.xb2.begin() + n * n_embd, 0.0f);
             for (int e = 0; e < n_exp; ++e) {
@@ -269,7 +277,8 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
                     for (int j = 0; j < k_used; ++j) {
                         if (s.moe_expert[t * k_used + j] == e) {
                             s.moe_tokens[count] = int32_t(t * k_used + j);
-                            std::copy(xb + t * n_embd, xb + (t + 1) * n_embd, s.moe_in.data() + count * n_embd);
+                            std::copy(xb + t * n_embd, xb + (t + 1) * n_embd,
+                                      s.moe_in.data() + count * n_embd);
                             ++count;
                         }
                     }
@@ -279,7 +288,8 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
                 matmul(par, l.exp_gate.expert(e), s.moe_in.data(), count, s.gate.data(), act);
                 matmul(par, l.exp_up.expert(e), s.moe_in.data(), count, s.up.data(), act);
                 for_each_token(par, count, n_ff, [&](uint32_t i) {
-                    swiglu(s.gate.data() + i * n_ff, s.up.data() + i * n_ff, s.gate.data() + i * n_ff, n_ff);
+                    swiglu(s.gate.data() + i * n_ff, s.up.data() + i * n_ff,
+                           s.gate.data() + i * n_ff, n_ff);
                 });
                 matmul(par, l.exp_down.expert(e), s.gate.data(), count, s.moe_out.data(), act);
                 // Scatter: x_ffn[t] += weight * expert_out.
@@ -297,7 +307,8 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
                 matmul(par, l.shared_gate, xb, n, s.gate.data(), act);
                 matmul(par, l.shared_up, xb, n, s.up.data(), act);
                 for_each_token(par, n, n_embd, [&](uint32_t t) {
-                    swiglu(s.gate.data() + t * n_sh, s.up.data() + t * n_sh, s.gate.data() + t * n_sh, n_sh);
+                    swiglu(s.gate.data() + t * n_sh, s.up.data() + t * n_sh,
+                           s.gate.data() + t * n_sh, n_sh);
                 });
                 matmul(par, l.shared_down, s.gate.data(), n, s.moe_out.data(), act);
                 matmul(par, l.shared_router, xb, n, s.router_logits.data(), act);
@@ -309,7 +320,9 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
                 }
             }
         }
-        for_each_token(par, n, n_embd, [&](uint32_t t) { add_inplace(x + t * n_embd, s.xb2.data() + t * n_embd, n_embd); });
+        for_each_token(par, n, n_embd, [&](uint32_t t) {
+            add_inplace(x + t * n_embd, s.xb2.data() + t * n_embd, n_embd);
+        });
     }
     kv.set_n_past(pos0 + n);
     if (!logits) return;
@@ -318,7 +331,8 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par,
     const uint32_t first = all_logits ? 0 : n - 1;
     const uint32_t rows = n - first;
     for_each_token(par, rows, n_embd, [&](uint32_t i) {
-        rms_norm(x + (first + i) * n_embd, m.output_norm.data(), xb + i * n_embd, n_embd, hp.norm_eps);
+        rms_norm(x + (first + i) * n_embd, m.output_norm.data(), xb + i * n_embd, n_embd,
+                 hp.norm_eps);
     });
     matmul(par, m.output, xb, rows, logits, act);
 }

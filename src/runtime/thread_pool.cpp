@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include "tensor/cpu_features.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define MW_CPU_RELAX() _mm_pause()
@@ -40,7 +42,9 @@ ThreadPool::~ThreadPool() {
     for (std::thread& t : threads_) t.join();
 }
 
-void ThreadPool::set_active(int n) { n_active_ = std::clamp(n, 1, n_threads_); }
+void ThreadPool::set_active(int n) {
+    n_active_ = std::clamp(n, 1, n_threads_);
+}
 
 void ThreadPool::run(void (*fn)(void*, int, int), void* ctx) {
     if (n_active_ == 1) {
@@ -70,6 +74,7 @@ void ThreadPool::run(void (*fn)(void*, int, int), void* ctx) {
 }
 
 void ThreadPool::worker(int ith) {
+    const FlushSubnormals flush;  // the caller's thread flushes them for the length of forward()
     uint64_t seen = 0;
     for (;;) {
         uint64_t gen = generation_.load(std::memory_order_acquire);

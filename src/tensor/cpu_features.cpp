@@ -4,6 +4,7 @@
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <xmmintrin.h>
 #endif
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
@@ -89,5 +90,21 @@ std::string cpu_features_summary() {
     add(f.i8mm, "I8MM");
     return s.empty() ? "scalar" : s;
 }
+
+#if defined(__x86_64__)
+namespace {
+constexpr unsigned kFlushToZero = 1u << 15, kDenormalsAreZero = 1u << 6;
+}  // namespace
+
+FlushSubnormals::FlushSubnormals() : saved_(_mm_getcsr()) {
+    _mm_setcsr(saved_ | kFlushToZero | kDenormalsAreZero);
+}
+FlushSubnormals::~FlushSubnormals() {
+    _mm_setcsr(saved_);
+}
+#else
+FlushSubnormals::FlushSubnormals() = default;
+FlushSubnormals::~FlushSubnormals() = default;
+#endif
 
 }  // namespace mw
