@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 1
+#define MEMWALL_API_VERSION 2
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -68,6 +68,9 @@ typedef struct mw_model_params {
     bool use_mmap;  /* map the file (default true); false reads it into memory */
     bool use_mlock; /* lock the weights in RAM; failure is reported by mw_model_warning() */
     bool vocab_only; /* load only the vocabulary (tokenize/detokenize; no contexts) */
+    /* rewrite weights at load into layouts this CPU's kernels read faster (default true; those
+       pages become the process's own instead of evictable page cache) */
+    bool repack;
 } mw_model_params;
 
 MW_API mw_model_params mw_model_default_params(void);

@@ -20,7 +20,7 @@ namespace mw {
 namespace {
 
 std::unique_ptr<LoadedModel> load(const std::string& relative) {
-    return LoadedModel::load(test::shared_path(relative), MapOptions{});
+    return LoadedModel::load(test::shared_path(relative), LoadOptions{});
 }
 
 // Keeps only the first layer: a complete model whose cached keys and values depend on nothing

@@ -1,10 +1,12 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 
 #include "base/error.h"
 #include "base/fp16.h"
+#include "tensor/repack.h"
 
 namespace mw {
 namespace {
@@ -18,7 +20,7 @@ std::string shape_string(const gguf::TensorInfo& t) {
 // Looks tensors up by name, checks their shapes, and collects every missing or malformed tensor
 // so that one error lists them all.
 class Binder {
-public:
+  public:
     explicit Binder(const gguf::GgufFile& file) : f_(file) {}
 
     WeightMatrix matrix(const std::string& name, int64_t n_cols, int64_t n_rows,
@@ -47,8 +49,8 @@ public:
         if (!check_shape(*t, {n})) return {};
         const TypeTraits* traits = type_traits(t->type);
         if (!traits || !traits->to_float || traits->block_size != 1) {
-            problems_.push_back(fmt::format("{} has type {}, expected F32/F16/BF16", name,
-                                            type_name(t->type)));
+            problems_.push_back(
+                fmt::format("{} has type {}, expected F32/F16/BF16", name, type_name(t->type)));
             return {};
         }
         std::vector<float> out(size_t(n), 0.0f);
@@ -63,7 +65,8 @@ public:
         std::string msg = fmt::format("{}: cannot bind the {} model ({} layers):", f_.name(),
                                       hp.arch, hp.n_layer);
         if (!missing_.empty()) {
-            msg += fmt::format(" {} missing tensor{}:", missing_.size(), missing_.size() > 1 ? "s" : "");
+            msg += fmt::format(" {} missing tensor{}:", missing_.size(),
+                               missing_.size() > 1 ? "s" : "");
             for (size_t i = 0; i < missing_.size() && i < 24; ++i) msg += " " + missing_[i];
             if (missing_.size() > 24) msg += fmt::format(" ... and {} more", missing_.size() - 24);
             msg += ".";
@@ -72,7 +75,7 @@ public:
         throw Error(problems_.empty() ? ErrorKind::bad_file : ErrorKind::bad_file, msg);
     }
 
-private:
+  private:
     static std::string type_name(uint32_t id) {
         const auto layout = ggml_layout(id);
         return layout ? std::string(layout->name) : fmt::format("#{}", id);
@@ -109,8 +112,8 @@ private:
             std::string want = "[";
             size_t i = 0;
             for (int64_t e : expected) want += fmt::format("{}{}", i++ ? ", " : "", e);
-            problems_.push_back(fmt::format("{} has shape {}, expected {}", t.name,
-                                            shape_string(t), want + "]"));
+            problems_.push_back(
+                fmt::format("{} has shape {}, expected {}", t.name, shape_string(t), want + "]"));
         }
         return ok;
     }
@@ -118,9 +121,10 @@ private:
     WeightMatrix make_matrix(const gguf::TensorInfo& t, int64_t n_cols, int64_t n_rows) {
         const TypeTraits* traits = type_traits(t.type);
         if (!traits || !traits->vec_dot || !traits->to_float) {
-            problems_.push_back(fmt::format("{} has tensor type {}, which memwall cannot compute "
-                                            "with yet",
-                                            t.name, type_name(t.type)));
+            problems_.push_back(
+                fmt::format("{} has tensor type {}, which memwall cannot compute "
+                            "with yet",
+                            t.name, type_name(t.type)));
             return {};
         }
         WeightMatrix w;
@@ -158,7 +162,8 @@ Model Model::bind(const gguf::GgufFile& file) {
         hp.n_vocab = uint32_t(std::min<uint64_t>(embd->ne[1], UINT32_MAX));
     }
     if (hp.n_vocab == 0) {
-        fail(ErrorKind::bad_file, "{}: the vocabulary is empty (tokenizer.ggml.tokens)", file.name());
+        fail(ErrorKind::bad_file, "{}: the vocabulary is empty (tokenizer.ggml.tokens)",
+             file.name());
     }
 
     const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab;
@@ -169,7 +174,8 @@ Model Model::bind(const gguf::GgufFile& file) {
     m.tok_embd = b.matrix("token_embd.weight", n_embd, n_vocab);
     m.output_norm = b.vector("output_norm.weight", n_embd);
     m.output = b.has("output.weight") ? b.matrix("output.weight", n_embd, n_vocab) : m.tok_embd;
-    if (b.has("rope_freqs.weight")) m.rope_freq_factors = b.vector("rope_freqs.weight", hp.n_rot / 2);
+    if (b.has("rope_freqs.weight"))
+        m.rope_freq_factors = b.vector("rope_freqs.weight", hp.n_rot / 2);
 
     const bool moe = hp.n_expert > 0;
     // Every block has at least 9 tensors: a block count the tensors cannot back is refused
@@ -241,15 +247,18 @@ Model Model::bind(const gguf::GgufFile& file) {
     for (const auto& [name, count] : type_counts) {
         m.type_summary += fmt::format("{}{} x{}", m.type_summary.empty() ? "" : ", ", name, count);
     }
-    uint64_t per_token = m.tok_embd.row_bytes + matrix_bytes(m.output) +
-                         m.output_norm.size() * sizeof(float);
+    uint64_t per_token =
+        m.tok_embd.row_bytes + matrix_bytes(m.output) + m.output_norm.size() * sizeof(float);
     for (const Layer& l : m.layers) {
-        per_token += matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo);
+        per_token +=
+            matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo);
         per_token += matrix_bytes(l.ffn_gate) + matrix_bytes(l.ffn_up) + matrix_bytes(l.ffn_down);
         per_token += matrix_bytes(l.router) + matrix_bytes(l.shared_router);
-        per_token += matrix_bytes(l.shared_gate) + matrix_bytes(l.shared_up) + matrix_bytes(l.shared_down);
+        per_token +=
+            matrix_bytes(l.shared_gate) + matrix_bytes(l.shared_up) + matrix_bytes(l.shared_down);
         if (moe) {
-            const uint64_t one_expert = matrix_bytes(l.exp_gate.first) + matrix_bytes(l.exp_up.first) +
+            const uint64_t one_expert = matrix_bytes(l.exp_gate.first) +
+                                        matrix_bytes(l.exp_up.first) +
                                         matrix_bytes(l.exp_down.first);
             per_token += one_expert * hp.n_expert_used;
         }
@@ -259,6 +268,90 @@ Model Model::bind(const gguf::GgufFile& file) {
     }
     m.bytes_per_token = per_token;
     return m;
+}
+
+namespace {
+
+// Calls f(matrix, count, stride) for every weight matrix: `count` equally-shaped matrices
+// `stride` bytes apart (a layer's experts), or one.
+template <class ModelT, class F>
+void for_each_matrix(ModelT& m, F&& f) {
+    f(m.tok_embd, int64_t(1), size_t(0));
+    f(m.output, int64_t(1), size_t(0));
+    for (auto& l : m.layers) {
+        for (auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router,
+                        &l.shared_gate, &l.shared_up, &l.shared_down, &l.shared_router}) {
+            f(*w, int64_t(1), size_t(0));
+        }
+        for (auto* x : {&l.exp_gate, &l.exp_up, &l.exp_down}) {
+            f(x->first, int64_t(m.hp.n_expert), x->expert_stride);
+        }
+    }
+}
+
+const TypeTraits* faster_layout(const WeightMatrix& w) {
+    return w.data && w.traits ? packed_traits(w.traits->type, w.n_rows, w.n_cols) : nullptr;
+}
+
+}  // namespace
+
+bool has_faster_layouts(const Model& m) {
+    bool any = false;
+    for_each_matrix(m,
+                    [&](const WeightMatrix& w, int64_t, size_t) { any = any || faster_layout(w); });
+    return any;
+}
+
+uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint8_t> writable,
+                        Parallel& par) {
+    if (writable.size() != bound.size()) {
+        fail(ErrorKind::invalid_argument,
+             "repack_weights: {} writable bytes for a model bound to {}", writable.size(),
+             bound.size());
+    }
+    // Which matrices, then their groups of rows shared out between the threads.
+    struct Job {
+        const TypeTraits* packed;
+        uint8_t* data;
+        int64_t n_cols;
+        int64_t groups;
+        size_t group_bytes;
+    };
+    std::vector<Job> jobs;
+    std::map<const uint8_t*, const TypeTraits*> done;  // data -> its packed traits
+    uint64_t bytes = 0;
+    int64_t total_groups = 0;
+    for_each_matrix(m, [&](WeightMatrix& w, int64_t count, size_t stride) {
+        if (const auto it = done.find(w.data); w.data && it != done.end()) {
+            w.traits = it->second;  // the same tensor in a second role (a tied output)
+            return;
+        }
+        const TypeTraits* packed = faster_layout(w);
+        if (!packed) return;
+        const size_t offset = size_t(w.data - bound.data());
+        for (int64_t e = 0; e < count; ++e) {
+            jobs.push_back({packed, writable.data() + offset + size_t(e) * stride, w.n_cols,
+                            w.n_rows / kPackRows, w.row_bytes * kPackRows});
+            total_groups += w.n_rows / kPackRows;
+            bytes += w.row_bytes * uint64_t(w.n_rows);
+        }
+        done[w.data] = packed;
+        w.traits = packed;
+    });
+    par.for_each_thread([&](int ith, int nth) {
+        const Range mine = split_range(total_groups, ith, nth);
+        int64_t first = 0;  // the job's first group in the numbering of all groups
+        for (const Job& j : jobs) {
+            const int64_t g0 = std::max(mine.begin, first) - first;
+            const int64_t g1 = std::min(mine.end, first + j.groups) - first;
+            if (g0 < g1) {
+                repack_in_place(*j.packed, j.data + size_t(g0) * j.group_bytes,
+                                (g1 - g0) * kPackRows, j.n_cols);
+            }
+            first += j.groups;
+        }
+    });
+    return bytes;
 }
 
 }  // namespace mw

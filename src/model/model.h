@@ -3,18 +3,20 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "format/gguf.h"
 #include "model/hparams.h"
 #include "tensor/ops.h"
+#include "tensor/parallel.h"
 
 namespace mw {
 
 // A stack of equally-shaped matrices (one per expert), stored as one 3-D GGUF tensor.
 struct ExpertWeights {
-    WeightMatrix first;     // expert 0
+    WeightMatrix first;        // expert 0
     size_t expert_stride = 0;  // bytes between consecutive experts
 
     WeightMatrix expert(int64_t e) const {
@@ -28,8 +30,8 @@ struct ExpertWeights {
 struct Layer {
     std::vector<float> attn_norm;
     WeightMatrix wq, wk, wv, wo;
-    std::vector<float> bq, bk, bv;          // qwen2 biases (empty if absent)
-    std::vector<float> q_norm, k_norm;      // qwen3 per-head RMSNorm weights (empty if absent)
+    std::vector<float> bq, bk, bv;      // qwen2 biases (empty if absent)
+    std::vector<float> q_norm, k_norm;  // qwen3 per-head RMSNorm weights (empty if absent)
     std::vector<float> ffn_norm;
     // Dense FFN.
     WeightMatrix ffn_gate, ffn_up, ffn_down;
@@ -60,5 +62,15 @@ struct Model {
     // reported together in one error.
     static Model bind(const gguf::GgufFile& file);
 };
+
+// Rewrites in place every weight matrix the installed kernels have a faster layout for
+// (tensor/repack.h) and points its traits at that layout. `bound` is the bytes the model was bound
+// to, `writable` the same bytes writable (a copy-on-write mapping or a read buffer); the threads of
+// `par` share the work. Returns the bytes rewritten. A matrix shared by two roles (a tied output)
+// is rewritten once.
+uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint8_t> writable,
+                        Parallel& par);
+// Whether repack_weights would rewrite anything on this CPU (if not, the bytes can stay read-only).
+bool has_faster_layouts(const Model& m);
 
 }  // namespace mw

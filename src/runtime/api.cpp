@@ -40,8 +40,6 @@ using mw::guarded;
 
 thread_local std::string g_last_error;
 
-
-
 mw_status invalid(const char* message) {
     g_last_error = message;
     return MW_ERR_INVALID_ARGUMENT;
@@ -49,11 +47,16 @@ mw_status invalid(const char* message) {
 
 mw::GgmlType kv_type(mw_type t, const char* which) {
     switch (t) {
-        case MW_TYPE_F32: return mw::GgmlType::F32;
-        case MW_TYPE_F16: return mw::GgmlType::F16;
-        case MW_TYPE_BF16: return mw::GgmlType::BF16;
-        case MW_TYPE_Q8_0: return mw::GgmlType::Q8_0;
-        case MW_TYPE_Q4_0: return mw::GgmlType::Q4_0;
+        case MW_TYPE_F32:
+            return mw::GgmlType::F32;
+        case MW_TYPE_F16:
+            return mw::GgmlType::F16;
+        case MW_TYPE_BF16:
+            return mw::GgmlType::BF16;
+        case MW_TYPE_Q8_0:
+            return mw::GgmlType::Q8_0;
+        case MW_TYPE_Q4_0:
+            return mw::GgmlType::Q4_0;
     }
     mw::fail(mw::ErrorKind::invalid_argument, "unknown KV cache type {} for {}", int(t), which);
 }
@@ -71,14 +74,22 @@ int32_t copy_out(const std::string& s, char* buf, size_t buf_size) {
 }  // namespace
 
 namespace mw {
-void set_api_last_error(const std::string& message) { g_last_error = message; }
-const LoadedModel* loaded_model_of(const mw_model* m) { return m ? m->loaded.get() : nullptr; }
+void set_api_last_error(const std::string& message) {
+    g_last_error = message;
+}
+const LoadedModel* loaded_model_of(const mw_model* m) {
+    return m ? m->loaded.get() : nullptr;
+}
 }  // namespace mw
 
 extern "C" {
 
-const char* mw_last_error(void) { return g_last_error.c_str(); }
-const char* mw_version(void) { return "0.1.0"; }
+const char* mw_last_error(void) {
+    return g_last_error.c_str();
+}
+const char* mw_version(void) {
+    return "0.1.0";
+}
 const char* mw_system_info(void) {
     static const std::string info =
         std::string("kernels ") + mw::kernel_isa() + "; CPU " + mw::cpu_features_summary();
@@ -90,6 +101,7 @@ mw_model_params mw_model_default_params(void) {
     p.use_mmap = true;
     p.use_mlock = false;
     p.vocab_only = false;
+    p.repack = true;
     return p;
 }
 
@@ -99,37 +111,58 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
     if (!path) return invalid("mw_model_load: path is NULL");
     const mw_model_params p = params ? *params : mw_model_default_params();
     return guarded([&] {
-        mw::MapOptions options;
-        options.use_mmap = p.use_mmap;
-        options.lock = p.use_mlock;
+        mw::LoadOptions options;
+        options.map.use_mmap = p.use_mmap;
+        options.map.lock = p.use_mlock;
+        options.vocab_only = p.vocab_only;
+        options.repack = p.repack;
         auto model = std::make_unique<mw_model>();
-        model->loaded = mw::LoadedModel::load(path, options, p.vocab_only);
+        model->loaded = mw::LoadedModel::load(path, options);
         *out = model.release();
     });
 }
 
-void mw_model_free(mw_model* model) { delete model; }
+void mw_model_free(mw_model* model) {
+    delete model;
+}
 
 const char* mw_model_warning(const mw_model* m) {
     return m && !m->loaded->warning.empty() ? m->loaded->warning.c_str() : nullptr;
 }
-const char* mw_model_arch(const mw_model* m) { return m->loaded->model.hp.arch.c_str(); }
-const char* mw_model_desc(const mw_model* m) { return m->loaded->desc.c_str(); }
-int32_t mw_model_n_vocab(const mw_model* m) { return int32_t(m->loaded->model.hp.n_vocab); }
-int32_t mw_model_n_ctx_train(const mw_model* m) { return int32_t(m->loaded->model.hp.n_ctx_train); }
-int32_t mw_model_n_embd(const mw_model* m) { return int32_t(m->loaded->model.hp.n_embd); }
-int32_t mw_model_n_layer(const mw_model* m) { return int32_t(m->loaded->model.hp.n_layer); }
-uint64_t mw_model_n_params(const mw_model* m) { return m->loaded->model.n_params; }
-uint64_t mw_model_weight_bytes(const mw_model* m) { return m->loaded->model.weight_bytes; }
-uint64_t mw_model_bytes_per_token(const mw_model* m) { return m->loaded->model.bytes_per_token; }
+const char* mw_model_arch(const mw_model* m) {
+    return m->loaded->model.hp.arch.c_str();
+}
+const char* mw_model_desc(const mw_model* m) {
+    return m->loaded->desc.c_str();
+}
+int32_t mw_model_n_vocab(const mw_model* m) {
+    return int32_t(m->loaded->model.hp.n_vocab);
+}
+int32_t mw_model_n_ctx_train(const mw_model* m) {
+    return int32_t(m->loaded->model.hp.n_ctx_train);
+}
+int32_t mw_model_n_embd(const mw_model* m) {
+    return int32_t(m->loaded->model.hp.n_embd);
+}
+int32_t mw_model_n_layer(const mw_model* m) {
+    return int32_t(m->loaded->model.hp.n_layer);
+}
+uint64_t mw_model_n_params(const mw_model* m) {
+    return m->loaded->model.n_params;
+}
+uint64_t mw_model_weight_bytes(const mw_model* m) {
+    return m->loaded->model.weight_bytes;
+}
+uint64_t mw_model_bytes_per_token(const mw_model* m) {
+    return m->loaded->model.bytes_per_token;
+}
 
 int32_t mw_model_meta(const mw_model* m, const char* key, char* buf, size_t buf_size) {
     if (!m || !key) return -1;
     const mw::gguf::Value* v = m->loaded->gguf.find(key);
     if (!v) return -1;
-    const std::string text = v->type == mw::gguf::ValueType::string
-                                 ? std::string(v->str)
-                                 : mw::gguf::value_to_string(*v);
+    const std::string text = v->type == mw::gguf::ValueType::string ? std::string(v->str)
+                                                                    : mw::gguf::value_to_string(*v);
     return copy_out(text, buf, buf_size);
 }
 
@@ -142,7 +175,7 @@ int32_t mw_tokenize(const mw_model* m, const char* text, int32_t text_len, mw_to
     std::vector<int32_t> ids;
     const mw_status st = guarded([&] {
         ids = m->loaded->vocab->tokenize(std::string_view(text ? text : "", size_t(text_len)),
-                                        add_special, parse_special);
+                                         add_special, parse_special);
     });
     if (st != MW_OK) return INT32_MIN;
     if (ids.size() > size_t(INT32_MAX)) return INT32_MIN;
@@ -160,16 +193,24 @@ int32_t mw_token_to_piece(const mw_model* m, mw_token token, char* buf, int32_t 
     return int32_t(piece.size());
 }
 
-mw_token mw_token_bos(const mw_model* m) { return m->loaded->vocab->bos(); }
-mw_token mw_token_eos(const mw_model* m) { return m->loaded->vocab->eos(); }
-bool mw_token_is_eog(const mw_model* m, mw_token token) { return m->loaded->vocab->is_eog(token); }
+mw_token mw_token_bos(const mw_model* m) {
+    return m->loaded->vocab->bos();
+}
+mw_token mw_token_eos(const mw_model* m) {
+    return m->loaded->vocab->eos();
+}
+bool mw_token_is_eog(const mw_model* m, mw_token token) {
+    return m->loaded->vocab->is_eog(token);
+}
 
 mw_detokenizer* mw_detokenizer_create(const mw_model* m, bool special) {
     if (!m) return nullptr;
-    return new (std::nothrow) mw_detokenizer{mw::TokenTextStream(*m->loaded->vocab, special),
-                                             m->loaded->vocab->n_tokens(), {}};
+    return new (std::nothrow) mw_detokenizer{
+        mw::TokenTextStream(*m->loaded->vocab, special), m->loaded->vocab->n_tokens(), {}};
 }
-void mw_detokenizer_free(mw_detokenizer* d) { delete d; }
+void mw_detokenizer_free(mw_detokenizer* d) {
+    delete d;
+}
 
 const char* mw_detokenizer_push(mw_detokenizer* d, mw_token token, size_t* len) {
     d->out.clear();
@@ -215,10 +256,18 @@ mw_status mw_context_create(mw_model* model, const mw_context_params* params, mw
     });
 }
 
-void mw_context_free(mw_context* ctx) { delete ctx; }
-uint32_t mw_context_n_ctx(const mw_context* ctx) { return ctx->ctx->n_ctx(); }
-int32_t mw_context_n_threads(const mw_context* ctx) { return ctx->ctx->n_threads(); }
-uint32_t mw_context_n_past(const mw_context* ctx) { return ctx->ctx->n_past(); }
+void mw_context_free(mw_context* ctx) {
+    delete ctx;
+}
+uint32_t mw_context_n_ctx(const mw_context* ctx) {
+    return ctx->ctx->n_ctx();
+}
+int32_t mw_context_n_threads(const mw_context* ctx) {
+    return ctx->ctx->n_threads();
+}
+uint32_t mw_context_n_past(const mw_context* ctx) {
+    return ctx->ctx->n_past();
+}
 
 mw_status mw_context_truncate(mw_context* ctx, uint32_t n_keep) {
     if (!ctx) return invalid("mw_context_truncate: ctx is NULL");
@@ -236,7 +285,9 @@ mw_status mw_decode(mw_context* ctx, const mw_token* tokens, int32_t n_tokens, b
     return guarded([&] { ctx->ctx->decode(tokens, uint32_t(n_tokens), all_logits); });
 }
 
-const float* mw_get_logits(mw_context* ctx, int32_t i) { return ctx ? ctx->ctx->logits(i) : nullptr; }
+const float* mw_get_logits(mw_context* ctx, int32_t i) {
+    return ctx ? ctx->ctx->logits(i) : nullptr;
+}
 
 mw_sampler_params mw_sampler_default_params(void) {
     const mw::SamplerParams d;
@@ -264,7 +315,9 @@ mw_sampler* mw_sampler_create(const mw_sampler_params* params) {
     return new (std::nothrow) mw_sampler{mw::Sampler(sp)};
 }
 
-void mw_sampler_free(mw_sampler* s) { delete s; }
+void mw_sampler_free(mw_sampler* s) {
+    delete s;
+}
 
 mw_token mw_sampler_sample(mw_sampler* s, const float* logits, int32_t n_vocab) {
     if (!s || !logits || n_vocab <= 0) return -1;

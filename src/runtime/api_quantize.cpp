@@ -131,7 +131,7 @@ mw_status mw_imatrix(const char* model_path, const char* text, size_t text_len,
         options.n_threads = p.n_threads;
         options.process_output = p.process_output;
         if (p.dataset) options.dataset = p.dataset;
-        const auto model = mw::LoadedModel::load(model_path, mw::MapOptions{});
+        const auto model = mw::LoadedModel::load(model_path, mw::LoadOptions{});
         const mw::Imatrix imatrix =
             mw::compute_imatrix(*model, std::string_view(text ? text : "", text_len), options,
                                 [&](const mw::ImatrixProgress& c) {

@@ -8,6 +8,9 @@
 #include <string>
 
 #include "base/error.h"
+#include "plan/probe.h"
+#include "runtime/thread_pool.h"
+#include "tensor/types.h"
 
 namespace mw {
 
@@ -27,33 +30,64 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
     }
     m.model = Model::bind(m.gguf);
     if (m.vocab->n_tokens() != int32_t(m.model.hp.n_vocab)) {
-        fail(ErrorKind::bad_file, "{}: the vocabulary has {} tokens but token_embd.weight has {} rows",
-             name, m.vocab->n_tokens(), m.model.hp.n_vocab);
+        fail(ErrorKind::bad_file,
+             "{}: the vocabulary has {} tokens but token_embd.weight has {} rows", name,
+             m.vocab->n_tokens(), m.model.hp.n_vocab);
     }
     if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
     const HParams& hp = m.model.hp;
-    m.desc = fmt::format("{}{}{} ({} layers, {} embd, {:.2f} M params, {}, {:.2f} MiB)",
-                         hp.name, hp.name.empty() ? "" : ": ", hp.arch, hp.n_layer, hp.n_embd,
+    m.desc = fmt::format("{}{}{} ({} layers, {} embd, {:.2f} M params, {}, {:.2f} MiB)", hp.name,
+                         hp.name.empty() ? "" : ": ", hp.arch, hp.n_layer, hp.n_embd,
                          double(m.model.n_params) / 1e6, m.model.type_summary,
                          double(m.model.weight_bytes) / (1 << 20));
 }
 
+// Repacking turns a mapping's pages into the process's own memory, which the OS cannot drop and
+// read again under pressure as it does page cache: a mapped model larger than what is available
+// still runs without it (slowly, paging), but would be killed with it. So only when the file
+// takes at most 80 % of the memory available now; otherwise a warning says why not.
+bool fits_as_own_memory(LoadedModel& m) {
+    if (!m.file.is_mapped()) return true;  // read into memory: already the process's own
+    const uint64_t available = memory_now().available_bytes;
+    const uint64_t size = m.file.bytes().size();
+    if (available == 0 || double(size) <= 0.8 * double(available)) return true;
+    m.warning += fmt::format(
+        "{}weights not repacked for the faster kernels: the {:.0f} MiB mapping "
+        "would become unevictable memory, and {:.0f} MiB is available "
+        "(--no-repack says this is intended)",
+        m.warning.empty() ? "" : "; ", double(size) / (1 << 20), double(available) / (1 << 20));
+    return false;
+}
+
 }  // namespace
 
-std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path, const MapOptions& options,
-                                               bool vocab_only) {
+std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
+                                               const LoadOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     auto m = std::make_unique<LoadedModel>();
-    m->file = MappedFile::open(path, options);
-    parse_and_bind(*m, m->file.bytes(), path, vocab_only);
-    if (!vocab_only) {
-        m->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    m->file = MappedFile::open(path, options.map);
+    parse_and_bind(*m, m->file.bytes(), path, options.vocab_only);
+    if (!options.vocab_only && options.repack && has_faster_layouts(m->model) &&
+        fits_as_own_memory(*m)) {
+        ThreadPool pool(default_thread_count());
+        m->repacked_bytes =
+            repack_weights(m->model, m->file.bytes(), m->file.make_writable(), pool);
+        m->file.seal();
+        m->desc.insert(m->desc.size() - 1,
+                       fmt::format("; {:.2f} MiB repacked for {}",
+                                   double(m->repacked_bytes) / (1 << 20), kernel_isa()));
+    }
+    if (!options.vocab_only) {
+        m->load_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
     }
     return m;
 }
 
 std::unique_ptr<LoadedModel> LoadedModel::load_from_bytes(std::span<const uint8_t> bytes,
-                                                          const std::string& name, bool vocab_only) {
+                                                          const std::string& name,
+                                                          bool vocab_only) {
     auto m = std::make_unique<LoadedModel>();
     parse_and_bind(*m, bytes, name, vocab_only);
     return m;

@@ -15,6 +15,14 @@
 
 namespace mw {
 
+struct LoadOptions {
+    MapOptions map;
+    bool vocab_only = false;  // the tokenizer only: no weights bound
+    // Rewrite the weights the kernels have a faster layout for in place (tensor/repack.h), as
+    // llama.cpp's repacking does; off (--no-repack) keeps every page shared with the page cache.
+    bool repack = true;
+};
+
 struct LoadedModel {
     MappedFile file;
     gguf::GgufFile gguf;
@@ -23,10 +31,10 @@ struct LoadedModel {
     double load_ms = 0.0;
     std::string warning;  // non-fatal problems (mlock refused)
     std::string desc;
-    bool vocab_only = false;  // no weights bound: tokenizer use only
+    bool vocab_only = false;      // no weights bound: tokenizer use only
+    uint64_t repacked_bytes = 0;  // weight bytes rewritten into the kernels' layouts
 
-    static std::unique_ptr<LoadedModel> load(const std::string& path, const MapOptions& options,
-                                             bool vocab_only = false);
+    static std::unique_ptr<LoadedModel> load(const std::string& path, const LoadOptions& options);
     // The same from bytes the caller keeps alive as long as the model (`file` stays empty);
     // `name` stands for the path in messages. For fuzzing and tests.
     static std::unique_ptr<LoadedModel> load_from_bytes(std::span<const uint8_t> bytes,

@@ -18,22 +18,23 @@ namespace mw {
 namespace {
 
 class Fd {
-public:
+  public:
     explicit Fd(int fd) : fd_(fd) {}
     ~Fd() {
         if (fd_ >= 0) ::close(fd_);
     }
     int get() const { return fd_; }
 
-private:
+  private:
     int fd_;
 };
 
 std::string describe_lock_failure(int err, size_t size) {
     struct rlimit limit {};
-    std::string msg = fmt::format("mlock of {:.1f} MiB failed: {}", double(size) / (1 << 20),
-                                  std::strerror(err));
-    if ((err == ENOMEM || err == EPERM || err == EAGAIN) && getrlimit(RLIMIT_MEMLOCK, &limit) == 0) {
+    std::string msg =
+        fmt::format("mlock of {:.1f} MiB failed: {}", double(size) / (1 << 20), std::strerror(err));
+    if ((err == ENOMEM || err == EPERM || err == EAGAIN) &&
+        getrlimit(RLIMIT_MEMLOCK, &limit) == 0) {
         if (limit.rlim_cur == RLIM_INFINITY) {
             msg += " (RLIMIT_MEMLOCK is unlimited: not enough free RAM to lock the model)";
         } else {
@@ -104,7 +105,9 @@ MappedFile MappedFile::open(const std::string& path, const MapOptions& options) 
     return file;
 }
 
-MappedFile::MappedFile(MappedFile&& other) noexcept { *this = std::move(other); }
+MappedFile::MappedFile(MappedFile&& other) noexcept {
+    *this = std::move(other);
+}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     if (this != &other) {
@@ -120,7 +123,26 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     return *this;
 }
 
-MappedFile::~MappedFile() { release(); }
+MappedFile::~MappedFile() {
+    release();
+}
+
+std::span<uint8_t> MappedFile::make_writable() {
+    if (mapped_ && data_ && ::mprotect(data_, size_, PROT_READ | PROT_WRITE) != 0) {
+        fail(ErrorKind::io, "{}: cannot make the mapping copy-on-write (mprotect): {}", path_,
+             std::strerror(errno));
+    }
+#ifdef MADV_POPULATE_WRITE
+    // Copy every page now in one call: faulting them one by one as they are written costs three
+    // times the repacking itself. Kernels before 5.14 refuse; the writes then fault as usual.
+    if (mapped_ && data_) ::madvise(data_, size_, MADV_POPULATE_WRITE);
+#endif
+    return {data_, size_};
+}
+
+void MappedFile::seal() {
+    if (mapped_ && data_) ::mprotect(data_, size_, PROT_READ);
+}
 
 void MappedFile::release() {
     if (!data_) return;

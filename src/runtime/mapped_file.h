@@ -17,7 +17,7 @@ struct MapOptions {
 };
 
 class MappedFile {
-public:
+  public:
     static MappedFile open(const std::string& path, const MapOptions& options = {});
 
     MappedFile() = default;
@@ -28,6 +28,13 @@ public:
     ~MappedFile();
 
     std::span<const uint8_t> bytes() const { return {data_, size_}; }
+    // The same bytes, to rewrite in place (repacking tensors for the kernels) until seal(). A
+    // mapping becomes copy-on-write and every page is copied at once: the file never changes,
+    // and the pages become the process's own (counted in its RSS like the mapped pages they
+    // replace, but no longer page cache the OS may drop). An mprotect refusal is an `io` error.
+    std::span<uint8_t> make_writable();
+    // Read-only again (a mapping is protected, so a stray write faults).
+    void seal();
     const std::string& path() const { return path_; }
     uint64_t file_size() const { return file_size_; }
     bool is_mapped() const { return mapped_; }
@@ -37,7 +44,7 @@ public:
     // Bytes of this file currently resident in RAM (mincore for a mapping; all of it otherwise).
     uint64_t resident_bytes() const;
 
-private:
+  private:
     void release();
 
     std::string path_;

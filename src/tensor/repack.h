@@ -38,6 +38,10 @@ bool is_packed(const TypeTraits* t);
 void repack_matrix(const TypeTraits& packed, const uint8_t* src, uint8_t* dst, int64_t n_rows,
                    int64_t n_cols);
 
+// The same in place: `data` holds the GGUF layout before and the packed one after. Packing is
+// local to each group of 16 rows, so only one group at a time is copied aside.
+void repack_in_place(const TypeTraits& packed, uint8_t* data, int64_t n_rows, int64_t n_cols);
+
 // Row r of a packed matrix, decoded to n_cols floats.
 void packed_get_row(const TypeTraits& packed, const uint8_t* data, int64_t n_cols, int64_t r,
                     float* out);

@@ -8,7 +8,9 @@
 
 namespace cli {
 
-void fail(const std::string& message, int exit_code) { throw Failure{message, exit_code}; }
+void fail(const std::string& message, int exit_code) {
+    throw Failure{message, exit_code};
+}
 
 void fail_status(mw_status, const std::string& doing) {
     const std::string why = mw_last_error();
@@ -20,6 +22,9 @@ void ModelOptions::add_to(CLI::App& app, bool required) {
     if (required) opt->required();
     app.add_flag("--mlock", mlock, "Lock the model in RAM (reports plainly if the OS refuses)");
     app.add_flag("--no-mmap", no_mmap, "Read the model into memory instead of mapping it");
+    app.add_flag("--no-repack", no_repack,
+                 "Keep the weights in the file's layout (all pages stay shared, evictable page "
+                 "cache) instead of rewriting them at load for the faster kernels");
 }
 
 ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
@@ -27,6 +32,7 @@ ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
     params.use_mmap = !options.no_mmap;
     params.use_mlock = options.mlock;
     params.vocab_only = vocab_only;
+    params.repack = !options.no_repack;
     mw_model* model = nullptr;
     const mw_status st = mw_model_load(options.path.c_str(), &params, &model);
     if (st != MW_OK) fail_status(st, "");

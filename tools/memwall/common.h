@@ -39,11 +39,12 @@ using ContextPtr = std::unique_ptr<mw_context, ContextDeleter>;
 using SamplerPtr = std::unique_ptr<mw_sampler, SamplerDeleter>;
 using DetokenizerPtr = std::unique_ptr<mw_detokenizer, DetokenizerDeleter>;
 
-// Options every command that loads a model takes (-m, --mlock, --no-mmap).
+// Options every command that loads a model takes (-m, --mlock, --no-mmap, --no-repack).
 struct ModelOptions {
     std::string path;
     bool mlock = false;
     bool no_mmap = false;
+    bool no_repack = false;
     void add_to(CLI::App& app, bool required = true);
 };
 

@@ -1,0 +1,122 @@
+// Load-time repacking (LoadedModel, model/repack_weights): the weights the installed kernels have
+// a faster layout for are rewritten in place, in a copy-on-write mapping or the --no-mmap buffer,
+// and must give the logits the file's own layout gives, leave the file untouched, and rewrite a
+// tied output only once. (The reference tests check the repacked path against llama.cpp's logits.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/context.h"
+#include "runtime/loaded_model.h"
+#include "support/test_support.h"
+#include "support/tiny_model.h"
+#include "tensor/repack.h"
+
+namespace mw {
+namespace {
+
+std::unique_ptr<LoadedModel> load(const std::string& path, bool repack, bool use_mmap = true) {
+    LoadOptions options;
+    options.map.use_mmap = use_mmap;
+    options.repack = repack;
+    return LoadedModel::load(path, options);
+}
+
+// Logits at every position of a prompt.
+std::vector<float> all_logits(const LoadedModel& m, const std::vector<int32_t>& tokens) {
+    ContextParams params;
+    params.n_ctx = 128;
+    params.n_threads = 2;
+    Context ctx(m, params);
+    ctx.decode(tokens.data(), uint32_t(tokens.size()), true);
+    const size_t n_vocab = m.model.hp.n_vocab;
+    std::vector<float> out;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const float* l = ctx.logits(int32_t(i));
+        out.insert(out.end(), l, l + n_vocab);
+    }
+    return out;
+}
+
+double rel_rms(const std::vector<float>& a, const std::vector<float>& b) {
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        diff += double(a[i] - b[i]) * double(a[i] - b[i]);
+        norm += double(b[i]) * double(b[i]);
+    }
+    return std::sqrt(diff / norm);
+}
+
+bool packed_layouts_here() {
+    return packed_traits(GgmlType::Q4_K, 16, 256) != nullptr;
+}
+
+class LoadRepack : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(LoadRepack, SameLogitsAsTheFileLayoutAndTheFileUntouched) {
+    if (!packed_layouts_here()) GTEST_SKIP() << "this CPU's kernels have no packed layouts";
+    const std::string path =
+        test::shared_path(std::string("reference/models/") + GetParam() + ".gguf");
+    const std::vector<uint8_t> before = test::read_file(path);
+
+    const auto plain = load(path, false);
+    const auto mapped = load(path, true);
+    const auto read = load(path, true, /*use_mmap=*/false);
+    EXPECT_EQ(plain->repacked_bytes, 0u);
+    // Nearly all of the weights: everything but the F32 norms.
+    EXPECT_GT(mapped->repacked_bytes, plain->model.weight_bytes * 9 / 10);
+    EXPECT_EQ(read->repacked_bytes, mapped->repacked_bytes);
+    EXPECT_TRUE(is_packed(mapped->model.layers[0].wq.traits));
+    EXPECT_FALSE(is_packed(plain->model.layers[0].wq.traits));
+
+    std::vector<int32_t> tokens;
+    for (int i = 0; i < 48; ++i)
+        tokens.push_back(int32_t((i * 7919 + 13) % int(plain->model.hp.n_vocab)));
+    const std::vector<float> want = all_logits(*plain, tokens);
+    // The packed kernels add the same integer products in another order: float rounding only.
+    EXPECT_LT(rel_rms(all_logits(*mapped, tokens), want), 1e-4);
+    EXPECT_LT(rel_rms(all_logits(*read, tokens), want), 1e-4);
+
+    EXPECT_TRUE(test::read_file(path) == before) << "repacking must never write to the file";
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, LoadRepack,
+                         ::testing::Values("kq-tiny-Q4_K_M", "kq-tiny-Q4_0", "kq-tiny-Q6_K",
+                                           "moe-tiny-Q4_K_M"));
+
+TEST(LoadRepack, TiedOutputIsRewrittenOnce) {
+    if (!packed_layouts_here()) GTEST_SKIP() << "this CPU's kernels have no packed layouts";
+    // No output.weight: token_embd is the output too (one tensor, two roles; rewriting it twice
+    // would scramble it). 16 vocabulary rows: one packed group.
+    test::TinyModel spec;
+    spec.type = GgmlType::Q4_K;
+    spec.tied_output = true;
+    const std::string path = test::temp_dir() + "/tied-q4_k.gguf";
+    const std::vector<uint8_t> bytes = test::tiny_model_bytes(spec);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+
+    const auto plain = load(path, false);
+    const auto m = load(path, true);
+    ASSERT_EQ(m->model.output.data, m->model.tok_embd.data);
+    EXPECT_TRUE(is_packed(m->model.tok_embd.traits));
+    EXPECT_EQ(m->model.output.traits, m->model.tok_embd.traits);
+    // Counted once: token_embd plus the layer's packed matrices.
+    auto bytes_of = [](const WeightMatrix& w) { return w.row_bytes * uint64_t(w.n_rows); };
+    uint64_t expected = bytes_of(m->model.tok_embd);
+    const Layer& l = m->model.layers[0];
+    for (const WeightMatrix* w :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+        if (is_packed(w->traits)) expected += bytes_of(*w);
+    }
+    EXPECT_EQ(m->repacked_bytes, expected);
+    const std::vector<int32_t> tokens = {1, 5, 9, 3, 12, 7};
+    EXPECT_LT(rel_rms(all_logits(*m, tokens), all_logits(*plain, tokens)), 1e-4);
+}
+
+}  // namespace
+}  // namespace mw
