@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "support/random_blocks.h"
 #include "tensor/cpu_features.h"
 #include "tensor/kernels_neon.h"
 #include "tensor/quants.h"
@@ -68,60 +69,15 @@ const TypeTraits& row(const TraitsArray& table, GgmlType type) {
     return table[0];
 }
 
-const TypeTraits& reference(GgmlType type) { return row(reference_type_traits(), type); }
+const TypeTraits& reference(GgmlType type) {
+    return row(reference_type_traits(), type);
+}
 
 constexpr GgmlType kWeightTypes[] = {
     GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
     GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
     GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
 };
-
-// Offsets of the fp16 scale (false) and min / offset (true) fields of each block type.
-std::vector<std::pair<size_t, bool>> half_fields(GgmlType type) {
-    switch (type) {
-        case GgmlType::Q4_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q8_0:
-            return {{0, false}};
-        case GgmlType::Q4_1:
-        case GgmlType::Q5_1:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-            return {{0, false}, {2, true}};
-        case GgmlType::Q2_K:
-            return {{offsetof(BlockQ2_K, d), false}, {offsetof(BlockQ2_K, dmin), true}};
-        case GgmlType::Q3_K:
-            return {{offsetof(BlockQ3_K, d), false}};
-        case GgmlType::Q6_K:
-            return {{offsetof(BlockQ6_K, d), false}};
-        default:
-            return {};
-    }
-}
-
-// `n_rows` rows of n elements: random bytes (every quant, scale and min bit pattern) with sane
-// fp16 scales for the quantized types, encoded random normals for the plain ones.
-std::vector<uint8_t> random_rows(const TypeTraits& t, int64_t n_rows, int64_t n, std::mt19937& rng) {
-    const size_t bytes = row_bytes(t, n) * size_t(n_rows);
-    std::vector<uint8_t> data(bytes);
-    if (!t.is_quantized) {
-        std::normal_distribution<float> normal(0.0f, 1.0f);
-        std::vector<float> x(size_t(n * n_rows));
-        for (float& v : x) v = normal(rng);
-        t.from_float(x.data(), data.data(), n * n_rows);
-        return data;
-    }
-    for (uint8_t& b : data) b = uint8_t(rng());
-    std::uniform_real_distribution<float> magnitude(1e-3f, 1e-2f);
-    for (size_t block = 0; block < bytes / t.type_size; ++block) {
-        for (const auto& [offset, is_min] : half_fields(t.type)) {
-            const float value = magnitude(rng) * ((rng() & 1) ? 1.0f : -1.0f) * (is_min ? 8 : 1);
-            const uint16_t h = f32_to_fp16(value);
-            std::memcpy(data.data() + block * t.type_size + offset, &h, sizeof h);
-        }
-    }
-    return data;
-}
 
 // n_tokens activation rows encoded with the reference quantizer of the weight's vec_dot_type.
 std::vector<uint8_t> random_activations(const TypeTraits& w, int64_t n_tokens, int64_t n,
@@ -148,7 +104,9 @@ double abs_products(const TypeTraits& w, const uint8_t* wrow, const uint8_t* xro
     return sum;
 }
 
-double tolerance(double abs_sum) { return 1e-5 * abs_sum + 1e-6; }
+double tolerance(double abs_sum) {
+    return 1e-5 * abs_sum + 1e-6;
+}
 
 std::vector<int64_t> lengths(const TypeTraits& t) {
     if (t.is_quantized) return {t.block_size, 2 * t.block_size, 3 * t.block_size, 7 * t.block_size};
@@ -161,7 +119,8 @@ std::vector<int64_t> lengths(const TypeTraits& t) {
 std::vector<float> quantizer_input(int64_t n, std::mt19937& rng) {
     std::vector<float> x(static_cast<size_t>(n));
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t i = 0; i < n; ++i) x[size_t(i)] = normal(rng) * std::pow(10.0f, float(i / 256 % 5) - 2);
+    for (int64_t i = 0; i < n; ++i)
+        x[size_t(i)] = normal(rng) * std::pow(10.0f, float(i / 256 % 5) - 2);
     if (n >= 512) {
         // Super-block 0: max |x| = 127, first at x[3] = -127, so Q8_K's iscale is 1 and the
         // halves are exact ties (to even); in Q8_0 block 2 (x[64..96), amax 127, d = 1) they
@@ -181,8 +140,8 @@ std::vector<float> quantizer_input(int64_t n, std::mt19937& rng) {
 TEST(KernelsNeon, ActivationQuantizersAreBitExact) {
     const TraitsArray table = kernels_at(Level::neon);
     std::mt19937 rng(11);
-    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::F16,
-                          GgmlType::BF16}) {
+    for (GgmlType type :
+         {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::F16, GgmlType::BF16}) {
         const TypeTraits& ours = row(table, type);
         const TypeTraits& ref = reference(type);
         ASSERT_NE(ours.from_float, ref.from_float) << ref.name << ": no NEON quantizer installed";
@@ -203,8 +162,8 @@ TEST(KernelsNeon, ActivationQuantizersAreBitExact) {
 TEST(KernelsNeon, HalfEncodersMatchOnSpecialValues) {
     const TraitsArray table = kernels_at(Level::neon);
     const float inf = INFINITY;
-    std::vector<float> x = {0.0f,     -0.0f,    1.0f,      65504.0f,  65519.0f, 65520.0f,
-                            -70000.f, inf,      -inf,      1e-8f,     -3e-5f,   5.9604645e-8f,
+    std::vector<float> x = {0.0f,     -0.0f,    1.0f,       65504.0f,    65519.0f,    65520.0f,
+                            -70000.f, inf,      -inf,       1e-8f,       -3e-5f,      5.9604645e-8f,
                             2.98e-8f, 1.0e-40f, 3.3895e38f, 1.00390625f, 1.01171875f, NAN};
     uint32_t snan_bits = 0x7f800001u, neg_nan_bits = 0xffc12345u;
     float snan, neg_nan;
@@ -226,7 +185,7 @@ TEST(KernelsNeon, HalfEncodersMatchOnSpecialValues) {
 // ---- vec_dot and matmul at each level ---------------------------------------------------------
 
 class KernelsNeonLevel : public ::testing::TestWithParam<Level> {
-protected:
+  protected:
     void SetUp() override {
         if (!cpu_has(GetParam())) {
             GTEST_SKIP() << "this CPU lacks " << level_name(GetParam()) << " ("
@@ -244,7 +203,7 @@ TEST_P(KernelsNeonLevel, VecDotMatchesReference) {
         ASSERT_NE(ours.vec_dot, ref.vec_dot) << ref.name << ": no NEON vec_dot installed";
         for (int64_t n : lengths(ref)) {
             for (int trial = 0; trial < 8; ++trial) {
-                const auto w = random_rows(ref, 1, n, rng);
+                const auto w = test::random_weight_rows(ref, 1, n, rng);
                 const auto x = random_activations(ref, 1, n, rng);
                 const float want = ref.vec_dot(n, w.data(), x.data());
                 const float got = ours.vec_dot(n, w.data(), x.data());
@@ -266,7 +225,7 @@ TEST_P(KernelsNeonLevel, VecDotAtTheExtremes) {
         for (uint8_t fill : {uint8_t(0x00), uint8_t(0xFF), uint8_t(0x80), uint8_t(0x7F)}) {
             std::vector<uint8_t> w(row_bytes(ref, n), fill);
             for (size_t block = 0; block < w.size() / ref.type_size; ++block) {
-                for (const auto& [offset, is_min] : half_fields(type)) {
+                for (const auto& [offset, is_min] : test::half_fields(type)) {
                     const uint16_t h = f32_to_fp16(is_min ? 0.5f : 0.25f);
                     std::memcpy(w.data() + block * ref.type_size + offset, &h, sizeof h);
                 }
@@ -297,7 +256,7 @@ TEST_P(KernelsNeonLevel, MatmulMatchesReferenceForEveryTileShape) {
         const TypeTraits& ref = reference(type);
         ASSERT_NE(ours.matmul, ref.matmul) << ref.name << ": no NEON matmul installed";
         const int64_t n = ref.is_quantized ? (ref.block_size == kQK ? 3 : 2) * ref.block_size : 37;
-        const auto w = random_rows(ref, kRows, n, rng);
+        const auto w = test::random_weight_rows(ref, kRows, n, rng);
         const auto act = random_activations(ref, kMaxTokens, n, rng);
         const size_t w_stride = row_bytes(ref, n);
         const size_t a_stride = row_bytes(reference(ref.vec_dot_type), n);
@@ -342,7 +301,7 @@ TEST_P(KernelsNeonLevel, MatmulOfOneTokenAgreesWithVecDot) {
         const TypeTraits& k = row(table, type);
         const TypeTraits& ref = reference(type);
         const int64_t n = 4 * ref.block_size * (ref.is_quantized ? 1 : 64);
-        const auto w = random_rows(ref, 5, n, rng);
+        const auto w = test::random_weight_rows(ref, 5, n, rng);
         const auto x = random_activations(ref, 3, n, rng);
         const size_t w_stride = row_bytes(ref, n);
         const size_t a_stride = row_bytes(reference(ref.vec_dot_type), n);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "support/random_blocks.h"
 #include "tensor/kernels.h"
 #include "tensor/quants.h"
 #include "tensor/types.h"
@@ -27,58 +28,6 @@ const TypeTraits& row_of(const TraitsArray& table, GgmlType type) {
     }
     ADD_FAILURE() << "no row for type " << int(type);
     return table[0];
-}
-
-// fp16 fields of a block that random bytes must not fill: offset, and whether it is a min.
-std::vector<std::pair<size_t, bool>> half_fields(GgmlType type) {
-    switch (type) {
-        case GgmlType::Q4_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q8_0:
-            return {{0, false}};
-        case GgmlType::Q4_1:
-        case GgmlType::Q5_1:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-            return {{0, false}, {2, true}};
-        case GgmlType::Q2_K:
-            return {{80, false}, {82, true}};
-        case GgmlType::Q3_K:
-            return {{108, false}};
-        case GgmlType::Q6_K:
-            return {{208, false}};
-        default:
-            return {};
-    }
-}
-
-// n_rows rows of n_cols: every bit pattern of the quants and packed scales occurs; fp16 scales
-// are kept finite and sane. Float types get normal values.
-std::vector<uint8_t> random_matrix(const TypeTraits& t, int64_t n_rows, int64_t n_cols,
-                                   std::mt19937& rng) {
-    const size_t rb = row_bytes(t, n_cols);
-    std::vector<uint8_t> m(rb * size_t(n_rows));
-    if (!t.is_quantized) {
-        std::normal_distribution<float> normal(0.0f, 0.1f);
-        std::vector<float> x(static_cast<size_t>(n_cols));
-        for (int64_t r = 0; r < n_rows; ++r) {
-            for (float& v : x) v = normal(rng);
-            row_of(reference_type_traits(), t.type).from_float(x.data(), m.data() + rb * size_t(r),
-                                                               n_cols);
-        }
-        return m;
-    }
-    for (uint8_t& byte : m) byte = uint8_t(rng());
-    std::uniform_real_distribution<float> magnitude(1e-3f, 1e-2f);
-    for (size_t block = 0; block < m.size() / t.type_size; ++block) {
-        for (auto [offset, is_min] : half_fields(t.type)) {
-            float value = magnitude(rng) * ((rng() & 1) ? 1.0f : -1.0f);
-            if (is_min) value *= 8;
-            const uint16_t h = f32_to_fp16(value);
-            std::memcpy(m.data() + block * t.type_size + offset, &h, sizeof h);
-        }
-    }
-    return m;
 }
 
 std::vector<float> random_floats(size_t n, std::mt19937& rng, float scale = 1.0f) {
@@ -105,10 +54,12 @@ const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
                                  GgmlType::Q6_K};
 
 // Float types are summed in float by the kernels and in double by the reference.
-double relative_tolerance(const TypeTraits& t) { return t.is_quantized ? 2e-6 : 2e-5; }
+double relative_tolerance(const TypeTraits& t) {
+    return t.is_quantized ? 2e-6 : 2e-5;
+}
 
 class X86Kernels : public ::testing::TestWithParam<IsaLimit> {
-protected:
+  protected:
     void SetUp() override {
         if (!x86::kernel_table(GetParam(), table_)) GTEST_SKIP() << "this CPU lacks the kernel set";
     }
@@ -127,15 +78,16 @@ TEST_P(X86Kernels, InstallsItsOwnKernels) {
         EXPECT_NE(t.matmul, row_of(reference_type_traits(), type).matmul) << t.name;
     }
     for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K}) {
-        EXPECT_NE(row_of(table_, type).from_float, row_of(reference_type_traits(), type).from_float);
+        EXPECT_NE(row_of(table_, type).from_float,
+                  row_of(reference_type_traits(), type).from_float);
     }
 }
 
 // Encoders must produce the reference bytes exactly (the integer kernels depend on it).
 TEST_P(X86Kernels, ActivationEncodersMatchReferenceBytes) {
     std::mt19937 rng(7);
-    for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::F16,
-                          GgmlType::BF16}) {
+    for (GgmlType type :
+         {GgmlType::Q8_0, GgmlType::Q8_1, GgmlType::Q8_K, GgmlType::F16, GgmlType::BF16}) {
         const TypeTraits& simd = row_of(table_, type);
         const TypeTraits& ref = row_of(reference_type_traits(), type);
         const int64_t bs = simd.block_size;
@@ -170,7 +122,7 @@ TEST_P(X86Kernels, VecDotMatchesReference) {
         if (!w.is_quantized) lengths.insert(lengths.end(), {15, 33, 1000});
         for (int64_t n : lengths) {
             for (int trial = 0; trial < 10; ++trial) {
-                const auto wrow = random_matrix(w, 1, n, rng);
+                const auto wrow = test::random_weight_rows(w, 1, n, rng);
                 const auto x = random_floats(size_t(n), rng);
                 std::vector<uint8_t> xq(row_bytes(act, n));
                 act.from_float(x.data(), xq.data(), n);
@@ -200,7 +152,7 @@ TEST_P(X86Kernels, MatmulMatchesReference) {
         const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
         for (const Shape& s : shapes) {
             const int64_t n_cols = s.blocks * (w.is_quantized ? w.block_size : 37);
-            const auto m = random_matrix(w, s.n_rows, n_cols, rng);
+            const auto m = test::random_weight_rows(w, s.n_rows, n_cols, rng);
             const size_t rb = row_bytes(w, n_cols);
             for (int64_t n_tok : token_counts) {
                 // Activations with a stride larger than a row, outputs with ldy > n_rows.
@@ -245,7 +197,7 @@ TEST_P(X86Kernels, MatmulLongRows) {
         const TypeTraits& ref = row_of(reference_type_traits(), type);
         const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
         const int64_t n_cols = 2048, n_rows = 97;
-        const auto m = random_matrix(w, n_rows, n_cols, rng);
+        const auto m = test::random_weight_rows(w, n_rows, n_cols, rng);
         const size_t rb = row_bytes(w, n_cols);
         for (int64_t n_tok : {1, 24}) {
             const size_t stride = row_bytes(act, n_cols);
@@ -290,7 +242,8 @@ TEST(X86Dispatch, PicksTheBestSetWithinTheLimit) {
     EXPECT_STREQ(two, x86::avx2_supported(cpu) ? "avx2" : "scalar");
     TraitsArray scalar = reference_type_traits();
     EXPECT_STREQ(install_kernels(scalar, cpu, IsaLimit::scalar), "scalar");
-    EXPECT_EQ(row_of(scalar, GgmlType::Q4_0).matmul, row_of(reference_type_traits(), GgmlType::Q4_0).matmul);
+    EXPECT_EQ(row_of(scalar, GgmlType::Q4_0).matmul,
+              row_of(reference_type_traits(), GgmlType::Q4_0).matmul);
 }
 
 }  // namespace

@@ -118,5 +118,19 @@ TEST(LoadRepack, TiedOutputIsRewrittenOnce) {
     EXPECT_LT(rel_rms(all_logits(*m, tokens), all_logits(*plain, tokens)), 1e-4);
 }
 
+TEST(LoadRepack, CliRepacksUnlessToldNotTo) {
+    if (!packed_layouts_here()) GTEST_SKIP() << "this CPU's kernels have no packed layouts";
+    const std::string run = test::cli_path() + " run -m " +
+                            test::shared_path("reference/models/kq-tiny-Q4_K_M.gguf") +
+                            " -p 'Once upon a time' -n 24 --temp 0 --ignore-eos -t 2 --force";
+    const auto packed = test::run_command(run);
+    const auto plain = test::run_command(run + " --no-repack");
+    ASSERT_EQ(packed.exit_code, 0) << packed.err;
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_NE(packed.err.find("MiB repacked for avx512"), std::string::npos) << packed.err;
+    EXPECT_EQ(plain.err.find("repacked"), std::string::npos) << plain.err;
+    EXPECT_EQ(packed.out, plain.out) << "greedy text must not depend on the layout";
+}
+
 }  // namespace
 }  // namespace mw

@@ -8,64 +8,12 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "support/random_blocks.h"
 #include "tensor/quants.h"
 #include "tensor/types.h"
 
 namespace mw {
 namespace {
-
-// An fp16 field of a block that random bytes must not fill: its offset, and whether it is a
-// scale (positive or negative, 1e-3..1e-2) or an offset/min (larger, either sign).
-struct HalfField {
-    size_t offset;
-    bool is_min;
-};
-
-std::vector<HalfField> half_fields(GgmlType type) {
-    switch (type) {
-        case GgmlType::Q4_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q8_0:
-            return {{0, false}};
-        case GgmlType::Q4_1:
-        case GgmlType::Q5_1:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-            return {{0, false}, {2, true}};
-        case GgmlType::Q2_K:
-            return {{80, false}, {82, true}};
-        case GgmlType::Q3_K:
-            return {{108, false}};
-        case GgmlType::Q6_K:
-            return {{208, false}};
-        default:
-            return {};
-    }
-}
-
-// A row of n elements of a weight type: random bytes with sane fp16 scales for the quantized
-// types (every bit pattern of the quants, scales and mins occurs), random normals otherwise.
-std::vector<uint8_t> random_weights(const TypeTraits& t, int64_t n, std::mt19937& rng) {
-    std::vector<uint8_t> row(row_bytes(t, n));
-    if (!t.is_quantized) {
-        std::normal_distribution<float> normal(0.0f, 0.1f);
-        std::vector<float> x(static_cast<size_t>(n));
-        for (float& v : x) v = normal(rng);
-        t.from_float(x.data(), row.data(), n);
-        return row;
-    }
-    for (uint8_t& byte : row) byte = uint8_t(rng());
-    std::uniform_real_distribution<float> magnitude(1e-3f, 1e-2f);
-    for (size_t block = 0; block < row.size() / t.type_size; ++block) {
-        for (const HalfField& field : half_fields(t.type)) {
-            float value = magnitude(rng) * ((rng() & 1) ? 1.0f : -1.0f);
-            if (field.is_min) value *= 8;
-            const uint16_t h = f32_to_fp16(value);
-            std::memcpy(row.data() + block * t.type_size + field.offset, &h, sizeof h);
-        }
-    }
-    return row;
-}
 
 // Q4_1/Q5_1 against Q8_1 use s = fp16(d_float * sum(q)) where decoding x gives fp16(d) * q: the
 // offset term m * s may differ from m * sum(decoded x) by about 2^-10 of it. This returns that
@@ -126,7 +74,7 @@ TEST(QuantVecDot, EveryWeightTypeMatchesDoublePrecision) {
         if (!w->is_quantized) lengths.push_back(1000);
         for (int64_t n : lengths) {
             for (int trial = 0; trial < 20; ++trial) {
-                const auto wrow = random_weights(*w, n, rng);
+                const auto wrow = test::random_weight_rows(*w, 1, n, rng);
                 std::vector<float> x(static_cast<size_t>(n));
                 for (float& v : x) v = normal(rng);
                 const DotCheck c = check_dot(*w, wrow.data(), x);
