@@ -55,12 +55,23 @@ const TypeTraits& row_of(const TraitsArray& table, GgmlType type) {
 // denormals would measure the FPU's slow paths).
 std::vector<size_t> half_fields(GgmlType type) {
     switch (type) {
-        case GgmlType::Q4_0: case GgmlType::Q5_0: case GgmlType::Q8_0: return {0};
-        case GgmlType::Q4_1: case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K: return {0, 2};
-        case GgmlType::Q2_K: return {80, 82};
-        case GgmlType::Q3_K: return {108};
-        case GgmlType::Q6_K: return {208};
-        default: return {};
+        case GgmlType::Q4_0:
+        case GgmlType::Q5_0:
+        case GgmlType::Q8_0:
+            return {0};
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+            return {0, 2};
+        case GgmlType::Q2_K:
+            return {80, 82};
+        case GgmlType::Q3_K:
+            return {108};
+        case GgmlType::Q6_K:
+            return {208};
+        default:
+            return {};
     }
 }
 
@@ -73,7 +84,8 @@ void fill_packed(const TypeTraits& t, int64_t n_rows, int64_t n_cols, uint8_t* d
     std::vector<uint8_t> native(matrix);
     fill_weights(*type_traits(t.type), native.data(), matrix);
     repack_matrix(t, native.data(), dst, n_rows, n_cols);
-    for (size_t off = matrix; off + matrix <= bytes; off += matrix) std::memcpy(dst + off, dst, matrix);
+    for (size_t off = matrix; off + matrix <= bytes; off += matrix)
+        std::memcpy(dst + off, dst, matrix);
 }
 
 // `bytes` of plausible weights of type t: a random 1 MiB pattern repeated.
@@ -154,17 +166,19 @@ void bench_gemv(benchmark::State& state, const TypeTraits* w, int64_t n_rows, in
     const int64_t r1 = std::min(n_rows, r0 + per);
     size_t next = 0;
     for (auto _ : state) {
-        w->matmul(p.bytes.data() + next * matrix, row_bytes(*w, n_cols), n_cols, r0, r1,
-                  act.data(), act.size(), 1, y.data(), n_rows);
+        w->matmul(p.bytes.data() + next * matrix, row_bytes(*w, n_cols), n_cols, r0, r1, act.data(),
+                  act.size(), 1, y.data(), n_rows);
         benchmark::DoNotOptimize(y.data());
         next = (next + 1) % copies;
     }
-    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(row_bytes(*w, n_cols)) * (r1 - r0));
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(row_bytes(*w, n_cols)) *
+                            (r1 - r0));
 }
 
 // The same kernel on one small matrix that stays in the L2 cache: the kernel's compute
 // throughput, which decides how much of the memory bandwidth a core can use.
-void bench_gemv_cached(benchmark::State& state, const TypeTraits* w, int64_t n_rows, int64_t n_cols) {
+void bench_gemv_cached(benchmark::State& state, const TypeTraits* w, int64_t n_rows,
+                       int64_t n_cols) {
     const size_t rb = row_bytes(*w, n_cols);
     std::vector<uint8_t> m(rb * size_t(n_rows));
     if (is_packed(w)) {
@@ -198,8 +212,8 @@ void bench_gemm(benchmark::State& state, const TypeTraits* w, int64_t n_rows, in
         benchmark::DoNotOptimize(y.data());
     }
     const double macs = double(n_rows) * double(n_cols) * double(n_tokens);
-    state.counters["GMAC/s"] = benchmark::Counter(macs * 1e-9 * double(state.iterations()),
-                                                  benchmark::Counter::kIsRate);
+    state.counters["GMAC/s"] =
+        benchmark::Counter(macs * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
@@ -210,7 +224,8 @@ const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlT
 struct Shape {
     int64_t rows, cols;
 };
-// attn_q/o (2048 x 2048), ffn_up/gate (8192 x 2048), ffn_down (2048 x 8192), output (128256 x 2048).
+// attn_q/o (2048 x 2048), ffn_up/gate (8192 x 2048), ffn_down (2048 x 8192), output (128256 x
+// 2048).
 const Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}};
 
 void register_all(std::vector<Isa>& isas) {
@@ -230,16 +245,21 @@ void register_all(std::vector<Isa>& isas) {
             for (const Shape& s : kShapes) {
                 const std::string shape = std::to_string(s.rows) + "x" + std::to_string(s.cols);
                 const std::string base = std::string(w->name) + "/" + isa.name + "/" + shape;
-                benchmark::RegisterBenchmark(("gemv/" + base).c_str(), bench_gemv, w, s.rows, s.cols)
+                benchmark::RegisterBenchmark(("gemv/" + base).c_str(), bench_gemv, w, s.rows,
+                                             s.cols)
                     ->Unit(benchmark::kMicrosecond);
                 // Both cores streaming (the pool is filled before the threads start).
-                benchmark::RegisterBenchmark(("gemv2t/" + base).c_str(), bench_gemv, w, s.rows, s.cols)
-                    ->Unit(benchmark::kMicrosecond)->Threads(2)->UseRealTime();
+                benchmark::RegisterBenchmark(("gemv2t/" + base).c_str(), bench_gemv, w, s.rows,
+                                             s.cols)
+                    ->Unit(benchmark::kMicrosecond)
+                    ->Threads(2)
+                    ->UseRealTime();
                 if (s.rows == 128256) continue;  // prefill of the output matrix: one row of logits
                 // The scalar reference is ~100x slower: fewer tokens keep it to seconds.
                 const int64_t tokens = std::string(isa.name) == "scalar" ? 16 : 512;
-                benchmark::RegisterBenchmark(("gemm/" + base + "/" + std::to_string(tokens)).c_str(),
-                                             bench_gemm, w, s.rows, s.cols, tokens)
+                benchmark::RegisterBenchmark(
+                    ("gemm/" + base + "/" + std::to_string(tokens)).c_str(), bench_gemm, w, s.rows,
+                    s.cols, tokens)
                     ->Unit(benchmark::kMillisecond);
             }
         }

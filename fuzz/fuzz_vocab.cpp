@@ -21,10 +21,10 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "fuzz_util.h"
-#include "vocab_checks.h"
 #include "support/tiny_model.h"
 #include "vocab/pretokenizer.h"
 #include "vocab/vocab.h"
+#include "vocab_checks.h"
 
 namespace {
 
@@ -78,10 +78,12 @@ void load_vocabs() {
         if (entry.path().extension() == ".gguf") files.push_back(entry.path().string());
     }
     std::sort(files.begin(), files.end());
-    for (const char* model : {"/models/stories260K.gguf", "/reference/models/qwen2-tiny-F16.gguf"}) {
+    for (const char* model :
+         {"/models/stories260K.gguf", "/reference/models/qwen2-tiny-F16.gguf"}) {
         if (fs::exists(shared + model)) files.push_back(shared + model);
     }
-    for (const std::string& path : files) add_vocab(fs::path(path).filename().string(), read_bytes(path));
+    for (const std::string& path : files)
+        add_vocab(fs::path(path).filename().string(), read_bytes(path));
 
     // Every pre-tokenizer on qwen2-tiny's 4096-token GPT-2 vocabulary (its merges and bytes).
     const std::string gpt2_small = shared + "/reference/models/qwen2-tiny-F16.gguf";
@@ -89,9 +91,8 @@ void load_vocabs() {
         const std::vector<uint8_t> bytes = read_bytes(gpt2_small);
         const gguf::GgufFile f = gguf::GgufFile::parse(bytes, gpt2_small);
         for (const std::string_view pre : tokenizer::known_pre_tokenizers()) {
-            add_vocab("qwen2-tiny pre=" + std::string(pre), vocab_variant(f, [&](auto& w) {
-                          w.set_string("tokenizer.ggml.pre", pre);
-                      }));
+            add_vocab("qwen2-tiny pre=" + std::string(pre),
+                      vocab_variant(f, [&](auto& w) { w.set_string("tokenizer.ggml.pre", pre); }));
         }
     }
     // WordPiece keeping case and accents.

@@ -165,7 +165,6 @@ std::vector<uint8_t> shrunk_copy(const std::string& path) {
     return w.to_bytes();
 }
 
-
 std::vector<uint8_t> read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(ErrorKind::io, "{}: cannot read", path);
@@ -258,7 +257,8 @@ std::vector<uint8_t> cut_vocab(const GgufFile& f, uint64_t n_keep) {
             if (v.is_integer() && v.as_i64() >= 0 && uint64_t(v.as_i64()) < n_keep) {
                 w.set_value(key, v);
             }
-        } else if (v.type != ValueType::array && (v.type != ValueType::string || v.str.size() < 512)) {
+        } else if (v.type != ValueType::array &&
+                   (v.type != ValueType::string || v.str.size() < 512)) {
             w.set_value(key, v);
         }
     }
@@ -273,7 +273,8 @@ void write_vocab_seeds(const std::string& out, const std::string& shared) {
         if (entry.path().extension() == ".gguf") files.push_back(entry.path().string());
     }
     std::sort(files.begin(), files.end());
-    for (const char* model : {"/models/stories260K.gguf", "/reference/models/qwen2-tiny-F16.gguf"}) {
+    for (const char* model :
+         {"/models/stories260K.gguf", "/reference/models/qwen2-tiny-F16.gguf"}) {
         if (std::filesystem::exists(shared + model)) files.push_back(shared + model);
     }
     for (const std::string& path : files) {
@@ -314,12 +315,17 @@ void write_model_seeds(const std::string& out) {
         {"mistral-2-layers-align64",
          {.arch = "mistral", .type = GgmlType::F16, .n_layer = 2, .alignment = 64}},
         {"qwen2-tied-bpe",
-         {.arch = "qwen2", .type = GgmlType::F16, .tied_output = true, .vocab = test::TinyVocab::bpe}},
+         {.arch = "qwen2",
+          .type = GgmlType::F16,
+          .tied_output = true,
+          .vocab = test::TinyVocab::bpe}},
         {"qwen3-Q8_0", {.arch = "qwen3", .type = GgmlType::Q8_0}},
         {"llama-moe-Q4_K", {.type = GgmlType::Q4_K, .n_expert = 4}},
         {"qwen2moe-F32", {.arch = "qwen2moe", .n_expert = 4, .vocab = test::TinyVocab::bpe}},
-        {"qwen3moe-Q4_0", {.arch = "qwen3moe", .type = GgmlType::Q4_0, .n_expert = 3, .n_expert_used = 1}},
-        {"llama-gqa-4-heads", {.n_embd = 32, .n_head = 4, .n_head_kv = 2, .head_dim = 8, .n_ff = 40}},
+        {"qwen3moe-Q4_0",
+         {.arch = "qwen3moe", .type = GgmlType::Q4_0, .n_expert = 3, .n_expert_used = 1}},
+        {"llama-gqa-4-heads",
+         {.n_embd = 32, .n_head = 4, .n_head_kv = 2, .head_dim = 8, .n_ff = 40}},
     };
     for (const Variant& v : variants) {
         save(fmt::format("{}/{}.gguf", out, v.name), test::tiny_model_bytes(v.spec));
@@ -371,7 +377,8 @@ void write_config_seeds(const std::string& out) {
     };
     for (size_t i = 0; i < std::size(configs); ++i) {
         const std::string_view text = configs[i];
-        save(fmt::format("{}/config{:02}.json", out, i), std::vector<uint8_t>(text.begin(), text.end()));
+        save(fmt::format("{}/config{:02}.json", out, i),
+             std::vector<uint8_t>(text.begin(), text.end()));
     }
 }
 
@@ -390,15 +397,16 @@ void write_safetensors_seeds(const std::string& out) {
     const struct {
         const char* dtype;
         size_t size;
-    } dtypes[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"U16", 2}, {"I16", 2},
-                  {"F16", 2},  {"BF16", 2}, {"U32", 4}, {"I32", 4}, {"F32", 4},
+    } dtypes[] = {{"BOOL", 1}, {"U8", 1},   {"I8", 1},  {"U16", 2},     {"I16", 2},
+                  {"F16", 2},  {"BF16", 2}, {"U32", 4}, {"I32", 4},     {"F32", 4},
                   {"U64", 8},  {"I64", 8},  {"F64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
     std::string every = "{";
     size_t offset = 0;
     for (const auto& d : dtypes) {
         const size_t n = 6 * d.size;  // shape [2, 3]
-        every += fmt::format(R"("t_{}": {{"dtype": "{}", "shape": [2, 3], "data_offsets": [{}, {}]}}, )",
-                             d.dtype, d.dtype, offset, offset + n);
+        every +=
+            fmt::format(R"("t_{}": {{"dtype": "{}", "shape": [2, 3], "data_offsets": [{}, {}]}}, )",
+                        d.dtype, d.dtype, offset, offset + n);
         offset += n;
     }
     every += R"("__metadata__": {"format": "pt"}})";
@@ -453,9 +461,8 @@ int main(int argc, char** argv) {
             }
             std::sort(shared_files.begin(), shared_files.end());
         }
-        for (const char* target :
-             {"fuzz_gguf", "fuzz_vocab", "fuzz_vocab_gguf", "fuzz_model", "fuzz_hf_config",
-              "fuzz_safetensors"}) {
+        for (const char* target : {"fuzz_gguf", "fuzz_vocab", "fuzz_vocab_gguf", "fuzz_model",
+                                   "fuzz_hf_config", "fuzz_safetensors"}) {
             fs::create_directories(out + "/" + target);
         }
         write_gguf_seeds(out + "/fuzz_gguf", shared_files);

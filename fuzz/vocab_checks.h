@@ -42,7 +42,8 @@ inline void check_tokenizer(const char* target, std::string_view name, const Voc
     std::string streamed;
     for (const int32_t id : ids) {
         const std::string out = stream.push(id);
-        if (!is_valid_utf8(out)) violated(target, "TokenTextStream::push output is not UTF-8", name);
+        if (!is_valid_utf8(out))
+            violated(target, "TokenTextStream::push output is not UTF-8", name);
         streamed += out;
     }
     const std::string rest = stream.finish();

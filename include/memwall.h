@@ -65,8 +65,8 @@ MW_API const char* mw_system_info(void);
 /* ---- Model ------------------------------------------------------------------------------ */
 
 typedef struct mw_model_params {
-    bool use_mmap;  /* map the file (default true); false reads it into memory */
-    bool use_mlock; /* lock the weights in RAM; failure is reported by mw_model_warning() */
+    bool use_mmap;   /* map the file (default true); false reads it into memory */
+    bool use_mlock;  /* lock the weights in RAM; failure is reported by mw_model_warning() */
     bool vocab_only; /* load only the vocabulary (tokenize/detokenize; no contexts) */
     /* rewrite weights at load into layouts this CPU's kernels read faster (default true; those
        pages become the process's own instead of evictable page cache) */
@@ -106,8 +106,8 @@ MW_API int32_t mw_tokenize(const mw_model* model, const char* text, int32_t text
 /* The text of one token. special: render control tokens (e.g. "<s>") instead of "".
  * Returns the number of bytes, or minus the size needed when buf_size is too small.
  * The piece may be an incomplete UTF-8 sequence; see mw_detokenizer for streaming. */
-MW_API int32_t mw_token_to_piece(const mw_model* model, mw_token token, char* buf,
-                                 int32_t buf_size, bool special);
+MW_API int32_t mw_token_to_piece(const mw_model* model, mw_token token, char* buf, int32_t buf_size,
+                                 bool special);
 MW_API mw_token mw_token_bos(const mw_model* model); /* -1 if none */
 MW_API mw_token mw_token_eos(const mw_model* model); /* -1 if none */
 /* End of generation: EOS, EOT, or another end token of the vocab. */
@@ -126,14 +126,14 @@ MW_API const char* mw_detokenizer_flush(mw_detokenizer* d, size_t* len);
 /* ---- Context: KV cache and decoding ----------------------------------------------------- */
 
 typedef struct mw_context_params {
-    uint32_t n_ctx;   /* KV cache size in tokens; 0 = min(training context, 4096) */
-    uint32_t n_batch; /* largest batch decoded in one step (prompt chunks); 0 = 512 */
+    uint32_t n_ctx;    /* KV cache size in tokens; 0 = min(training context, 4096) */
+    uint32_t n_batch;  /* largest batch decoded in one step (prompt chunks); 0 = 512 */
     int32_t n_threads; /* 0 = physical performance cores; < 0 = try a few counts on this model
                           (a few decode steps each) and keep the fastest ("-t auto") */
-    mw_type type_k;   /* KV cache key type: MW_TYPE_F16 (default), MW_TYPE_F32, MW_TYPE_BF16,
-                         MW_TYPE_Q8_0 or MW_TYPE_Q4_0 (quantized: the head size must be a
-                         multiple of 32) */
-    mw_type type_v;   /* KV cache value type (same choices) */
+    mw_type type_k;    /* KV cache key type: MW_TYPE_F16 (default), MW_TYPE_F32, MW_TYPE_BF16,
+                          MW_TYPE_Q8_0 or MW_TYPE_Q4_0 (quantized: the head size must be a
+                          multiple of 32) */
+    mw_type type_v;    /* KV cache value type (same choices) */
 } mw_context_params;
 
 MW_API mw_context_params mw_context_default_params(void);
@@ -165,13 +165,13 @@ MW_API const float* mw_get_logits(mw_context* ctx, int32_t i);
 /* ---- Sampling --------------------------------------------------------------------------- */
 
 typedef struct mw_sampler_params {
-    float temperature;    /* <= 0: greedy (argmax, ties to the lowest id) */
-    int32_t top_k;        /* <= 0: off */
-    float top_p;          /* >= 1: off */
-    float min_p;          /* <= 0: off */
-    float repeat_penalty; /* 1: off */
+    float temperature;     /* <= 0: greedy (argmax, ties to the lowest id) */
+    int32_t top_k;         /* <= 0: off */
+    float top_p;           /* >= 1: off */
+    float min_p;           /* <= 0: off */
+    float repeat_penalty;  /* 1: off */
     int32_t repeat_last_n; /* tokens considered by the repetition penalty */
-    uint64_t seed;        /* same seed, same model, same prompt: same text */
+    uint64_t seed;         /* same seed, same model, same prompt: same text */
 } mw_sampler_params;
 
 MW_API mw_sampler_params mw_sampler_default_params(void);
@@ -185,19 +185,19 @@ MW_API void mw_sampler_accept(mw_sampler* sampler, mw_token token);
 /* ---- Measurements ----------------------------------------------------------------------- */
 
 typedef struct mw_perf {
-    double load_ms;          /* model load */
-    double prompt_ms;        /* time in batches of more than one token */
-    double decode_ms;        /* time in single-token batches */
+    double load_ms;   /* model load */
+    double prompt_ms; /* time in batches of more than one token */
+    double decode_ms; /* time in single-token batches */
     int32_t n_prompt_tokens;
     int32_t n_decode_tokens;
-    uint64_t weights_bytes;  /* weight data (mapped or read) */
+    uint64_t weights_bytes;          /* weight data (mapped or read) */
     uint64_t weights_resident_bytes; /* of which now in RAM */
-    uint64_t kv_bytes;       /* KV cache allocation */
-    uint64_t scratch_bytes;  /* activation buffers */
-    uint64_t peak_rss_bytes; /* of the process, from the OS */
-    uint64_t rss_bytes;      /* of the process now, from the OS */
-    uint64_t major_faults;   /* page faults that read from storage (weights paged in), process */
-    uint64_t minor_faults;   /* page faults served from memory, process */
+    uint64_t kv_bytes;               /* KV cache allocation */
+    uint64_t scratch_bytes;          /* activation buffers */
+    uint64_t peak_rss_bytes;         /* of the process, from the OS */
+    uint64_t rss_bytes;              /* of the process now, from the OS */
+    uint64_t major_faults; /* page faults that read from storage (weights paged in), process */
+    uint64_t minor_faults; /* page faults served from memory, process */
     uint64_t decode_weight_bytes; /* weight bytes read by the single-token decode steps: every
                                      dense matrix, and (MoE) only the experts the router chose;
                                      divide by n_decode_tokens for bytes per token */
@@ -300,7 +300,7 @@ typedef struct mw_convert_params {
 } mw_convert_params;
 
 typedef struct mw_convert_result {
-    char arch[32];       /* general.architecture written */
+    char arch[32]; /* general.architecture written */
     int32_t n_tensors;
     int32_t n_vocab;
     uint64_t n_params;
@@ -327,20 +327,20 @@ typedef struct mw_perplexity_progress {
     int32_t chunk;    /* chunks done */
     int32_t n_chunks; /* chunks to do */
     int64_t n_scored;
-    double ppl;            /* so far */
+    double ppl; /* so far */
     bool has_base;
     double kld_mean;       /* so far, with a base model */
     double top1_agreement; /* so far, fraction */
     double elapsed_s;
-    double tokens_per_s;   /* chunk tokens per second (each model) */
+    double tokens_per_s; /* chunk tokens per second (each model) */
 } mw_perplexity_progress;
 
 typedef struct mw_perplexity_params {
-    uint32_t n_ctx;   /* tokens per chunk; 0 = 512 */
-    uint32_t n_batch; /* 0 = n_ctx */
-    int32_t n_chunks; /* at most this many chunks; <= 0 = all */
+    uint32_t n_ctx;    /* tokens per chunk; 0 = 512 */
+    uint32_t n_batch;  /* 0 = n_ctx */
+    int32_t n_chunks;  /* at most this many chunks; <= 0 = all */
     int32_t n_threads; /* 0 = physical performance cores */
-    mw_type type_k;   /* KV cache types (default F16, as llama.cpp) */
+    mw_type type_k;    /* KV cache types (default F16, as llama.cpp) */
     mw_type type_v;
     /* Called after each chunk (may be NULL); returning false stops after that chunk. */
     bool (*progress)(const mw_perplexity_progress* progress, void* user_data);
@@ -353,14 +353,14 @@ typedef struct mw_perplexity_result {
     uint32_t n_ctx;
     int64_t n_scored; /* predictions scored */
     double ppl;
-    double ppl_err;   /* standard error, as llama.cpp prints after "+/-" */
-    bool has_base;    /* the rest is set with a base model only */
+    double ppl_err; /* standard error, as llama.cpp prints after "+/-" */
+    bool has_base;  /* the rest is set with a base model only */
     double base_ppl;
     double base_ppl_err;
-    double kld_mean;  /* mean KL(base || model), nats */
-    double kld_err;   /* standard error of the mean */
+    double kld_mean; /* mean KL(base || model), nats */
+    double kld_err;  /* standard error of the mean */
     double kld_median;
-    double kld_p99;   /* 99th percentile */
+    double kld_p99; /* 99th percentile */
     double kld_max;
     double top1_agreement; /* fraction of scored positions where both models' argmax agree */
     double ppl_ratio;      /* PPL(model) / PPL(base) */
@@ -376,7 +376,7 @@ MW_API mw_status mw_perplexity(mw_model* model, mw_model* base, const char* text
 
 /* Progress and notes of mw_quantize. */
 typedef struct mw_quantize_progress {
-    int32_t tensor_index;    /* tensors written so far (1-based); 0 for a note */
+    int32_t tensor_index; /* tensors written so far (1-based); 0 for a note */
     int32_t n_tensors;
     const char* tensor_name; /* the tensor written, or the one the note is about */
     const char* from_type;   /* its type in the input ("F16") */
@@ -384,19 +384,19 @@ typedef struct mw_quantize_progress {
     uint64_t bytes_done;     /* input tensor bytes written so far */
     uint64_t bytes_total;    /* input tensor bytes of the whole file */
     double elapsed_s;
-    const char* note;        /* a message for the user (e.g. a fallback type), else NULL */
+    const char* note; /* a message for the user (e.g. a fallback type), else NULL */
 } mw_quantize_progress;
 
 typedef struct mw_quantize_params {
-    const char* type;          /* "Q4_K_M", "Q8_0", "F16", ... (as llama-quantize names them) */
-    const char* imatrix_path;  /* weigh the error by this importance matrix; NULL: none */
-    bool pure;                 /* every quantizable tensor gets the type's base type */
-    bool allow_requantize;     /* accept input tensors that are already quantized */
+    const char* type;         /* "Q4_K_M", "Q8_0", "F16", ... (as llama-quantize names them) */
+    const char* imatrix_path; /* weigh the error by this importance matrix; NULL: none */
+    bool pure;                /* every quantizable tensor gets the type's base type */
+    bool allow_requantize;    /* accept input tensors that are already quantized */
     /* "PATTERN=TYPE" overrides: a regex searched in tensor names, a ggml type name ("q8_0");
      * the last match wins. */
     const char* const* tensor_types;
     int32_t n_tensor_types;
-    int32_t n_threads;         /* 0 = physical performance cores */
+    int32_t n_threads; /* 0 = physical performance cores */
     /* Called after each tensor and for each note (may be NULL). */
     void (*progress)(const mw_quantize_progress* progress, void* user_data);
     void* user_data;
@@ -405,13 +405,13 @@ typedef struct mw_quantize_params {
 typedef struct mw_quantize_result {
     uint64_t in_file_bytes;
     uint64_t out_file_bytes;
-    uint64_t n_elements;      /* of all tensors */
+    uint64_t n_elements;       /* of all tensors */
     double in_bits_per_weight; /* tensor data bits per element */
     double out_bits_per_weight;
     int32_t n_tensors;
-    int32_t n_quantized;      /* tensors whose type changed */
-    int32_t n_fallback;       /* tensors given a fallback type for their row length */
-    int32_t n_with_imatrix;   /* quantized with importance weights */
+    int32_t n_quantized;    /* tensors whose type changed */
+    int32_t n_fallback;     /* tensors given a fallback type for their row length */
+    int32_t n_with_imatrix; /* quantized with importance weights */
     double seconds;
 } mw_quantize_result;
 
@@ -421,9 +421,9 @@ MW_API mw_status mw_quantize(const char* in_path, const char* out_path,
                              const mw_quantize_params* params, mw_quantize_result* out);
 
 typedef struct mw_imatrix_progress {
-    int32_t chunk;    /* chunks done */
+    int32_t chunk; /* chunks done */
     int32_t n_chunks;
-    double ppl;       /* running perplexity of the second half of each chunk */
+    double ppl; /* running perplexity of the second half of each chunk */
     double elapsed_s;
 } mw_imatrix_progress;
 

@@ -19,14 +19,14 @@ namespace {
 
 // Runs every "thread" of a job one after the other: the work split of n threads, deterministic.
 class SequentialThreads final : public Parallel {
-public:
+  public:
     explicit SequentialThreads(int n) : n_(n) {}
     int n_threads() const override { return n_; }
     void run(void (*fn)(void*, int, int), void* ctx) override {
         for (int i = 0; i < n_; ++i) fn(ctx, i, n_);
     }
 
-private:
+  private:
     int n_;
 };
 
@@ -40,8 +40,8 @@ struct Case {
 
 std::string describe(const Case& c) {
     return fmt::format("{} heads {}/{} dims {}/{} pos0 {} tokens {} threads {} q x{}",
-                       type_traits(c.type)->name, c.n_head, c.n_head_kv, c.head_dim_k,
-                       c.head_dim_v, c.pos0, c.n_tokens, c.n_threads, c.q_scale);
+                       type_traits(c.type)->name, c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v,
+                       c.pos0, c.n_tokens, c.n_threads, c.q_scale);
 }
 
 // Cached rows in `type` for n_pos positions of n_head_kv heads, plus their decoded values (what
@@ -98,8 +98,8 @@ void check_case(const Case& c) {
     const TypeTraits* traits = type_traits(c.type);
     b.k = {k.bytes.data(), k.stride, row_bytes(*traits, c.head_dim_k), traits};
     b.v = {v.bytes.data(), v.stride, row_bytes(*traits, c.head_dim_v), traits};
-    AttentionScratch scratch({c.n_tokens, c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v,
-                              c.n_threads});
+    AttentionScratch scratch(
+        {c.n_tokens, c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v, c.n_threads});
     SequentialThreads threads(c.n_threads);
     attention(threads, b, scratch);
 
@@ -127,8 +127,8 @@ void check_case(const Case& c) {
             for (int d = 0; d < c.head_dim_v; ++d) {
                 double ref = 0.0;
                 for (uint32_t j = 0; j < n_kv; ++j) {
-                    ref += s[j] / sum *
-                           v.decoded[(size_t(j) * c.n_head_kv + kvh) * c.head_dim_v + d];
+                    ref +=
+                        s[j] / sum * v.decoded[(size_t(j) * c.n_head_kv + kvh) * c.head_dim_v + d];
                 }
                 err += (oh[d] - ref) * (oh[d] - ref);
                 norm += ref * ref;
@@ -206,7 +206,8 @@ TEST(AttentionKernels, ScoresValuesAndExpMatchScalar) {
                     ref.scores(q.data(), n_q, keys.data(), ld, n_k, hd, s2.data(), 32);
                     for (size_t i = 0; i < s1.size(); ++i) {
                         ASSERT_NEAR(s1[i], s2[i], 2e-5f * std::sqrt(float(hd)))
-                            << "scores hd " << hd << " n_q " << n_q << " n_k " << n_k << " at " << i;
+                            << "scores hd " << hd << " n_q " << n_q << " n_k " << n_k << " at "
+                            << i;
                     }
 
                     std::vector<float> p(size_t(n_q) * 32);
@@ -217,7 +218,8 @@ TEST(AttentionKernels, ScoresValuesAndExpMatchScalar) {
                     k->accumulate(p.data(), 32, n_q, keys.data(), ld, n_k, hd, a1.data());
                     ref.accumulate(p.data(), 32, n_q, keys.data(), ld, n_k, hd, a2.data());
                     for (size_t i = 0; i < a1.size(); ++i) {
-                        ASSERT_NEAR(a1[i], a2[i], 2e-5f * std::sqrt(float(n_k)) * (1 + std::abs(a2[i])))
+                        ASSERT_NEAR(a1[i], a2[i],
+                                    2e-5f * std::sqrt(float(n_k)) * (1 + std::abs(a2[i])))
                             << "accumulate hd " << hd << " n_q " << n_q << " n_k " << n_k;
                     }
                 }
@@ -231,10 +233,12 @@ TEST(AttentionKernels, ScoresValuesAndExpMatchScalar) {
             const float m = *std::max_element(x.begin(), x.end());
             const float s1 = k->exp_sum(x.data(), n, m), s2 = ref.exp_sum(y.data(), n, m);
             EXPECT_NEAR(s1, s2, 1e-6f * s2) << "n " << n;
-            for (int i = 0; i < n; ++i) EXPECT_NEAR(x[size_t(i)], y[size_t(i)], 2e-7f * y[size_t(i)] + 1e-37f);
+            for (int i = 0; i < n; ++i)
+                EXPECT_NEAR(x[size_t(i)], y[size_t(i)], 2e-7f * y[size_t(i)] + 1e-37f);
             k->scale(-1.5f, x.data(), n);
             ref.scale(-1.5f, y.data(), n);
-            for (int i = 0; i < n; ++i) EXPECT_NEAR(x[size_t(i)], y[size_t(i)], 2e-7f * std::abs(y[size_t(i)]) + 1e-37f);
+            for (int i = 0; i < n; ++i)
+                EXPECT_NEAR(x[size_t(i)], y[size_t(i)], 2e-7f * std::abs(y[size_t(i)]) + 1e-37f);
         }
     }
 }

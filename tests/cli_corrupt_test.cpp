@@ -73,8 +73,8 @@ void write_text(const std::string& dir) {
 struct Corrupted {
     std::string name;
     std::vector<uint8_t> bytes;
-    Reads layer;                           // who must notice
-    std::vector<std::string> message;      // what stderr must say (field and value)
+    Reads layer;                       // who must notice
+    std::vector<std::string> message;  // what stderr must say (field and value)
 };
 
 std::vector<uint8_t> valid_model() {
@@ -131,59 +131,85 @@ std::vector<Corrupted> corrupted_files() {
     const uint32_t n_tokens = test::tiny_vocab_size(test::TinyVocab::spm);
     std::vector<Corrupted> c;
     // ---- GGUF header ----
-    c.push_back({"magic", patched([](auto& b) { put_u32(b, 0, 0x12345678); }), header,
+    c.push_back({"magic",
+                 patched([](auto& b) { put_u32(b, 0, 0x12345678); }),
+                 header,
                  {"header.magic", "0x12345678"}});
-    c.push_back({"version", patched([](auto& b) { put_u32(b, 4, 4); }), header,
-                 {"header.version = 4"}});
-    c.push_back({"tensor_count", patched([](auto& b) { put_u64(b, 8, 1ull << 40); }), header,
+    c.push_back(
+        {"version", patched([](auto& b) { put_u32(b, 4, 4); }), header, {"header.version = 4"}});
+    c.push_back({"tensor_count",
+                 patched([](auto& b) { put_u64(b, 8, 1ull << 40); }),
+                 header,
                  {"header.tensor_count = 1099511627776"}});
-    c.push_back({"kv_count", patched([](auto& b) { put_u64(b, 16, ~0ull); }), header,
+    c.push_back({"kv_count",
+                 patched([](auto& b) { put_u64(b, 16, ~0ull); }),
+                 header,
                  {"header.metadata_kv_count = 18446744073709551615"}});
-    c.push_back({"key_length", patched([](auto& b) { put_u64(b, 24, 1ull << 33); }), header,
+    c.push_back({"key_length",
+                 patched([](auto& b) { put_u64(b, 24, 1ull << 33); }),
+                 header,
                  {"metadata[0].key has length 8589934592"}});
     c.push_back({"value_type",
                  patched([](auto& b) { put_u32(b, after_string(b, "llama.block_count"), 13); }),
-                 header, {"\"llama.block_count\" has unknown value type 13"}});
+                 header,
+                 {"\"llama.block_count\" has unknown value type 13"}});
     c.push_back({"array_length",
                  patched([](auto& b) {
                      put_u64(b, after_string(b, "tokenizer.ggml.tokens") + 8, 1ull << 50);
                  }),
-                 header, {"\"tokenizer.ggml.tokens\" claims 1125899906842624"}});
+                 header,
+                 {"\"tokenizer.ggml.tokens\" claims 1125899906842624"}});
     c.push_back({"string_length",
                  patched([](auto& b) {
                      put_u64(b, after_string(b, "general.architecture") + 4, 1ull << 45);
                  }),
-                 header, {"\"general.architecture\" has length 35184372088832"}});
-    c.push_back({"n_dims", patched([&](auto& b) { put_u32(b, after_string(b, q), 5); }), header,
+                 header,
+                 {"\"general.architecture\" has length 35184372088832"}});
+    c.push_back({"n_dims",
+                 patched([&](auto& b) { put_u32(b, after_string(b, q), 5); }),
+                 header,
                  {"tensor \"" + q + "\" has n_dims = 5"}});
-    c.push_back({"dimension", patched([&](auto& b) { put_u64(b, after_string(b, q) + 4 + 8, 0); }),
-                 header, {"tensor \"" + q + "\" has ne[1] = 0"}});
+    c.push_back({"dimension",
+                 patched([&](auto& b) { put_u64(b, after_string(b, q) + 4 + 8, 0); }),
+                 header,
+                 {"tensor \"" + q + "\" has ne[1] = 0"}});
     c.push_back({"dimension_overflow",
                  patched([&](auto& b) { put_u64(b, after_string(b, q) + 4 + 8, 1ull << 62); }),
-                 header, {"tensor \"" + q + "\" has ne[1] = 4611686018427387904"}});
+                 header,
+                 {"tensor \"" + q + "\" has ne[1] = 4611686018427387904"}});
     c.push_back({"tensor_type",
-                 patched([&](auto& b) { put_u32(b, after_string(b, q) + 4 + 16, 4); }), header,
+                 patched([&](auto& b) { put_u32(b, after_string(b, q) + 4 + 16, 4); }),
+                 header,
                  {"tensor \"" + q + "\" has unknown type id 4"}});
     c.push_back({"offset",
                  patched([&](auto& b) { put_u64(b, after_string(b, q) + 4 + 16 + 4, 33); }),
-                 header, {"tensor \"" + q + "\" has offset 33"}});
+                 header,
+                 {"tensor \"" + q + "\" has offset 33"}});
     c.push_back({"offset_beyond_file",
                  patched([&](auto& b) { put_u64(b, after_string(b, q) + 4 + 16 + 4, 1ull << 40); }),
-                 Reads(data), {"tensor \"" + q + "\" data", "lies outside the file"}});
-    c.push_back({"alignment", written([](auto& w) { w.set_u32("general.alignment", 48); }), header,
+                 Reads(data),
+                 {"tensor \"" + q + "\" data", "lies outside the file"}});
+    c.push_back({"alignment",
+                 written([](auto& w) { w.set_u32("general.alignment", 48); }),
+                 header,
                  {"general.alignment = 48", "not a power of two"}});
     c.push_back({"truncated",
-                 patched([](auto& b) { b.erase(b.end() - 100, b.end()); }), Reads(data),
+                 patched([](auto& b) { b.erase(b.end() - 100, b.end()); }),
+                 Reads(data),
                  {"lies outside the file"}});
-    c.push_back({"misaligned_weights", misaligned_model(), Reads(model),
+    c.push_back({"misaligned_weights",
+                 misaligned_model(),
+                 Reads(model),
                  {"is not aligned to 4 bytes", "general.alignment = 1"}});
     // ---- vocabulary ----
     c.push_back({"tokenizer_model",
                  written([](auto& w) { w.set_string("tokenizer.ggml.model", "nonsense"); }),
-                 Reads(vocab), {"tokenizer.ggml.model", "\"nonsense\""}});
+                 Reads(vocab),
+                 {"tokenizer.ggml.model", "\"nonsense\""}});
     c.push_back({"tokens_empty",
                  written([](auto& w) { w.set_array_strings("tokenizer.ggml.tokens", {}); }),
-                 Reads(vocab), {"tokenizer.ggml.tokens\" is empty"}});
+                 Reads(vocab),
+                 {"tokenizer.ggml.tokens\" is empty"}});
     c.push_back({"scores_count",
                  written([](auto& w) {
                      w.set_array_f32("tokenizer.ggml.scores", std::vector<float>{0, 0, 0});
@@ -194,45 +220,59 @@ std::vector<Corrupted> corrupted_files() {
                  written([&](auto& w) {
                      w.set_array_f32("tokenizer.ggml.token_type", std::vector<float>(n_tokens, 1));
                  }),
-                 Reads(vocab), {"tokenizer.ggml.token_type\" [0]", "not an integer"}});
-    c.push_back({"bos_id", written([](auto& w) { w.set_u32("tokenizer.ggml.bos_token_id", 999); }),
-                 Reads(vocab), {"tokenizer.ggml.bos_token_id\" = 999 is not a token id"}});
+                 Reads(vocab),
+                 {"tokenizer.ggml.token_type\" [0]", "not an integer"}});
+    c.push_back({"bos_id",
+                 written([](auto& w) { w.set_u32("tokenizer.ggml.bos_token_id", 999); }),
+                 Reads(vocab),
+                 {"tokenizer.ggml.bos_token_id\" = 999 is not a token id"}});
     // ---- hyper-parameters and shapes ----
     c.push_back({"head_count_zero",
                  written([](auto& w) { w.set_u32("llama.attention.head_count", 0); }),
-                 Reads(model), {"attention.head_count = 0 is out of range"}});
+                 Reads(model),
+                 {"attention.head_count = 0 is out of range"}});
     c.push_back({"head_count_kv",
                  written([](auto& w) { w.set_u32("llama.attention.head_count_kv", 3); }),
-                 Reads(model), {"attention.head_count_kv = 3 is out of range"}});
+                 Reads(model),
+                 {"attention.head_count_kv = 3 is out of range"}});
     c.push_back({"block_count_huge",
-                 written([](auto& w) { w.set_u32("llama.block_count", 4000000); }), Reads(model),
+                 written([](auto& w) { w.set_u32("llama.block_count", 4000000); }),
+                 Reads(model),
                  {"block_count = 4000000"}});
     c.push_back({"block_count_4096",
-                 written([](auto& w) { w.set_u32("llama.block_count", 4096); }), Reads(model),
+                 written([](auto& w) { w.set_u32("llama.block_count", 4096); }),
+                 Reads(model),
                  {"block_count = 4096 needs at least 36864 tensors"}});
     c.push_back({"embedding_length",
-                 written([](auto& w) { w.set_u32("llama.embedding_length", 24); }), Reads(model),
+                 written([](auto& w) { w.set_u32("llama.embedding_length", 24); }),
+                 Reads(model),
                  {"token_embd.weight has shape [16, 16], expected [24, 16]"}});
     c.push_back({"context_length_zero",
-                 written([](auto& w) { w.set_u32("llama.context_length", 0); }), Reads(model),
+                 written([](auto& w) { w.set_u32("llama.context_length", 0); }),
+                 Reads(model),
                  {"context_length = 0 is out of range"}});
     c.push_back({"rope_dimension_odd",
                  written([](auto& w) { w.set_u32("llama.rope.dimension_count", 3); }),
-                 Reads(model), {"rope.dimension_count = 3"}});
+                 Reads(model),
+                 {"rope.dimension_count = 3"}});
     c.push_back({"norm_eps_negative",
                  written([](auto& w) { w.set_f32("llama.attention.layer_norm_rms_epsilon", -1); }),
-                 Reads(model), {"layer_norm_rms_epsilon = -1"}});
+                 Reads(model),
+                 {"layer_norm_rms_epsilon = -1"}});
     c.push_back({"expert_used_count",
                  written([](auto& w) { w.set_u32("qwen3moe.expert_used_count", 9); },
                          {.arch = "qwen3moe", .n_expert = 4}),
-                 Reads(model), {"expert_used_count = 9 is out of range [1, 4]"}});
+                 Reads(model),
+                 {"expert_used_count = 9 is out of range [1, 4]"}});
     c.push_back({"architecture",
                  written([](auto& w) { w.set_string("general.architecture", "gpt-j"); }),
-                 Reads(model), {"general.architecture = \"gpt-j\" is not supported"}});
+                 Reads(model),
+                 {"general.architecture = \"gpt-j\" is not supported"}});
     c.push_back({"vocab_vs_embedding",
                  written([&](auto& w) {
                      std::vector<std::string> tokens;
-                     for (uint32_t i = 0; i + 1 < n_tokens; ++i) tokens.push_back(fmt::format("t{}", i));
+                     for (uint32_t i = 0; i + 1 < n_tokens; ++i)
+                         tokens.push_back(fmt::format("t{}", i));
                      w.set_array_strings("tokenizer.ggml.tokens", tokens);
                      w.remove("tokenizer.ggml.scores");
                      w.remove("tokenizer.ggml.token_type");
@@ -253,7 +293,8 @@ TEST(CliCorrupt, ValidModelRunsWithEveryCommand) {
     write_text(dir);
     for (const Command& cmd : kCommands) {
         const std::string line = command_line(cmd, path, dir);
-        const test::CommandResult r = test::run_command("timeout 60 " + test::cli_path() + " " + line);
+        const test::CommandResult r =
+            test::run_command("timeout 60 " + test::cli_path() + " " + line);
         EXPECT_EQ(r.exit_code, 0) << cmd.name << ": " << r.err;
     }
 }

@@ -32,8 +32,8 @@ void keep_one_layer(LoadedModel& m) {
 
 // Tokens of War and Peace (a real text, so that the cache holds varied keys).
 std::vector<int32_t> text_tokens(const LoadedModel& m, size_t n) {
-    const std::string text =
-        test::read_text(test::shared_path("testdata/text/war-and-peace.txt")).substr(0, 4 * n + 400);
+    const std::string text = test::read_text(test::shared_path("testdata/text/war-and-peace.txt"))
+                                 .substr(0, 4 * n + 400);
     std::vector<int32_t> tokens = m.vocab->tokenize(text, true, false);
     EXPECT_GE(tokens.size(), n);
     tokens.resize(std::min(tokens.size(), n));
@@ -227,7 +227,8 @@ TEST(ContextShift, CliContinuesPastAFullContext) {
     ASSERT_EQ(shifted.exit_code, 0) << shifted.err;
     EXPECT_NE(shifted.err.find("stopped after 120 tokens"), std::string::npos) << shifted.err;
     EXPECT_NE(shifted.err.find("context shifts: "), std::string::npos) << shifted.err;
-    EXPECT_NE(shifted.err.find("each kept 2 tokens and dropped 23"), std::string::npos) << shifted.err;
+    EXPECT_NE(shifted.err.find("each kept 2 tokens and dropped 23"), std::string::npos)
+        << shifted.err;
     // The text before the first shift is the same as without shifting.
     EXPECT_EQ(shifted.out.substr(0, 40), stop.out.substr(0, 40));
 

@@ -113,8 +113,9 @@ TEST(ConvertHf, Llama31RopeScalingBecomesRopeFreqs) {
     EXPECT_EQ(freqs->ne[0], 8u);
     EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
     const std::vector<float> ours = memwall_logits(c.gguf, kTokens);
-    EXPECT_LT(worst_rel_rms(ours, mw::test::hf_reference_logits(s, c.weights, kTokens), s.vocab_size),
-              1e-5);
+    EXPECT_LT(
+        worst_rel_rms(ours, mw::test::hf_reference_logits(s, c.weights, kTokens), s.vocab_size),
+        1e-5);
     HfSpec unscaled = s;
     unscaled.llama3_factor = 0.0;  // the scaling must matter at these positions
     EXPECT_GT(worst_rel_rms(ours, mw::test::hf_reference_logits(unscaled, c.weights, kTokens),

@@ -31,7 +31,9 @@ __attribute__((target("f16c"))) float hw_fp16_to_f32(uint16_t h) {
     return _cvtsh_ss(h);
 }
 
-bool have_f16c() { return mw::cpu_features().f16c; }
+bool have_f16c() {
+    return mw::cpu_features().f16c;
+}
 #endif
 
 TEST(Fp16, EveryHalfRoundTripsThroughFloat) {

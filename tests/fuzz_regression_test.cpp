@@ -231,7 +231,8 @@ TEST(FuzzFinding, PlanningABadKvHeadCountIsAnError) {
                  Error);
     w.set_u32("gemma2.attention.head_count_kv", 4);
     const std::vector<uint8_t> ok = w.to_bytes();
-    const ModelFacts facts = model_facts(gguf::GgufFile::parse(ok, kName, {.header_only = true}), "");
+    const ModelFacts facts =
+        model_facts(gguf::GgufFile::parse(ok, kName, {.header_only = true}), "");
     EXPECT_FALSE(facts.runnable);
     EXPECT_GT(plan_memory(facts, RunSettings{.n_ctx = 64}).total_bytes(), 0u);
 }
@@ -240,7 +241,8 @@ TEST(FuzzFinding, PlanningABadKvHeadCountIsAnError) {
 // escaped as nlohmann's type_error ("internal error" in the C API), and one claiming two billion
 // layers made the planner list their tensors (gigabytes). Both are now refused with the field.
 TEST(FuzzFinding, HostileConfigJsonIsRefusedWithTheField) {
-    const std::string base = R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+    const std::string base =
+        R"("hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
         "vocab_size": 512)";
     const std::pair<std::string, std::string> cases[] = {
         {R"({"model_type": 5, "num_hidden_layers": 2, )" + base + "}",
@@ -248,7 +250,8 @@ TEST(FuzzFinding, HostileConfigJsonIsRefusedWithTheField) {
         {R"({"model_type": "llama", "num_hidden_layers": 2000000000, )" + base + "}",
          "config.json: \"num_hidden_layers\" = 2000000000 is out of range (at most 4096)"},
         {R"({"model_type": "mixtral", "num_hidden_layers": 2, "num_local_experts": 8,
-            "num_experts_per_tok": 9, )" + base + "}",
+            "num_experts_per_tok": 9, )" +
+             base + "}",
          "config.json: \"num_experts_per_tok\" = 9 is out of range (at most 8)"},
     };
     for (const auto& [json, message] : cases) {

@@ -73,7 +73,9 @@ Divergence divergence(const Run& base, const Run& test, size_t n_vocab, size_t f
         for (size_t v = 0; v < n_vocab; ++v) kld += std::exp(p[v]) * (p[v] - q[v]);
         d.mean_kld += kld;
         d.max_kld = std::max(d.max_kld, kld);
-        const auto top = [](const std::vector<double>& x) { return std::max_element(x.begin(), x.end()) - x.begin(); };
+        const auto top = [](const std::vector<double>& x) {
+            return std::max_element(x.begin(), x.end()) - x.begin();
+        };
         d.top1_agree += top(p) == top(q) ? 1.0 : 0.0;
     }
     d.mean_kld /= double(n - first);
@@ -92,7 +94,8 @@ void check_model(const std::string& relative, size_t n_tokens, const Bounds& bou
     mw_model* model = nullptr;
     ASSERT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
     const std::string text =
-        mw::test::read_text(mw::test::shared_path("testdata/text/war-and-peace.txt")).substr(0, 8 * n_tokens);
+        mw::test::read_text(mw::test::shared_path("testdata/text/war-and-peace.txt"))
+            .substr(0, 8 * n_tokens);
     std::vector<int32_t> tokens(text.size() + 8);
     const int32_t n = mw_tokenize(model, text.data(), int32_t(text.size()), tokens.data(),
                                   int32_t(tokens.size()), true, false);
@@ -104,20 +107,22 @@ void check_model(const std::string& relative, size_t n_tokens, const Bounds& bou
     const Run q8 = evaluate(model, tokens, MW_TYPE_Q8_0, MW_TYPE_Q8_0);
     const Run q4 = evaluate(model, tokens, MW_TYPE_Q4_0, MW_TYPE_Q4_0);
     const Run f32 = evaluate(model, tokens, MW_TYPE_F32, MW_TYPE_F32);
-    ASSERT_FALSE(f16.logits.empty() || q8.logits.empty() || q4.logits.empty() || f32.logits.empty());
+    ASSERT_FALSE(f16.logits.empty() || q8.logits.empty() || q4.logits.empty() ||
+                 f32.logits.empty());
     // Scored like llama-perplexity: the second half of the window, where the cache is long.
     const size_t first = n_tokens / 2;
     const Divergence d8 = divergence(f16, q8, n_vocab, first);
     const Divergence d4 = divergence(f16, q4, n_vocab, first);
     const Divergence d32 = divergence(f16, f32, n_vocab, first);
-    std::printf("[ %s, %zu tokens, positions %zu.. ] KLD vs F16 KV: F32 %.3g, Q8_0 %.3g (max %.3g, "
-                "top-1 %.1f %%), Q4_0 %.3g (max %.3g, top-1 %.1f %%)\n",
-                relative.c_str(), n_tokens, first, d32.mean_kld, d8.mean_kld, d8.max_kld,
-                100 * d8.top1_agree, d4.mean_kld, d4.max_kld, 100 * d4.top1_agree);
-    std::printf("[ %s ] KV bytes per token: F32 %llu, F16 %llu, Q8_0 %llu, Q4_0 %llu\n",
-                relative.c_str(), (unsigned long long)f32.kv_bytes_per_token,
-                (unsigned long long)f16.kv_bytes_per_token, (unsigned long long)q8.kv_bytes_per_token,
-                (unsigned long long)q4.kv_bytes_per_token);
+    std::printf(
+        "[ %s, %zu tokens, positions %zu.. ] KLD vs F16 KV: F32 %.3g, Q8_0 %.3g (max %.3g, "
+        "top-1 %.1f %%), Q4_0 %.3g (max %.3g, top-1 %.1f %%)\n",
+        relative.c_str(), n_tokens, first, d32.mean_kld, d8.mean_kld, d8.max_kld,
+        100 * d8.top1_agree, d4.mean_kld, d4.max_kld, 100 * d4.top1_agree);
+    std::printf(
+        "[ %s ] KV bytes per token: F32 %llu, F16 %llu, Q8_0 %llu, Q4_0 %llu\n", relative.c_str(),
+        (unsigned long long)f32.kv_bytes_per_token, (unsigned long long)f16.kv_bytes_per_token,
+        (unsigned long long)q8.kv_bytes_per_token, (unsigned long long)q4.kv_bytes_per_token);
 
     EXPECT_LT(d8.mean_kld, d4.mean_kld);
     EXPECT_LT(d8.mean_kld, bounds.q8_0);
@@ -146,7 +151,8 @@ TEST(KvQuantQuality, QuantizedCacheNeedsWholeBlocksPerHead) {
     mw_context* ctx = nullptr;
     EXPECT_EQ(mw_context_create(model, &cp, &ctx), MW_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(ctx, nullptr);
-    EXPECT_NE(std::string(mw_last_error()).find("multiple of 32"), std::string::npos) << mw_last_error();
+    EXPECT_NE(std::string(mw_last_error()).find("multiple of 32"), std::string::npos)
+        << mw_last_error();
     mw_model_free(model);
 }
 

@@ -48,7 +48,7 @@ struct Tensor {
 };
 
 class TinyMoe {
-public:
+  public:
     explicit TinyMoe(const MoeSpec& s) : s_(s), rng_(s.seed) {
         const int n_q = s.n_head * s.head_dim, n_kv = s.n_head_kv * s.head_dim;
         const bool qwen2 = s.arch == "qwen2moe";
@@ -158,12 +158,14 @@ public:
                     Vec score;
                     for (size_t j = 0; j <= t; ++j) {
                         double dot = 0.0;
-                        for (size_t i = 0; i < hd; ++i) dot += q[t][h * hd + i] * k[j][kvh * hd + i];
+                        for (size_t i = 0; i < hd; ++i)
+                            dot += q[t][h * hd + i] * k[j][kvh * hd + i];
                         score.push_back(dot / std::sqrt(double(hd)));
                     }
                     softmax(score);
                     for (size_t j = 0; j <= t; ++j) {
-                        for (size_t i = 0; i < hd; ++i) attn[h * hd + i] += score[j] * v[j][kvh * hd + i];
+                        for (size_t i = 0; i < hd; ++i)
+                            attn[h * hd + i] += score[j] * v[j][kvh * hd + i];
                     }
                 }
                 add(x[t], matvec(p + "attn_output.weight", attn));
@@ -175,12 +177,13 @@ public:
         }
         std::vector<Vec> logits;
         for (size_t t = 0; t < n; ++t) {
-            logits.push_back(matvec("output.weight", rms_norm(x[t], &at("output_norm.weight").data)));
+            logits.push_back(
+                matvec("output.weight", rms_norm(x[t], &at("output_norm.weight").data)));
         }
         return logits;
     }
 
-private:
+  private:
     const Tensor& at(const std::string& name) const { return tensors_.at(name); }
 
     void add_normal(const std::string& name, std::vector<uint64_t> ne, double sd) {
@@ -237,7 +240,8 @@ private:
     void head_norm(Vec& x, const std::vector<float>& w) const {
         const size_t hd = size_t(s_.head_dim);
         for (size_t h = 0; h < x.size() / hd; ++h) {
-            const Vec part = rms_norm(Vec(x.begin() + long(h * hd), x.begin() + long((h + 1) * hd)), &w);
+            const Vec part =
+                rms_norm(Vec(x.begin() + long(h * hd), x.begin() + long((h + 1) * hd)), &w);
             std::copy(part.begin(), part.end(), x.begin() + long(h * hd));
         }
     }
@@ -278,9 +282,11 @@ private:
         softmax(probs);
         std::vector<int> order(probs.size());
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[size_t(a)] > probs[size_t(b)]; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int a, int b) { return probs[size_t(a)] > probs[size_t(b)]; });
         const int k = s_.n_expert_used;
-        routing.min_gap = std::min(routing.min_gap, probs[size_t(order[size_t(k - 1)])] - probs[size_t(order[size_t(k)])]);
+        routing.min_gap = std::min(
+            routing.min_gap, probs[size_t(order[size_t(k - 1)])] - probs[size_t(order[size_t(k)])]);
         double total = 0.0;
         for (int j = 0; j < k; ++j) total += probs[size_t(order[size_t(j)])];
         const bool renormalise = s_.arch == "qwen3moe";
@@ -293,7 +299,8 @@ private:
             for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
         }
         if (s_.arch == "qwen2moe") {
-            const double gate = 1.0 / (1.0 + std::exp(-matvec(p + "ffn_gate_inp_shexp.weight", h)[0]));
+            const double gate =
+                1.0 / (1.0 + std::exp(-matvec(p + "ffn_gate_inp_shexp.weight", h)[0]));
             const Vec y = swiglu_ffn(p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight",
                                      p + "ffn_down_shexp.weight", h, 0);
             for (size_t i = 0; i < out.size(); ++i) out[i] += gate * y[i];
@@ -369,11 +376,13 @@ void check_against_reference(const MoeSpec& spec) {
     // A single-token decode step reads the dense weights and n_expert_used experts per layer.
     const mw_perf perf = mw_context_perf(ctx);
     ASSERT_EQ(perf.n_decode_tokens, int32_t(tokens.size() - n_prompt));
-    EXPECT_EQ(perf.decode_weight_bytes / uint64_t(perf.n_decode_tokens), mw_model_bytes_per_token(m.model));
+    EXPECT_EQ(perf.decode_weight_bytes / uint64_t(perf.n_decode_tokens),
+              mw_model_bytes_per_token(m.model));
     // Left out of a token's bytes: the experts not chosen, and all but one row of the embedding.
     const uint64_t expert_bytes = uint64_t(3) * spec.n_ff * spec.n_embd * sizeof(float);
-    const uint64_t unused = uint64_t(spec.n_layer) * (spec.n_expert - spec.n_expert_used) * expert_bytes +
-                            (n_vocab - 1) * spec.n_embd * sizeof(float);
+    const uint64_t unused =
+        uint64_t(spec.n_layer) * (spec.n_expert - spec.n_expert_used) * expert_bytes +
+        (n_vocab - 1) * spec.n_embd * sizeof(float);
     EXPECT_EQ(mw_model_weight_bytes(m.model) - mw_model_bytes_per_token(m.model), unused);
     mw_context_free(ctx);
 }

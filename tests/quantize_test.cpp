@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(Reference, QuantizeMatchesLlamaCpp,
                                            Listed{"moe-tiny", "Q4_K_M"},
                                            Listed{"qwen2-tiny", "Q8_0"}),
                          [](const auto& param_info) {
-                             std::string name = param_info.param.model + "_" + param_info.param.type;
+                             std::string name =
+                                 param_info.param.model + "_" + param_info.param.type;
                              for (char& ch : name) {
                                  if (ch == '-') ch = '_';
                              }

@@ -20,7 +20,8 @@ using nlohmann::json;
 std::vector<std::string> case_ids() {
     std::vector<std::string> ids;
     try {
-        const json index = json::parse(mw::test::read_text(mw::test::shared_dir() + "/reference/index.json"));
+        const json index =
+            json::parse(mw::test::read_text(mw::test::shared_dir() + "/reference/index.json"));
         for (const json& c : index.at("cases")) ids.push_back(c.at("id").get<std::string>());
     } catch (...) {
         ids.push_back("missing_shared_reference");
@@ -97,7 +98,8 @@ TEST_P(Reference, MatchesLlamaCpp) {
     ASSERT_EQ(mw_decode(ctx, expected_tokens.data(), int32_t(expected_tokens.size()), true), MW_OK)
         << mw_last_error();
 
-    const std::vector<float> ref = read_f32(dir + "/cases/" + c.at("logits_file").get<std::string>());
+    const std::vector<float> ref =
+        read_f32(dir + "/cases/" + c.at("logits_file").get<std::string>());
     const auto positions = c.at("logits_positions").get<std::vector<int>>();
     ASSERT_EQ(ref.size(), positions.size() * n_vocab);
     std::set<int> excused;  // MoE: positions where another expert choice is legitimate
@@ -126,7 +128,8 @@ TEST_P(Reference, MatchesLlamaCpp) {
         }
         EXPECT_LE(rel, rel_rms_tol) << "position " << pos;
         if (top1_required.count(pos)) {
-            EXPECT_EQ(argmax(ours, n_vocab), argmax(theirs, n_vocab)) << "argmax at position " << pos;
+            EXPECT_EQ(argmax(ours, n_vocab), argmax(theirs, n_vocab))
+                << "argmax at position " << pos;
         }
     }
     RecordProperty("worst_rel_rms", std::to_string(worst));
@@ -154,9 +157,11 @@ TEST_P(Reference, MatchesLlamaCpp) {
         ASSERT_EQ(mw_decode(ctx, &next, 1, false), MW_OK) << mw_last_error();
         next = argmax(mw_get_logits(ctx, -1), n_vocab);
     }
-    std::printf("[ %s ] greedy: %zu/%zu tokens identical\n", GetParam().c_str(),
-                ours.size() - (ours == std::vector<int32_t>(greedy.begin(), greedy.begin() + ours.size()) ? 0 : 1),
-                greedy.size());
+    std::printf(
+        "[ %s ] greedy: %zu/%zu tokens identical\n", GetParam().c_str(),
+        ours.size() -
+            (ours == std::vector<int32_t>(greedy.begin(), greedy.begin() + ours.size()) ? 0 : 1),
+        greedy.size());
 
     // 4. When the whole continuation matches, its text must too (byte for byte).
     if (ours == greedy) {
@@ -193,7 +198,8 @@ TEST(Stories260K, GreedyTextMatchesLlama2c) {
     ASSERT_EQ(mw_context_create(model, nullptr, &ctx), MW_OK) << mw_last_error();
     const std::string prompt = "Once upon a time";
     int32_t tokens[32];
-    const int32_t n = mw_tokenize(model, prompt.data(), int32_t(prompt.size()), tokens, 32, true, true);
+    const int32_t n =
+        mw_tokenize(model, prompt.data(), int32_t(prompt.size()), tokens, 32, true, true);
     ASSERT_GT(n, 0);
     ASSERT_EQ(mw_decode(ctx, tokens, n, false), MW_OK) << mw_last_error();
     std::string text = prompt;

@@ -38,7 +38,8 @@ std::vector<uint8_t> random_rows(const Case& c, int64_t n_rows, std::mt19937& rn
     std::uniform_real_distribution<float> mag(1e-3f, 1e-2f);
     for (size_t i = 0; i < m.size() / t.type_size; ++i) {
         for (auto [offset, is_min] : c.halves) {
-            const uint16_t h = f32_to_fp16(mag(rng) * (is_min ? 8.0f : 1.0f) * (rng() & 1 ? 1.0f : -1.0f));
+            const uint16_t h =
+                f32_to_fp16(mag(rng) * (is_min ? 8.0f : 1.0f) * (rng() & 1 ? 1.0f : -1.0f));
             std::memcpy(m.data() + i * t.type_size + offset, &h, 2);
         }
     }
@@ -76,10 +77,12 @@ TEST(Repack, PackedMatmulMatchesReference) {
                 for (float& v : x) v = normal(rng);
                 act.from_float(x.data(), xq.data() + stride * size_t(t), c.n_cols);
             }
-            for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, 48}, {5, 43}, {16, 32}, {17, 18}}) {
+            for (auto [r0, r1] :
+                 {std::pair<int64_t, int64_t>{0, 48}, {5, 43}, {16, 32}, {17, 18}}) {
                 const float sentinel = -777.0f;
                 std::vector<float> y(size_t(n_rows * n_tok), sentinel);
-                packed->matmul(data.data(), rb, c.n_cols, r0, r1, xq.data(), stride, n_tok, y.data(), n_rows);
+                packed->matmul(data.data(), rb, c.n_cols, r0, r1, xq.data(), stride, n_tok,
+                               y.data(), n_rows);
                 for (int64_t t = 0; t < n_tok; ++t) {
                     for (int64_t r = 0; r < n_rows; ++r) {
                         const float got = y[size_t(t * n_rows + r)];
@@ -89,12 +92,15 @@ TEST(Repack, PackedMatmulMatchesReference) {
                         }
                         const uint8_t* wr = native.data() + rb * size_t(r);
                         const uint8_t* xr = xq.data() + stride * size_t(t);
-                        std::vector<float> wf(static_cast<size_t>(c.n_cols)), xf(static_cast<size_t>(c.n_cols));
+                        std::vector<float> wf(static_cast<size_t>(c.n_cols)),
+                            xf(static_cast<size_t>(c.n_cols));
                         ref.to_float(wr, wf.data(), c.n_cols);
                         act.to_float(xr, xf.data(), c.n_cols);
                         double scale = 0.0;
-                        for (size_t i = 0; i < wf.size(); ++i) scale += std::fabs(double(wf[i]) * xf[i]);
-                        // The reference vec_dot of the table's scalar row (not an installed kernel).
+                        for (size_t i = 0; i < wf.size(); ++i)
+                            scale += std::fabs(double(wf[i]) * xf[i]);
+                        // The reference vec_dot of the table's scalar row (not an installed
+                        // kernel).
                         float want = 0.0f;
                         for (const TypeTraits& rt : reference_type_traits()) {
                             if (rt.type == c.type) want = rt.vec_dot(c.n_cols, wr, xr);

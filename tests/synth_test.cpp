@@ -50,7 +50,8 @@ TEST(Synth, SmallPresetRunsAndIsDeterministic) {
     const std::string a = dir + "/a.gguf", b = dir + "/b.gguf";
     const std::string cli = test::cli_path();
     const auto synth = [&](const std::string& out) {
-        return test::run_command(cli + " synth --preset qwen2.5-0.5b --type Q4_0 --seed 7 -o " + out);
+        return test::run_command(cli + " synth --preset qwen2.5-0.5b --type Q4_0 --seed 7 -o " +
+                                 out);
     };
     ASSERT_EQ(synth(a).exit_code, 0);
     const test::CommandResult run =

@@ -204,7 +204,8 @@ TEST(VocabErrors, EveryKnownPreTokenizerSplitsLosslessly) {
     std::vector<std::string> tokens;
     for (int b = 0; b < 256; ++b) tokens.emplace_back(unicode::byte_to_bpe_char(uint8_t(b)));
     const std::string text =
-        "Hello, y'all! It's 3.14159 — 1234567 ½ ① \t\n\r\n  x   \xC2\xA0y 内存墙 привет 🙂\u200d "
+        "Hello, y'all! It's 3.14159 — 1234567 ½ ① \t\n\r\n  x   \xC2\xA0y 内存墙 привет "
+        "🙂\u200d "
         "<|x|> $+<=>^~|` ok'S 'LL \xFF end  ";
     const auto names = tokenizer::known_pre_tokenizers();
     ASSERT_GT(names.size(), 50u);

@@ -10,7 +10,8 @@
 namespace mw {
 
 enum class ErrorKind {
-    invalid_argument,  // the caller asked for something impossible (bad flag value, prompt too long)
+    invalid_argument,  // the caller asked for something impossible (bad flag value, prompt too
+                       // long)
     bad_file,          // a model or data file is malformed
     io,                // the OS refused (open, read, mmap)
     unsupported,       // well-formed but not something memwall runs (architecture, tensor type)
@@ -19,11 +20,11 @@ enum class ErrorKind {
 };
 
 class Error : public std::runtime_error {
-public:
+  public:
     Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
     ErrorKind kind() const { return kind_; }
 
-private:
+  private:
     ErrorKind kind_;
 };
 

@@ -37,7 +37,7 @@ inline uint16_t f32_to_fp16(float f) {
     const uint32_t bits = f32_to_bits(f);
     const uint32_t sign = (bits >> 16) & 0x8000;
     const uint32_t abs = bits & 0x7fffffff;
-    if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00);  // NaN
+    if (abs > 0x7f800000u) return uint16_t(sign | 0x7e00);   // NaN
     if (abs >= 0x477ff000u) return uint16_t(sign | 0x7c00);  // rounds to infinity
     if (abs < 0x38800000u) {
         // Result is subnormal or zero: add 0.5 (as a float) so the FPU does the rounding.
@@ -50,7 +50,9 @@ inline uint16_t f32_to_fp16(float f) {
     return uint16_t(sign | (rounded >> 13));
 }
 
-inline float bf16_to_f32(uint16_t h) { return bits_to_f32(uint32_t(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+    return bits_to_f32(uint32_t(h) << 16);
+}
 
 inline uint16_t f32_to_bf16(float f) {
     const uint32_t bits = f32_to_bits(f);

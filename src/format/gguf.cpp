@@ -19,7 +19,7 @@ constexpr size_t kMaxKeyLength = 65535;
 // Reads little-endian values from the file with a bounds check on every read. `field` names what
 // is being read so that every error can say exactly where the file went wrong.
 class Cursor {
-public:
+  public:
     Cursor(std::span<const uint8_t> bytes, const std::string& name) : bytes_(bytes), name_(name) {}
 
     uint64_t pos() const { return pos_; }
@@ -68,21 +68,26 @@ public:
         return true;
     }
 
-private:
+  private:
     std::span<const uint8_t> bytes_;
     const std::string& name_;
     uint64_t pos_ = 0;
 };
 
-bool valid_value_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::f64); }
+bool valid_value_type(uint32_t t) {
+    return t <= static_cast<uint32_t>(ValueType::f64);
+}
 
 // Smallest number of bytes one value of this type can occupy: bounds element counts before any
 // allocation.
 uint64_t min_encoded_size(ValueType type) {
     switch (type) {
-        case ValueType::string: return 8;      // length
-        case ValueType::array: return 4 + 8;  // element type + count
-        default: return value_type_size(type);
+        case ValueType::string:
+            return 8;  // length
+        case ValueType::array:
+            return 4 + 8;  // element type + count
+        default:
+            return value_type_size(type);
     }
 }
 
@@ -97,8 +102,9 @@ std::string printable(std::string_view s) {
 }
 
 class Parser {
-public:
-    Parser(std::span<const uint8_t> bytes, const std::string& name) : cur_(bytes, name), name_(name) {}
+  public:
+    Parser(std::span<const uint8_t> bytes, const std::string& name)
+        : cur_(bytes, name), name_(name) {}
 
     Value parse_value(ValueType type, const std::string& field, int depth) {
         Value v;
@@ -178,7 +184,9 @@ void check_header(Cursor& cur, const std::string& name, uint64_t size, uint32_t&
         char text[5] = {};
         std::memcpy(text, &magic, 4);
         for (char& c : text) {
-            if (c != 0 && (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f)) c = '?';
+            if (c != 0 &&
+                (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f))
+                c = '?';
         }
         if (magic == 0x67676d6c || magic == 0x67676d66 || magic == 0x67676a74) {
             fail(ErrorKind::bad_file,
@@ -215,19 +223,32 @@ void check_header(Cursor& cur, const std::string& name, uint64_t size, uint32_t&
 
 const char* value_type_name(ValueType type) {
     switch (type) {
-        case ValueType::u8: return "u8";
-        case ValueType::i8: return "i8";
-        case ValueType::u16: return "u16";
-        case ValueType::i16: return "i16";
-        case ValueType::u32: return "u32";
-        case ValueType::i32: return "i32";
-        case ValueType::f32: return "f32";
-        case ValueType::boolean: return "bool";
-        case ValueType::string: return "string";
-        case ValueType::array: return "array";
-        case ValueType::u64: return "u64";
-        case ValueType::i64: return "i64";
-        case ValueType::f64: return "f64";
+        case ValueType::u8:
+            return "u8";
+        case ValueType::i8:
+            return "i8";
+        case ValueType::u16:
+            return "u16";
+        case ValueType::i16:
+            return "i16";
+        case ValueType::u32:
+            return "u32";
+        case ValueType::i32:
+            return "i32";
+        case ValueType::f32:
+            return "f32";
+        case ValueType::boolean:
+            return "bool";
+        case ValueType::string:
+            return "string";
+        case ValueType::array:
+            return "array";
+        case ValueType::u64:
+            return "u64";
+        case ValueType::i64:
+            return "i64";
+        case ValueType::f64:
+            return "f64";
     }
     return "?";
 }
@@ -236,17 +257,22 @@ size_t value_type_size(ValueType type) {
     switch (type) {
         case ValueType::u8:
         case ValueType::i8:
-        case ValueType::boolean: return 1;
+        case ValueType::boolean:
+            return 1;
         case ValueType::u16:
-        case ValueType::i16: return 2;
+        case ValueType::i16:
+            return 2;
         case ValueType::u32:
         case ValueType::i32:
-        case ValueType::f32: return 4;
+        case ValueType::f32:
+            return 4;
         case ValueType::u64:
         case ValueType::i64:
-        case ValueType::f64: return 8;
+        case ValueType::f64:
+            return 8;
         case ValueType::string:
-        case ValueType::array: return 0;
+        case ValueType::array:
+            return 0;
     }
     return 0;
 }
@@ -271,12 +297,16 @@ bool scalar_is_integer(ValueType t) {
         case ValueType::i32:
         case ValueType::u64:
         case ValueType::i64:
-        case ValueType::boolean: return true;
-        default: return false;
+        case ValueType::boolean:
+            return true;
+        default:
+            return false;
     }
 }
 
-bool scalar_is_float(ValueType t) { return t == ValueType::f32 || t == ValueType::f64; }
+bool scalar_is_float(ValueType t) {
+    return t == ValueType::f32 || t == ValueType::f64;
+}
 
 // Integer value as i128-like pair: (is_negative, magnitude) avoids losing u64 values above i64 max.
 struct IntValue {
@@ -290,15 +320,24 @@ IntValue load_int(ValueType t, const uint8_t* p) {
     };
     switch (t) {
         case ValueType::u8:
-        case ValueType::boolean: return {false, load<uint8_t>(p)};
-        case ValueType::i8: return from_signed(load<int8_t>(p));
-        case ValueType::u16: return {false, load<uint16_t>(p)};
-        case ValueType::i16: return from_signed(load<int16_t>(p));
-        case ValueType::u32: return {false, load<uint32_t>(p)};
-        case ValueType::i32: return from_signed(load<int32_t>(p));
-        case ValueType::u64: return {false, load<uint64_t>(p)};
-        case ValueType::i64: return from_signed(load<int64_t>(p));
-        default: return {false, 0};
+        case ValueType::boolean:
+            return {false, load<uint8_t>(p)};
+        case ValueType::i8:
+            return from_signed(load<int8_t>(p));
+        case ValueType::u16:
+            return {false, load<uint16_t>(p)};
+        case ValueType::i16:
+            return from_signed(load<int16_t>(p));
+        case ValueType::u32:
+            return {false, load<uint32_t>(p)};
+        case ValueType::i32:
+            return from_signed(load<int32_t>(p));
+        case ValueType::u64:
+            return {false, load<uint64_t>(p)};
+        case ValueType::i64:
+            return from_signed(load<int64_t>(p));
+        default:
+            return {false, 0};
     }
 }
 
@@ -308,11 +347,16 @@ double load_float(ValueType t, const uint8_t* p) {
 
 }  // namespace
 
-bool Value::is_integer() const { return scalar_is_integer(type); }
-bool Value::is_float() const { return scalar_is_float(type); }
+bool Value::is_integer() const {
+    return scalar_is_integer(type);
+}
+bool Value::is_float() const {
+    return scalar_is_float(type);
+}
 
 int64_t Value::as_i64() const {
-    if (!is_integer()) fail(ErrorKind::bad_file, "value of type {} is not an integer", value_type_name(type));
+    if (!is_integer())
+        fail(ErrorKind::bad_file, "value of type {} is not an integer", value_type_name(type));
     const IntValue v = load_int(type, data);
     if (!v.negative && v.magnitude > uint64_t(std::numeric_limits<int64_t>::max())) {
         fail(ErrorKind::bad_file, "integer value {} does not fit in i64", v.magnitude);
@@ -321,7 +365,8 @@ int64_t Value::as_i64() const {
 }
 
 uint64_t Value::as_u64() const {
-    if (!is_integer()) fail(ErrorKind::bad_file, "value of type {} is not an integer", value_type_name(type));
+    if (!is_integer())
+        fail(ErrorKind::bad_file, "value of type {} is not an integer", value_type_name(type));
     const IntValue v = load_int(type, data);
     if (v.negative) fail(ErrorKind::bad_file, "integer value -{} is negative", v.magnitude);
     return v.magnitude;
@@ -418,8 +463,8 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
         }
         const uint32_t alignment = load<uint32_t>(a->data);
         if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
-            fail(ErrorKind::bad_file,
-                 "{}: general.alignment = {} is not a power of two", fname, alignment);
+            fail(ErrorKind::bad_file, "{}: general.alignment = {} is not a power of two", fname,
+                 alignment);
         }
         file.alignment_ = alignment;
     }
@@ -634,10 +679,10 @@ const Value* GgufFile::get_array(std::string_view key, ValueType elem) const {
     const Value* v = find(key);
     if (!v) return nullptr;
     const bool numeric_request = elem != ValueType::string && elem != ValueType::array;
-    const bool ok = v->type == ValueType::array &&
-                    (v->elem_type == elem ||
-                     (numeric_request && (scalar_is_integer(v->elem_type) ||
-                                          scalar_is_float(v->elem_type))));
+    const bool ok =
+        v->type == ValueType::array &&
+        (v->elem_type == elem ||
+         (numeric_request && (scalar_is_integer(v->elem_type) || scalar_is_float(v->elem_type))));
     if (!ok) {
         fail(ErrorKind::bad_file, "{}: metadata \"{}\" has type {}{}{}, expected array of {}",
              name_, key, value_type_name(v->type), v->type == ValueType::array ? " of " : "",
@@ -649,12 +694,16 @@ const Value* GgufFile::get_array(std::string_view key, ValueType elem) const {
 
 std::string value_to_string(const Value& value, size_t max_elements) {
     switch (value.type) {
-        case ValueType::string: return fmt::format("\"{}\"", printable(value.str));
-        case ValueType::boolean: return *value.data ? "true" : "false";
+        case ValueType::string:
+            return fmt::format("\"{}\"", printable(value.str));
+        case ValueType::boolean:
+            return *value.data ? "true" : "false";
         case ValueType::f32:
-        case ValueType::f64: return fmt::format("{}", value.as_f64());
+        case ValueType::f64:
+            return fmt::format("{}", value.as_f64());
         case ValueType::array: {
-            std::string out = fmt::format("[{} x {}] [", value.count, value_type_name(value.elem_type));
+            std::string out =
+                fmt::format("[{} x {}] [", value.count, value_type_name(value.elem_type));
             const uint64_t shown = std::min<uint64_t>(value.count, max_elements);
             for (uint64_t i = 0; i < shown; ++i) {
                 if (i) out += ", ";

@@ -74,8 +74,8 @@ struct TensorInfo {
     std::string_view name;
     uint32_t n_dims = 0;
     uint64_t ne[kMaxDims] = {1, 1, 1, 1};  // ne[0] is the fastest-varying (row length)
-    uint32_t type = 0;                      // ggml type id; known to the type table
-    uint64_t offset = 0;                    // relative to the start of the data section
+    uint32_t type = 0;                     // ggml type id; known to the type table
+    uint64_t offset = 0;                   // relative to the start of the data section
     uint64_t n_elements = 0;
     uint64_t n_bytes = 0;
     const uint8_t* data = nullptr;  // null when the data section was not loaded (header-only)
@@ -88,7 +88,7 @@ struct ParseOptions {
 };
 
 class GgufFile {
-public:
+  public:
     // `name` is used in error messages only (normally the path).
     static GgufFile parse(std::span<const uint8_t> bytes, std::string name,
                           const ParseOptions& options = {});
@@ -117,7 +117,7 @@ public:
     // An array with elements of `elem` type (any numeric type for numeric requests).
     const Value* get_array(std::string_view key, ValueType elem) const;
 
-private:
+  private:
     std::string name_;
     uint32_t version_ = 0;
     uint32_t alignment_ = kDefaultAlignment;

@@ -43,7 +43,9 @@ std::vector<uint8_t> numeric_array(ValueType elem, std::span<const T> v) {
 // Re-encodes a parsed value's payload (everything after its type tag).
 void encode_value(std::vector<uint8_t>& out, const Value& v) {
     switch (v.type) {
-        case ValueType::string: put_string(out, v.str); return;
+        case ValueType::string:
+            put_string(out, v.str);
+            return;
         case ValueType::array: {
             put<uint32_t>(out, static_cast<uint32_t>(v.elem_type));
             put<uint64_t>(out, v.count);
@@ -57,11 +59,15 @@ void encode_value(std::vector<uint8_t>& out, const Value& v) {
             }
             return;
         }
-        default: out.insert(out.end(), v.data, v.data + value_type_size(v.type)); return;
+        default:
+            out.insert(out.end(), v.data, v.data + value_type_size(v.type));
+            return;
     }
 }
 
-uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+uint64_t align_up(uint64_t x, uint64_t a) {
+    return (x + a - 1) / a * a;
+}
 
 }  // namespace
 
@@ -83,16 +89,36 @@ void GgufWriter::set_raw(std::string_view key, ValueType type, std::vector<uint8
     entries_.push_back({std::string(key), static_cast<uint32_t>(type), std::move(payload)});
 }
 
-void GgufWriter::set_u8(std::string_view k, uint8_t v) { set_raw(k, ValueType::u8, scalar(v)); }
-void GgufWriter::set_i8(std::string_view k, int8_t v) { set_raw(k, ValueType::i8, scalar(v)); }
-void GgufWriter::set_u16(std::string_view k, uint16_t v) { set_raw(k, ValueType::u16, scalar(v)); }
-void GgufWriter::set_i16(std::string_view k, int16_t v) { set_raw(k, ValueType::i16, scalar(v)); }
-void GgufWriter::set_u32(std::string_view k, uint32_t v) { set_raw(k, ValueType::u32, scalar(v)); }
-void GgufWriter::set_i32(std::string_view k, int32_t v) { set_raw(k, ValueType::i32, scalar(v)); }
-void GgufWriter::set_u64(std::string_view k, uint64_t v) { set_raw(k, ValueType::u64, scalar(v)); }
-void GgufWriter::set_i64(std::string_view k, int64_t v) { set_raw(k, ValueType::i64, scalar(v)); }
-void GgufWriter::set_f32(std::string_view k, float v) { set_raw(k, ValueType::f32, scalar(v)); }
-void GgufWriter::set_f64(std::string_view k, double v) { set_raw(k, ValueType::f64, scalar(v)); }
+void GgufWriter::set_u8(std::string_view k, uint8_t v) {
+    set_raw(k, ValueType::u8, scalar(v));
+}
+void GgufWriter::set_i8(std::string_view k, int8_t v) {
+    set_raw(k, ValueType::i8, scalar(v));
+}
+void GgufWriter::set_u16(std::string_view k, uint16_t v) {
+    set_raw(k, ValueType::u16, scalar(v));
+}
+void GgufWriter::set_i16(std::string_view k, int16_t v) {
+    set_raw(k, ValueType::i16, scalar(v));
+}
+void GgufWriter::set_u32(std::string_view k, uint32_t v) {
+    set_raw(k, ValueType::u32, scalar(v));
+}
+void GgufWriter::set_i32(std::string_view k, int32_t v) {
+    set_raw(k, ValueType::i32, scalar(v));
+}
+void GgufWriter::set_u64(std::string_view k, uint64_t v) {
+    set_raw(k, ValueType::u64, scalar(v));
+}
+void GgufWriter::set_i64(std::string_view k, int64_t v) {
+    set_raw(k, ValueType::i64, scalar(v));
+}
+void GgufWriter::set_f32(std::string_view k, float v) {
+    set_raw(k, ValueType::f32, scalar(v));
+}
+void GgufWriter::set_f64(std::string_view k, double v) {
+    set_raw(k, ValueType::f64, scalar(v));
+}
 void GgufWriter::set_bool(std::string_view k, bool v) {
     set_raw(k, ValueType::boolean, scalar<uint8_t>(v ? 1 : 0));
 }
@@ -135,7 +161,7 @@ bool GgufWriter::has(std::string_view key) const {
 }
 
 GgufWriter::Tensor& GgufWriter::add_tensor_info(std::string_view name, GgmlType type,
-                                                 std::vector<uint64_t> ne) {
+                                                std::vector<uint64_t> ne) {
     const auto layout = ggml_layout(static_cast<uint32_t>(type));
     if (!layout) fail(ErrorKind::invalid_argument, "tensor {}: unknown type", name);
     if (ne.empty() || ne.size() > size_t(kMaxDims)) {
@@ -202,7 +228,9 @@ std::vector<uint8_t> GgufWriter::header_bytes() const {
     return out;
 }
 
-uint64_t GgufWriter::total_bytes() const { return header_bytes().size() + data_size_; }
+uint64_t GgufWriter::total_bytes() const {
+    return header_bytes().size() + data_size_;
+}
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
     std::vector<uint8_t> out = header_bytes();

@@ -17,7 +17,7 @@
 namespace mw::gguf {
 
 class GgufWriter {
-public:
+  public:
     explicit GgufWriter(uint32_t alignment = kDefaultAlignment);
 
     void set_u8(std::string_view key, uint8_t v);
@@ -62,7 +62,7 @@ public:
     // to plan the memory of a model that exists only as a description.
     std::vector<uint8_t> header_bytes() const;
 
-private:
+  private:
     struct Entry {
         std::string key;
         uint32_t type;

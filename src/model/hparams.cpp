@@ -14,9 +14,9 @@ struct ArchInfo {
 };
 
 constexpr ArchInfo kArchs[] = {
-    {"llama", RopeStyle::normal, false},   {"mistral", RopeStyle::normal, false},
-    {"qwen2", RopeStyle::neox, false},     {"qwen3", RopeStyle::neox, false},
-    {"qwen2moe", RopeStyle::neox, true},   {"qwen3moe", RopeStyle::neox, true},
+    {"llama", RopeStyle::normal, false}, {"mistral", RopeStyle::normal, false},
+    {"qwen2", RopeStyle::neox, false},   {"qwen3", RopeStyle::neox, false},
+    {"qwen2moe", RopeStyle::neox, true}, {"qwen3moe", RopeStyle::neox, true},
 };
 
 const ArchInfo* find_arch(const std::string& arch) {
@@ -62,7 +62,9 @@ std::optional<uint32_t> get_arch_u32(const gguf::GgufFile& f, const std::string&
 
 uint32_t require_u32(const gguf::GgufFile& f, const std::string& arch, const std::string& key) {
     const auto v = get_arch_u32(f, arch, key);
-    if (!v) fail(ErrorKind::bad_file, "{}: required metadata \"{}.{}\" is missing", f.name(), arch, key);
+    if (!v)
+        fail(ErrorKind::bad_file, "{}: required metadata \"{}.{}\" is missing", f.name(), arch,
+             key);
     return *v;
 }
 
@@ -76,14 +78,19 @@ void check_range(const gguf::GgufFile& f, const char* what, uint64_t value, uint
 
 }  // namespace
 
-bool is_supported_arch(const std::string& arch) { return find_arch(arch) != nullptr; }
+bool is_supported_arch(const std::string& arch) {
+    return find_arch(arch) != nullptr;
+}
 
-const char* supported_archs() { return "llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe"; }
+const char* supported_archs() {
+    return "llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe";
+}
 
 HParams read_hparams(const gguf::GgufFile& f) {
     HParams hp;
     const auto arch = f.get_string("general.architecture");
-    if (!arch) fail(ErrorKind::bad_file, "{}: metadata \"general.architecture\" is missing", f.name());
+    if (!arch)
+        fail(ErrorKind::bad_file, "{}: metadata \"general.architecture\" is missing", f.name());
     hp.arch = std::string(*arch);
     const ArchInfo* info = find_arch(hp.arch);
     if (!info) {
@@ -135,7 +142,8 @@ HParams read_hparams(const gguf::GgufFile& f) {
     }
     hp.rope_freq_base = f.get_f32(a + ".rope.freq_base").value_or(10000.0f);
     if (!(hp.rope_freq_base > 1.0f)) {
-        fail(ErrorKind::bad_file, "{}: rope.freq_base = {} must be > 1", f.name(), hp.rope_freq_base);
+        fail(ErrorKind::bad_file, "{}: rope.freq_base = {} must be > 1", f.name(),
+             hp.rope_freq_base);
     }
     float scale_factor = 0.0f;
     if (const auto factor = f.get_f32(a + ".rope.scaling.factor")) scale_factor = *factor;
@@ -143,19 +151,21 @@ HParams read_hparams(const gguf::GgufFile& f) {
     std::string scaling_type = "none";
     if (const auto t = f.get_string(a + ".rope.scaling.type")) scaling_type = std::string(*t);
     if (scaling_type == "none" || scaling_type.empty()) {
-        hp.rope_scaling = scale_factor > 0.0f && scale_factor != 1.0f ? RopeScaling::linear
-                                                                        : RopeScaling::none;
+        hp.rope_scaling =
+            scale_factor > 0.0f && scale_factor != 1.0f ? RopeScaling::linear : RopeScaling::none;
     } else if (scaling_type == "linear") {
         hp.rope_scaling = RopeScaling::linear;
     } else if (scaling_type == "yarn") {
         hp.rope_scaling = RopeScaling::yarn;
     } else {
-        fail(ErrorKind::unsupported, "{}: rope.scaling.type = \"{}\" is not supported (none, linear, yarn)",
-             f.name(), scaling_type);
+        fail(ErrorKind::unsupported,
+             "{}: rope.scaling.type = \"{}\" is not supported (none, linear, yarn)", f.name(),
+             scaling_type);
     }
     if (hp.rope_scaling != RopeScaling::none) {
         if (!(scale_factor > 0.0f && std::isfinite(scale_factor))) {
-            fail(ErrorKind::bad_file, "{}: rope.scaling.factor = {} must be > 0", f.name(), scale_factor);
+            fail(ErrorKind::bad_file, "{}: rope.scaling.factor = {} must be > 0", f.name(),
+                 scale_factor);
         }
         hp.rope_freq_scale = 1.0f / scale_factor;
     }
@@ -175,14 +185,14 @@ HParams read_hparams(const gguf::GgufFile& f) {
     if (hp.n_expert > 0) {
         check_range(f, "expert_used_count", hp.n_expert_used, 1, hp.n_expert);
         hp.n_ff_expert = get_arch_u32(f, a, "expert_feed_forward_length").value_or(hp.n_ff);
-        hp.n_ff_shared_expert =
-            get_arch_u32(f, a, "expert_shared_feed_forward_length").value_or(0);
+        hp.n_ff_shared_expert = get_arch_u32(f, a, "expert_shared_feed_forward_length").value_or(0);
         check_range(f, "expert_feed_forward_length", hp.n_ff_expert, 1, 1u << 20);
         // Mixtral renormalises the top-k weights; qwen2moe does not; qwen3moe does by default.
         const bool default_norm = hp.arch != "qwen2moe";
         hp.expert_weights_norm = f.get_bool(a + ".expert_weights_norm").value_or(default_norm);
     } else if (info->moe) {
-        fail(ErrorKind::bad_file, "{}: {} model without {}.expert_count", f.name(), hp.arch, hp.arch);
+        fail(ErrorKind::bad_file, "{}: {} model without {}.expert_count", f.name(), hp.arch,
+             hp.arch);
     } else if (hp.n_ff == 0) {
         fail(ErrorKind::bad_file, "{}: required metadata \"{}.feed_forward_length\" is missing",
              f.name(), hp.arch);

@@ -18,7 +18,8 @@ const TypeTraits& kv_traits(GgmlType type, uint32_t head_dim, const char* which)
     }
     if (head_dim % t->block_size != 0) {
         fail(ErrorKind::invalid_argument,
-             "KV cache type {} for {} needs a head size that is a multiple of {}, this model's is {}",
+             "KV cache type {} for {} needs a head size that is a multiple of {}, this model's is "
+             "{}",
              name, which, t->block_size, head_dim);
     }
     return *t;
@@ -59,20 +60,21 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_
     v_ = k_ + k_bytes;
 }
 
-void KvCache::discard(uint32_t n_keep, uint32_t n_discard, const RopeParams& rope,
-                      Parallel& par) {
+void KvCache::discard(uint32_t n_keep, uint32_t n_discard, const RopeParams& rope, Parallel& par) {
     if (uint64_t(n_keep) + n_discard > n_past_) {
         fail(ErrorKind::invalid_argument,
-             "context shift: cannot keep {} tokens and discard {} more, only {} are cached",
-             n_keep, n_discard, n_past_);
+             "context shift: cannot keep {} tokens and discard {} more, only {} are cached", n_keep,
+             n_discard, n_past_);
     }
     if (n_discard == 0) return;
     const uint32_t first_moved = n_keep + n_discard;
     const uint32_t n_moved = n_past_ - first_moved;
     for (uint32_t il = 0; il < n_layer_; ++il) {
         for (uint32_t h = 0; h < n_head_kv_; ++h) {
-            std::memmove(k_row(il, h, n_keep), k_row(il, h, first_moved), size_t(n_moved) * k_row_bytes_);
-            std::memmove(v_row(il, h, n_keep), v_row(il, h, first_moved), size_t(n_moved) * v_row_bytes_);
+            std::memmove(k_row(il, h, n_keep), k_row(il, h, first_moved),
+                         size_t(n_moved) * k_row_bytes_);
+            std::memmove(v_row(il, h, n_keep), v_row(il, h, first_moved),
+                         size_t(n_moved) * v_row_bytes_);
         }
     }
     n_past_ -= n_discard;
@@ -86,8 +88,8 @@ void KvCache::discard(uint32_t n_keep, uint32_t n_discard, const RopeParams& rop
         const Range r = split_range(n_rows, ith, nth);
         for (int64_t i = r.begin; i < r.end; ++i) {
             const int64_t layer_head = i / n_moved;
-            uint8_t* row = k_row(uint32_t(layer_head / n_head_kv_), uint32_t(layer_head % n_head_kv_),
-                                 n_keep + uint32_t(i % n_moved));
+            uint8_t* row = k_row(uint32_t(layer_head / n_head_kv_),
+                                 uint32_t(layer_head % n_head_kv_), n_keep + uint32_t(i % n_moved));
             k_traits_->to_float(row, key.data(), head_dim_k_);
             rope_apply(rope, cos_sin.data(), key.data(), 1, int(head_dim_k_));
             k_traits_->from_float(key.data(), row, head_dim_k_);

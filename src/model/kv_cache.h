@@ -16,7 +16,7 @@
 namespace mw {
 
 class KvCache {
-public:
+  public:
     // Throws ErrorKind::invalid_argument for a type that cannot hold a head (block size must
     // divide the head size) and out_of_memory when the allocation fails.
     KvCache(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_type);
@@ -37,10 +37,12 @@ public:
     }
     // A layer's keys or values, as attention reads them.
     KvRows keys(uint32_t layer) const {
-        return {k_ + offset(layer, 0, 0, k_row_bytes_), k_row_bytes_, k_row_bytes_ * n_ctx_, k_traits_};
+        return {k_ + offset(layer, 0, 0, k_row_bytes_), k_row_bytes_, k_row_bytes_ * n_ctx_,
+                k_traits_};
     }
     KvRows values(uint32_t layer) const {
-        return {v_ + offset(layer, 0, 0, v_row_bytes_), v_row_bytes_, v_row_bytes_ * n_ctx_, v_traits_};
+        return {v_ + offset(layer, 0, 0, v_row_bytes_), v_row_bytes_, v_row_bytes_ * n_ctx_,
+                v_traits_};
     }
 
     // Context shift: forgets positions [n_keep, n_keep + n_discard) and moves the later ones
@@ -54,7 +56,7 @@ public:
     static uint64_t bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type,
                                  GgmlType v_type);
 
-private:
+  private:
     size_t offset(uint32_t layer, uint32_t head, uint32_t pos, size_t row) const {
         return ((size_t(layer) * n_head_kv_ + head) * n_ctx_ + pos) * row;
     }

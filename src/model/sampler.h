@@ -20,14 +20,14 @@ struct SamplerParams {
 };
 
 class Sampler {
-public:
+  public:
     explicit Sampler(const SamplerParams& params);
 
     int32_t sample(const float* logits, int32_t n_vocab);
     void accept(int32_t token);
     void reset();
 
-private:
+  private:
     struct Candidate {
         int32_t id;
         float logit;

@@ -276,6 +276,8 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
     return fit_row_length(t, ne0);
 }
 
-GgmlType row_length_fallback(GgmlType type, int64_t ne0) { return fit_row_length(type, ne0); }
+GgmlType row_length_fallback(GgmlType type, int64_t ne0) {
+    return fit_row_length(type, ne0);
+}
 
 }  // namespace mw

@@ -16,12 +16,18 @@ void set_api_last_error(const std::string& message);
 
 inline mw_status status_of(ErrorKind kind) {
     switch (kind) {
-        case ErrorKind::invalid_argument: return MW_ERR_INVALID_ARGUMENT;
-        case ErrorKind::bad_file: return MW_ERR_BAD_FILE;
-        case ErrorKind::io: return MW_ERR_IO;
-        case ErrorKind::unsupported: return MW_ERR_UNSUPPORTED;
-        case ErrorKind::out_of_memory: return MW_ERR_OUT_OF_MEMORY;
-        case ErrorKind::context_full: return MW_ERR_CONTEXT_FULL;
+        case ErrorKind::invalid_argument:
+            return MW_ERR_INVALID_ARGUMENT;
+        case ErrorKind::bad_file:
+            return MW_ERR_BAD_FILE;
+        case ErrorKind::io:
+            return MW_ERR_IO;
+        case ErrorKind::unsupported:
+            return MW_ERR_UNSUPPORTED;
+        case ErrorKind::out_of_memory:
+            return MW_ERR_OUT_OF_MEMORY;
+        case ErrorKind::context_full:
+            return MW_ERR_CONTEXT_FULL;
     }
     return MW_ERR_INTERNAL;
 }

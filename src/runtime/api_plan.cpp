@@ -17,8 +17,6 @@ namespace {
 
 using mw::guarded;
 
-
-
 // A malloc'ed copy for the caller (freed by mw_free_string).
 char* to_c_string(const std::string& s) {
     char* out = static_cast<char*>(std::malloc(s.size() + 1));

@@ -13,13 +13,16 @@ mw_status mw_synth(const char* preset, const char* type, uint64_t seed, const ch
                    mw_progress_fn progress, void* user_data) {
     return mw::guarded([&] {
         if (!preset || !type || !path) {
-            mw::fail(mw::ErrorKind::invalid_argument, "mw_synth: preset, type and path are required");
+            mw::fail(mw::ErrorKind::invalid_argument,
+                     "mw_synth: preset, type and path are required");
         }
         const auto recipe = mw::recipe_from_name(type);
         if (!recipe) {
             std::string names;
-            for (mw::QuantRecipe r : mw::all_recipes()) names += std::string(names.empty() ? "" : ", ") + mw::recipe_name(r);
-            mw::fail(mw::ErrorKind::invalid_argument, "synth: unknown type \"{}\" (types: {})", type, names);
+            for (mw::QuantRecipe r : mw::all_recipes())
+                names += std::string(names.empty() ? "" : ", ") + mw::recipe_name(r);
+            mw::fail(mw::ErrorKind::invalid_argument, "synth: unknown type \"{}\" (types: {})",
+                     type, names);
         }
         mw::SynthOptions options;
         options.preset = preset;

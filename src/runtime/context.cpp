@@ -8,7 +8,9 @@
 
 namespace mw {
 
-uint32_t default_context_size(const HParams& hp) { return std::min<uint32_t>(hp.n_ctx_train, 4096); }
+uint32_t default_context_size(const HParams& hp) {
+    return std::min<uint32_t>(hp.n_ctx_train, 4096);
+}
 
 namespace {
 
@@ -27,7 +29,9 @@ std::vector<int> auto_thread_candidates() {
     return c;
 }
 
-uint64_t matrix_bytes(const WeightMatrix& w) { return uint64_t(w.row_bytes) * uint64_t(w.n_rows); }
+uint64_t matrix_bytes(const WeightMatrix& w) {
+    return uint64_t(w.row_bytes) * uint64_t(w.n_rows);
+}
 
 // Bytes of one expert's gate, up and down matrices (every MoE layer has the same shapes).
 uint64_t one_expert_bytes(const Model& m) {
@@ -49,8 +53,9 @@ Context::Context(const LoadedModel& model, const ContextParams& params)
     : model_(model),
       pool_(pool_size(params)),
       kv_(model.model.hp, resolve_n_ctx(model, params), params.type_k, params.type_v),
-      scratch_(model.model, std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
-                                                 resolve_n_ctx(model, params)),
+      scratch_(model.model,
+               std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
+                                    resolve_n_ctx(model, params)),
                resolve_n_ctx(model, params), pool_.n_threads()) {
     logits_.reserve(model.model.hp.n_vocab);
     const Model& m = model.model;
@@ -74,7 +79,8 @@ void Context::tune_threads() {
         for (uint32_t i = 0; i < kWarmup; ++i) decode(&token, 1, false);
         const auto start = std::chrono::steady_clock::now();
         for (uint32_t i = 0; i < kSteps; ++i) decode(&token, 1, false);
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const double rate = kSteps / s;
         thread_trials_.push_back({n, rate});
         // Prefer fewer threads unless more are clearly (3 %) faster.
@@ -93,8 +99,9 @@ void Context::decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits) 
     if (n_tokens == 0) fail(ErrorKind::invalid_argument, "decode: empty batch");
     for (uint32_t i = 0; i < n_tokens; ++i) {
         if (tokens[i] < 0 || uint32_t(tokens[i]) >= hp.n_vocab) {
-            fail(ErrorKind::invalid_argument, "decode: token {} at batch index {} is out of range [0, {})",
-                 tokens[i], i, hp.n_vocab);
+            fail(ErrorKind::invalid_argument,
+                 "decode: token {} at batch index {} is out of range [0, {})", tokens[i], i,
+                 hp.n_vocab);
         }
     }
     if (uint64_t(kv_.n_past()) + n_tokens > kv_.n_ctx()) {
@@ -116,14 +123,16 @@ void Context::decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits) 
         forward(model_.model, kv_, scratch_, pool_, tokens + done, chunk, out, all_logits);
         done += chunk;
     }
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (n_tokens > 1) {
         perf_.prompt_ms += ms;
         perf_.n_prompt_tokens += n_tokens;
     } else {
         perf_.decode_ms += ms;
         perf_.n_decode_tokens += 1;
-        perf_.decode_weight_bytes += dense_bytes_per_token_ + scratch_.experts_read() * expert_bytes_;
+        perf_.decode_weight_bytes +=
+            dense_bytes_per_token_ + scratch_.experts_read() * expert_bytes_;
     }
 }
 

@@ -13,9 +13,9 @@
 namespace mw {
 
 struct ContextParams {
-    uint32_t n_ctx = 0;     // 0: min(training context, 4096)
+    uint32_t n_ctx = 0;  // 0: min(training context, 4096)
     uint32_t n_batch = 512;
-    int n_threads = 0;      // 0: default_thread_count(); < 0: measure a few counts, keep the fastest
+    int n_threads = 0;  // 0: default_thread_count(); < 0: measure a few counts, keep the fastest
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
 };
@@ -31,7 +31,7 @@ struct Perf {
 };
 
 class Context {
-public:
+  public:
     Context(const LoadedModel& model, const ContextParams& params);
 
     // Appends tokens (split into n_batch chunks); throws ErrorKind::invalid_argument for bad token
@@ -58,7 +58,7 @@ public:
     // For -t auto: decode tok/s measured for each thread count tried (empty otherwise).
     const std::vector<std::pair<int, double>>& thread_trials() const { return thread_trials_; }
 
-private:
+  private:
     void tune_threads();
 
     const LoadedModel& model_;

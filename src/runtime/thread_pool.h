@@ -15,7 +15,7 @@
 namespace mw {
 
 class ThreadPool final : public Parallel {
-public:
+  public:
     explicit ThreadPool(int n_threads);
     ~ThreadPool() override;
     ThreadPool(const ThreadPool&) = delete;
@@ -28,7 +28,7 @@ public:
     void set_active(int n);
     void run(void (*fn)(void* ctx, int ith, int nth), void* ctx) override;
 
-private:
+  private:
     void worker(int ith);
 
     int n_threads_;

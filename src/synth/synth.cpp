@@ -58,17 +58,28 @@ struct ScaleFields {
 
 ScaleFields scale_fields(GgmlType type) {
     switch (type) {
-        case GgmlType::Q4_0: return {0, 0.004f, -1, 0};
-        case GgmlType::Q4_1: return {0, 0.004f, 2, -0.03f};
-        case GgmlType::Q5_0: return {0, 0.002f, -1, 0};
-        case GgmlType::Q5_1: return {0, 0.002f, 2, -0.031f};
-        case GgmlType::Q8_0: return {0, 0.0003f, -1, 0};
-        case GgmlType::Q2_K: return {80, 0.002f, 82, 0.001f};
-        case GgmlType::Q3_K: return {108, 0.0006f, -1, 0};
-        case GgmlType::Q4_K: return {0, 0.0003f, 2, 0.003f};
-        case GgmlType::Q5_K: return {0, 0.00015f, 2, 0.003f};
-        case GgmlType::Q6_K: return {208, 0.000015f, -1, 0};
-        default: fail(ErrorKind::invalid_argument, "synth: no random block generator for this type");
+        case GgmlType::Q4_0:
+            return {0, 0.004f, -1, 0};
+        case GgmlType::Q4_1:
+            return {0, 0.004f, 2, -0.03f};
+        case GgmlType::Q5_0:
+            return {0, 0.002f, -1, 0};
+        case GgmlType::Q5_1:
+            return {0, 0.002f, 2, -0.031f};
+        case GgmlType::Q8_0:
+            return {0, 0.0003f, -1, 0};
+        case GgmlType::Q2_K:
+            return {80, 0.002f, 82, 0.001f};
+        case GgmlType::Q3_K:
+            return {108, 0.0006f, -1, 0};
+        case GgmlType::Q4_K:
+            return {0, 0.0003f, 2, 0.003f};
+        case GgmlType::Q5_K:
+            return {0, 0.00015f, 2, 0.003f};
+        case GgmlType::Q6_K:
+            return {208, 0.000015f, -1, 0};
+        default:
+            fail(ErrorKind::invalid_argument, "synth: no random block generator for this type");
     }
 }
 
@@ -182,7 +193,8 @@ std::vector<SynthPreset> synth_presets() {
     moe.n_expert_used = 2;
     moe.n_ff_expert = 2048;
     moe.rope_freq_base = 1e4f;
-    presets.push_back({moe.id, "8 experts, top-2, 16 layers x 2048 (1.9 B total, 0.7 B active)", moe});
+    presets.push_back(
+        {moe.id, "8 experts, top-2, 16 layers x 2048 (1.9 B total, 0.7 B active)", moe});
     // The dense model with the MoE preset's active size: its two experts as one FFN.
     ModelSpec dense = make_spec("mixtral-small-dense", "Dense equivalent of mixtral-small-moe",
                                 "llama", 32000, 2048, 16, 32, 8, 4096);
@@ -216,9 +228,10 @@ ModelSpec synth_preset(std::string_view id) {
 void write_synth_model(const SynthOptions& options, const std::string& path,
                        const std::function<void(const SynthProgress&)>& progress) {
     const ModelSpec spec = synth_preset(options.preset);
-    gguf::GgufWriter w = spec_gguf_writer(spec, options.recipe, [&](const TensorDesc& t, GgmlType type) {
-        return producer_for(t, type, tensor_seed(options.seed, t.name));
-    });
+    gguf::GgufWriter w =
+        spec_gguf_writer(spec, options.recipe, [&](const TensorDesc& t, GgmlType type) {
+            return producer_for(t, type, tensor_seed(options.seed, t.name));
+        });
     w.set_string("general.name", fmt::format("{} (synthetic {}, seed {})", spec.name,
                                              recipe_name(options.recipe), options.seed));
     w.set_u32("general.quantization_version", 2);
@@ -229,7 +242,8 @@ void write_synth_model(const SynthOptions& options, const std::string& path,
     w.write_file(path, [&](size_t done, size_t total) {
         p.tensors_done = done;
         p.tensors_total = total;
-        p.bytes_done = uint64_t(double(p.bytes_total) * double(done) / double(std::max<size_t>(total, 1)));
+        p.bytes_done =
+            uint64_t(double(p.bytes_total) * double(done) / double(std::max<size_t>(total, 1)));
         if (progress) progress(p);
     });
 }

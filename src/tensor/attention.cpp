@@ -49,9 +49,9 @@ void scale_scalar(float a, float* y, int n) {
     for (int i = 0; i < n; ++i) y[i] *= a;
 }
 
-constexpr AttentionKernels kScalar = {"scalar",     scores_scalar, accumulate_scalar,
-                                      exp_sum_scalar, scale_scalar, nullptr,
-                                      nullptr,      nullptr,       nullptr};
+constexpr AttentionKernels kScalar = {"scalar",       scores_scalar, accumulate_scalar,
+                                      exp_sum_scalar, scale_scalar,  nullptr,
+                                      nullptr,        nullptr,       nullptr};
 
 }  // namespace
 
@@ -61,7 +61,9 @@ const AttentionKernels& attention_kernels_avx2_set();
 const AttentionKernels& attention_kernels_avx512_set();
 #endif
 
-const AttentionKernels* attention_kernels_scalar() { return &kScalar; }
+const AttentionKernels* attention_kernels_scalar() {
+    return &kScalar;
+}
 
 const AttentionKernels* attention_kernels_avx2() {
 #if defined(__x86_64__)
@@ -99,11 +101,20 @@ const AttentionKernels& attention_kernels() {
 ToFloatFn attention_row_decoder(const AttentionKernels& kernels, const TypeTraits& traits) {
     ToFloatFn fn = nullptr;
     switch (traits.type) {
-        case GgmlType::F16: fn = kernels.f16_to_float; break;
-        case GgmlType::BF16: fn = kernels.bf16_to_float; break;
-        case GgmlType::Q8_0: fn = kernels.q8_0_to_float; break;
-        case GgmlType::Q4_0: fn = kernels.q4_0_to_float; break;
-        default: break;
+        case GgmlType::F16:
+            fn = kernels.f16_to_float;
+            break;
+        case GgmlType::BF16:
+            fn = kernels.bf16_to_float;
+            break;
+        case GgmlType::Q8_0:
+            fn = kernels.q8_0_to_float;
+            break;
+        case GgmlType::Q4_0:
+            fn = kernels.q4_0_to_float;
+            break;
+        default:
+            break;
     }
     return fn ? fn : traits.to_float;
 }
@@ -184,7 +195,7 @@ struct FloatRows {
 };
 
 class Worker {
-public:
+  public:
     Worker(const AttentionBatch& b, const Layout& l, float* ws, const AttentionKernels& kern)
         : b_(b),
           l_(l),
@@ -275,14 +286,15 @@ public:
         std::copy(acc_ + size_t(i) * b_.head_dim_v, acc_ + size_t(i + 1) * b_.head_dim_v, dst + 2);
     }
 
-private:
+  private:
     static FloatRows rows(const KvRows& kv, const uint8_t* head, uint32_t j0, int n, int head_dim,
                           ToFloatFn decode, float* buffer) {
         const uint8_t* first = head + size_t(j0) * kv.stride;
         if (kv.traits->type == GgmlType::F32 && kv.stride % sizeof(float) == 0) {
             return {reinterpret_cast<const float*>(first), int(kv.stride / sizeof(float))};
         }
-        for (int j = 0; j < n; ++j) decode(first + size_t(j) * kv.stride, buffer + size_t(j) * head_dim, head_dim);
+        for (int j = 0; j < n; ++j)
+            decode(first + size_t(j) * kv.stride, buffer + size_t(j) * head_dim, head_dim);
         return {buffer, head_dim};
     }
 
@@ -353,7 +365,8 @@ void attention(Parallel& par, const AttentionBatch& b, AttentionScratch& scratch
         n_split = int((n_kv_max + split_len - 1) / split_len);
     }
     const int64_t n_items = int64_t(b.n_head_kv) * n_tiles * n_split;
-    float* partials = scratch.buffer_.data() + scratch.per_thread_ * size_t(std::max(1, shape.n_threads));
+    float* partials =
+        scratch.buffer_.data() + scratch.per_thread_ * size_t(std::max(1, shape.n_threads));
 
     auto run_items = [&](int ith, int nth) {
         Worker w(b, l, scratch.buffer_.data() + size_t(ith) * scratch.per_thread_, kern);
@@ -389,8 +402,8 @@ void attention(Parallel& par, const AttentionBatch& b, AttentionScratch& scratch
     }
     if (n_split > 1) {
         for (int h = 0; h < b.n_head; ++h) {
-            merge_splits(partials + size_t(h) * n_split * (b.head_dim_v + 2), n_split,
-                         b.head_dim_v, b.out + size_t(h) * b.head_dim_v);
+            merge_splits(partials + size_t(h) * n_split * (b.head_dim_v + 2), n_split, b.head_dim_v,
+                         b.out + size_t(h) * b.head_dim_v);
         }
     }
 }

@@ -61,14 +61,14 @@ struct AttentionShape {
 
 // Per-thread working memory plus the partial states of split decoding; allocated once.
 class AttentionScratch {
-public:
+  public:
     AttentionScratch() = default;
     explicit AttentionScratch(const AttentionShape& shape);
     // What the constructor allocates (for memory planning).
     static uint64_t planned_bytes(const AttentionShape& shape);
     uint64_t bytes() const { return buffer_.size() * sizeof(float); }
 
-private:
+  private:
     friend void attention(Parallel&, const AttentionBatch&, AttentionScratch&);
     AttentionShape shape_{};
     size_t per_thread_ = 0;  // floats of one thread's workspace

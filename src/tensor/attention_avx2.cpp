@@ -31,7 +31,8 @@ void scores_rows(const float* q, const float* k, int ld_k, int n_k, int hd, floa
     const int whole = hd / 8 * 8;
     for (int j = 0; j < n_k; ++j) {
         const float* kj = k + size_t(j) * ld_k;
-        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                       _mm256_setzero_ps()};
         for (int d = 0; d < whole; d += 8) {
             const __m256 kv = _mm256_loadu_ps(kj + d);
             for (int r = 0; r < M; ++r) {
@@ -51,16 +52,20 @@ void scores_rows(const float* q, const float* k, int ld_k, int n_k, int hd, floa
     }
 }
 
-void scores(const float* q, int n_q, const float* k, int ld_k, int n_k, int hd, float* s, int ld_s) {
+void scores(const float* q, int n_q, const float* k, int ld_k, int n_k, int hd, float* s,
+            int ld_s) {
     int i = 0;
-    for (; i + 4 <= n_q; i += 4) scores_rows<4>(q + size_t(i) * hd, k, ld_k, n_k, hd, s + size_t(i) * ld_s, ld_s);
-    for (; i < n_q; ++i) scores_rows<1>(q + size_t(i) * hd, k, ld_k, n_k, hd, s + size_t(i) * ld_s, ld_s);
+    for (; i + 4 <= n_q; i += 4)
+        scores_rows<4>(q + size_t(i) * hd, k, ld_k, n_k, hd, s + size_t(i) * ld_s, ld_s);
+    for (; i < n_q; ++i)
+        scores_rows<1>(q + size_t(i) * hd, k, ld_k, n_k, hd, s + size_t(i) * ld_s, ld_s);
 }
 
 // acc_r += sum_j p_rj v_j for M queries: each value chunk is loaded once for all M, and the
 // accumulators stay in registers over the block.
 template <int M>
-void accumulate_rows(const float* p, int ld_p, const float* v, int ld_v, int n_v, int hd, float* acc) {
+void accumulate_rows(const float* p, int ld_p, const float* v, int ld_v, int n_v, int hd,
+                     float* acc) {
     const int whole = hd / 8 * 8;
     for (int d = 0; d < whole; d += 8) {
         __m256 a[M];
@@ -76,7 +81,8 @@ void accumulate_rows(const float* p, int ld_p, const float* v, int ld_v, int n_v
     for (int r = 0; r < M; ++r) {
         for (int j = 0; j < n_v; ++j) {
             const float prj = p[size_t(r) * ld_p + j];
-            for (int d = whole; d < hd; ++d) acc[size_t(r) * hd + d] += prj * v[size_t(j) * ld_v + d];
+            for (int d = whole; d < hd; ++d)
+                acc[size_t(r) * hd + d] += prj * v[size_t(j) * ld_v + d];
         }
     }
 }
@@ -108,7 +114,8 @@ __m256 exp_nonpositive(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
     p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     // 2^n through the exponent field: n >= -126 after the clamp, a normal number.
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -167,7 +174,8 @@ void bf16_to_float(const void* src, float* dst, int64_t n) {
 
 // Eight bytes as signed (or unsigned) integers, as floats.
 __m256 i8x8_to_ps(const void* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))));
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))));
 }
 
 void q8_0_to_float(const void* src, float* dst, int64_t n) {
@@ -199,12 +207,13 @@ void q4_0_to_float(const void* src, float* dst, int64_t n) {
     }
 }
 
-constexpr AttentionKernels kAvx2 = {"avx2",       scores,        accumulate,    exp_sum,
-                                    scale,        f16_to_float,  bf16_to_float, q8_0_to_float,
-                                    q4_0_to_float};
+constexpr AttentionKernels kAvx2 = {"avx2",       scores,        accumulate,    exp_sum,      scale,
+                                    f16_to_float, bf16_to_float, q8_0_to_float, q4_0_to_float};
 
 }  // namespace
 
-const AttentionKernels& attention_kernels_avx2_set() { return kAvx2; }
+const AttentionKernels& attention_kernels_avx2_set() {
+    return kAvx2;
+}
 
 }  // namespace mw

@@ -17,7 +17,9 @@
 namespace mw {
 namespace {
 
-__mmask16 tail_mask(int64_t left) { return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u); }
+__mmask16 tail_mask(int64_t left) {
+    return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
+}
 
 // The four horizontal sums of a0..a3, as one vector.
 __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
@@ -36,7 +38,8 @@ template <int M>
 void scores_rows(const float* q, const float* k, int ld_k, int n_k, int hd, float* s, int ld_s) {
     for (int j = 0; j < n_k; ++j) {
         const float* kj = k + size_t(j) * ld_k;
-        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                       _mm512_setzero_ps()};
         for (int d = 0; d < hd; d += 16) {
             const __mmask16 m = tail_mask(hd - d);
             const __m512 kv = _mm512_maskz_loadu_ps(m, kj + d);
@@ -54,16 +57,20 @@ void scores_rows(const float* q, const float* k, int ld_k, int n_k, int hd, floa
     }
 }
 
-void scores(const float* q, int n_q, const float* k, int ld_k, int n_k, int hd, float* s, int ld_s) {
+void scores(const float* q, int n_q, const float* k, int ld_k, int n_k, int hd, float* s,
+            int ld_s) {
     int i = 0;
-    for (; i + 4 <= n_q; i += 4) scores_rows<4>(q + size_t(i) * hd, k, ld_k, n_k, hd, s + size_t(i) * ld_s, ld_s);
-    for (; i < n_q; ++i) scores_rows<1>(q + size_t(i) * hd, k, ld_k, n_k, hd, s + size_t(i) * ld_s, ld_s);
+    for (; i + 4 <= n_q; i += 4)
+        scores_rows<4>(q + size_t(i) * hd, k, ld_k, n_k, hd, s + size_t(i) * ld_s, ld_s);
+    for (; i < n_q; ++i)
+        scores_rows<1>(q + size_t(i) * hd, k, ld_k, n_k, hd, s + size_t(i) * ld_s, ld_s);
 }
 
 // acc_r += sum_j p_rj v_j for M queries: each value chunk is loaded once for all M, and the
 // accumulators stay in registers over the block.
 template <int M>
-void accumulate_rows(const float* p, int ld_p, const float* v, int ld_v, int n_v, int hd, float* acc) {
+void accumulate_rows(const float* p, int ld_p, const float* v, int ld_v, int n_v, int hd,
+                     float* acc) {
     for (int d = 0; d < hd; d += 16) {
         const __mmask16 m = tail_mask(hd - d);
         __m512 a[M];
@@ -146,7 +153,8 @@ void bf16_to_float(const void* src, float* dst, int64_t n) {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i));
-        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)));
+        _mm512_storeu_ps(dst + i,
+                         _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16)));
     }
     if (i < n) {
         const __mmask16 m = tail_mask(n - i);
@@ -162,7 +170,8 @@ void q8_0_to_float(const void* src, float* dst, int64_t n) {
         const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[ib].d));
         for (int j = 0; j < kQK; j += 16) {
             const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[ib].qs + j));
-            _mm512_storeu_ps(dst + j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d));
+            _mm512_storeu_ps(dst + j,
+                             _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d));
         }
     }
 }
@@ -182,12 +191,14 @@ void q4_0_to_float(const void* src, float* dst, int64_t n) {
     }
 }
 
-constexpr AttentionKernels kAvx512 = {"avx512",     scores,        accumulate,    exp_sum,
-                                      scale,        f16_to_float,  bf16_to_float, q8_0_to_float,
-                                      q4_0_to_float};
+constexpr AttentionKernels kAvx512 = {"avx512",      scores,        accumulate,
+                                      exp_sum,       scale,         f16_to_float,
+                                      bf16_to_float, q8_0_to_float, q4_0_to_float};
 
 }  // namespace
 
-const AttentionKernels& attention_kernels_avx512_set() { return kAvx512; }
+const AttentionKernels& attention_kernels_avx512_set() {
+    return kAvx512;
+}
 
 }  // namespace mw

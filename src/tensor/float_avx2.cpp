@@ -26,7 +26,9 @@ inline int hsum(__m256i v) {
     return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1)));
 }
 
-inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+inline __m256 abs_ps(__m256 v) {
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
+}
 
 // std::round: half away from zero (x - trunc(x) is exact).
 inline __m256 round_half_away(__m256 x) {
@@ -36,14 +38,17 @@ inline __m256 round_half_away(__m256 x) {
     return _mm256_add_ps(t, _mm256_and_ps(up, one));
 }
 
-inline uint16_t to_half(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+inline uint16_t to_half(float f) {
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
 
 // 32 int32 (4 vectors, each in range) stored as int8 in order.
 inline void store_i8x32(int8_t* dst, __m256i a, __m256i b, __m256i c, __m256i d) {
     const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
     const __m256i abcd = _mm256_packs_epi16(ab, cd);
     // The packs interleave 128-bit lanes: dwords come out as a0 b0 c0 d0 a1 b1 c1 d1.
-    const __m256i fixed = _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i fixed =
+        _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), fixed);
 }
 
@@ -68,8 +73,12 @@ inline float quantize_block32(const float* src, int8_t* qs, __m256i q[4]) {
 
 // 8 weights as floats; the kernels handle the last n % 8 columns with scalar code.
 struct LoadF32 {
-    static __m256 load(const uint8_t* row, int64_t k) { return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k); }
-    static float one(const uint8_t* row, int64_t k) { return reinterpret_cast<const float*>(row)[k]; }
+    static __m256 load(const uint8_t* row, int64_t k) {
+        return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
+    }
+    static float one(const uint8_t* row, int64_t k) {
+        return reinterpret_cast<const float*>(row)[k];
+    }
 };
 struct LoadF16 {
     static __m256 load(const uint8_t* row, int64_t k) {
@@ -127,8 +136,9 @@ template <class Load>
 void matmul_float(const MatmulArgs& a, bool act_is_f32) {
     static thread_local ScratchBuffer buffer;
     const size_t row_floats = align64(size_t(a.n_cols) * 4) / 4;
-    float* converted = act_is_f32 ? nullptr
-                                  : reinterpret_cast<float*>(buffer.get(row_floats * 4 * size_t(a.n_tokens)));
+    float* converted =
+        act_is_f32 ? nullptr
+                   : reinterpret_cast<float*>(buffer.get(row_floats * 4 * size_t(a.n_tokens)));
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 2) {
         const int n = a.n_tokens - t0 < 2 ? 1 : 2;
         const float* x[2];
@@ -165,7 +175,8 @@ void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
     for (int64_t i = 0; i < n / 32; ++i, src += 32) {
         __m256i q[4];
         const float d = quantize_block32(src, blocks[i].qs, q);
-        const int sum = hsum(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+        const int sum =
+            hsum(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
         blocks[i].d = to_half(d);
         blocks[i].s = to_half(float(sum) * d);
     }
@@ -176,7 +187,8 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
     for (int64_t i = 0; i < n / 256; ++i, src += 256) {
         BlockQ8_K& b = blocks[i];
         __m256 amax_v = _mm256_setzero_ps();
-        for (int k = 0; k < 32; ++k) amax_v = _mm256_max_ps(amax_v, abs_ps(_mm256_loadu_ps(src + 8 * k)));
+        for (int k = 0; k < 32; ++k)
+            amax_v = _mm256_max_ps(amax_v, abs_ps(_mm256_loadu_ps(src + 8 * k)));
         const float amax = hmax(amax_v);
         if (amax == 0.0f) {
             std::memset(&b, 0, sizeof b);
@@ -185,7 +197,8 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
         // The first element with the largest magnitude sets the scale's sign.
         float max = 0.0f;
         for (int k = 0; k < 32; ++k) {
-            const __m256 hit = _mm256_cmp_ps(abs_ps(_mm256_loadu_ps(src + 8 * k)), _mm256_set1_ps(amax), _CMP_EQ_OQ);
+            const __m256 hit = _mm256_cmp_ps(abs_ps(_mm256_loadu_ps(src + 8 * k)),
+                                             _mm256_set1_ps(amax), _CMP_EQ_OQ);
             const int bits = _mm256_movemask_ps(hit);
             if (bits) {
                 max = src[8 * k + __builtin_ctz(unsigned(bits))];
@@ -197,8 +210,9 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
         for (int k = 0; k < 8; ++k) {  // 32 elements per step
             __m256i q[4];
             for (int j = 0; j < 4; ++j) {
-                q[j] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(src + 32 * k + 8 * j))),
-                                        _mm256_set1_epi32(127));
+                q[j] = _mm256_min_epi32(
+                    _mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(src + 32 * k + 8 * j))),
+                    _mm256_set1_epi32(127));
             }
             store_i8x32(b.qs + 32 * k, q[0], q[1], q[2], q[3]);
             b.bsums[2 * k] = int16_t(hsum(_mm256_add_epi32(q[0], q[1])));
@@ -231,19 +245,27 @@ void bf16_from_float(const float* src, void* dst, int64_t n) {
         const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(64));
         const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, abs_mask), inf);
         const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
-        const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+        const __m128i packed =
+            _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(h + k), packed);
     }
     for (; k < n; ++k) {
         uint32_t bits;
         std::memcpy(&bits, src + k, 4);
-        h[k] = (bits & 0x7fffffff) > 0x7f800000 ? uint16_t((bits >> 16) | 64)
-                                                 : uint16_t((bits + (0x7fff + ((bits >> 16) & 1))) >> 16);
+        h[k] = (bits & 0x7fffffff) > 0x7f800000
+                   ? uint16_t((bits >> 16) | 64)
+                   : uint16_t((bits + (0x7fff + ((bits >> 16) & 1))) >> 16);
     }
 }
 
-void matmul_f32(const MatmulArgs& a) { matmul_float<LoadF32>(a, true); }
-void matmul_f16(const MatmulArgs& a) { matmul_float<LoadF16>(a, false); }
-void matmul_bf16(const MatmulArgs& a) { matmul_float<LoadBF16>(a, false); }
+void matmul_f32(const MatmulArgs& a) {
+    matmul_float<LoadF32>(a, true);
+}
+void matmul_f16(const MatmulArgs& a) {
+    matmul_float<LoadF16>(a, false);
+}
+void matmul_bf16(const MatmulArgs& a) {
+    matmul_float<LoadBF16>(a, false);
+}
 
 }  // namespace mw::avx2

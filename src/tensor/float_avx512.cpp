@@ -22,7 +22,9 @@ inline __m512 round_half_away(__m512 x) {
     return _mm512_mask_add_ps(t, up, t, one);
 }
 
-inline uint16_t to_half(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+inline uint16_t to_half(float f) {
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
 
 inline void store_q8(int8_t* dst, __m512 q0, __m512 q1) {
     const __m512i i0 = _mm512_cvttps_epi32(q0), i1 = _mm512_cvttps_epi32(q1);
@@ -55,7 +57,8 @@ struct LoadF32 {
 struct LoadF16 {
     static constexpr int kBytes = 2;
     static __m512 load(const uint8_t* row, int64_t k, __mmask16 m) {
-        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + k));
+        return _mm512_cvtph_ps(
+            _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + k));
     }
 };
 struct LoadBF16 {
@@ -84,7 +87,8 @@ void float_tile(const MatmulArgs& a, int64_t r, const float* const* x, int64_t t
         __m512 xv[T];
         for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + k);
         for (int i = 0; i < R; ++i) {
-            _mm_prefetch(reinterpret_cast<const char*>(rows[i] + (k + 512) * Load::kBytes), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(rows[i] + (k + 512) * Load::kBytes),
+                         _MM_HINT_T0);
             const __m512 w = Load::load(rows[i], k, m);
             for (int t = 0; t < T; ++t) acc[i][t] = _mm512_fmadd_ps(w, xv[t], acc[i][t]);
         }
@@ -140,12 +144,14 @@ void float_gemm_tile(const float* const panel[2], int64_t n, const float* const*
     }
     for (int g = 0; g < G; ++g) {
         const int left = rows_valid - 16 * g;
-        const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (left > 0 ? left : 0)) - 1);
+        const __mmask16 m =
+            left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (left > 0 ? left : 0)) - 1);
         for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + 16 * g, m, acc[g][t]);
     }
 }
 
-using FloatTileFn = void (*)(const float* const[2], int64_t, const float* const*, float*, int64_t, int);
+using FloatTileFn = void (*)(const float* const[2], int64_t, const float* const*, float*, int64_t,
+                             int);
 
 template <int G, size_t... Ts>
 constexpr std::array<FloatTileFn, sizeof...(Ts) + 1> float_tiles(std::index_sequence<Ts...>) {
@@ -160,7 +166,8 @@ void float_gemm(const MatmulArgs& a, const float* const* x_rows) {
     static constexpr auto tiles2 = float_tiles<2>(std::make_index_sequence<kFloatTile>());
     static thread_local ScratchBuffer panel_buf;
     const size_t panel_floats = size_t(a.n_cols) * 16;
-    auto* base = reinterpret_cast<float*>(panel_buf.get((2 * panel_floats + align64(size_t(a.n_cols) * 4) / 4) * 4));
+    auto* base = reinterpret_cast<float*>(
+        panel_buf.get((2 * panel_floats + align64(size_t(a.n_cols) * 4) / 4) * 4));
     const float* panel[2] = {base, base + panel_floats};
     float* row_buf = base + 2 * panel_floats;
     for (int64_t r = a.r0; r < a.r1; r += 32) {
@@ -186,8 +193,9 @@ template <class Load>
 void matmul_float(const MatmulArgs& a, bool act_is_f32) {
     static thread_local ScratchBuffer buffer;
     const size_t row_floats = align64(size_t(a.n_cols) * 4) / 4;
-    float* converted = act_is_f32 ? nullptr
-                                  : reinterpret_cast<float*>(buffer.get(row_floats * 4 * size_t(a.n_tokens)));
+    float* converted =
+        act_is_f32 ? nullptr
+                   : reinterpret_cast<float*>(buffer.get(row_floats * 4 * size_t(a.n_tokens)));
     if (a.n_tokens >= kFloatGemmMinTokens) {
         static thread_local std::vector<const float*> rows;
         rows.resize(size_t(a.n_tokens));
@@ -199,7 +207,8 @@ void matmul_float(const MatmulArgs& a, bool act_is_f32) {
             }
             float* dst = converted + row_floats * size_t(t);
             for (int64_t k = 0; k < a.n_cols; k += 16) {
-                _mm512_mask_storeu_ps(dst + k, lanes(a.n_cols - k), Load::load(src, k, lanes(a.n_cols - k)));
+                _mm512_mask_storeu_ps(dst + k, lanes(a.n_cols - k),
+                                      Load::load(src, k, lanes(a.n_cols - k)));
             }
             rows[size_t(t)] = dst;
         }
@@ -218,15 +227,24 @@ void matmul_float(const MatmulArgs& a, bool act_is_f32) {
             }
             float* dst = converted + row_floats * size_t(t0 + t);
             for (int64_t k = 0; k < a.n_cols; k += 16) {
-                _mm512_mask_storeu_ps(dst + k, lanes(a.n_cols - k), Load::load(src, k, lanes(a.n_cols - k)));
+                _mm512_mask_storeu_ps(dst + k, lanes(a.n_cols - k),
+                                      Load::load(src, k, lanes(a.n_cols - k)));
             }
             x[t] = dst;
         }
         switch (n) {
-            case 1: float_rows<Load, 1>(a, x, t0); break;
-            case 2: float_rows<Load, 2>(a, x, t0); break;
-            case 3: float_rows<Load, 3>(a, x, t0); break;
-            default: float_rows<Load, 4>(a, x, t0); break;
+            case 1:
+                float_rows<Load, 1>(a, x, t0);
+                break;
+            case 2:
+                float_rows<Load, 2>(a, x, t0);
+                break;
+            case 3:
+                float_rows<Load, 3>(a, x, t0);
+                break;
+            default:
+                float_rows<Load, 4>(a, x, t0);
+                break;
         }
     }
 }
@@ -240,8 +258,10 @@ void bf16_dp_tile(const MatmulArgs& a, int64_t r, int64_t t0) {
     }
     const uint16_t* rows[R];
     const uint16_t* x[T];
-    for (int i = 0; i < R; ++i) rows[i] = reinterpret_cast<const uint16_t*>(a.w + size_t(r + i) * a.w_row_bytes);
-    for (int t = 0; t < T; ++t) x[t] = reinterpret_cast<const uint16_t*>(a.act + size_t(t0 + t) * a.act_stride);
+    for (int i = 0; i < R; ++i)
+        rows[i] = reinterpret_cast<const uint16_t*>(a.w + size_t(r + i) * a.w_row_bytes);
+    for (int t = 0; t < T; ++t)
+        x[t] = reinterpret_cast<const uint16_t*>(a.act + size_t(t0 + t) * a.act_stride);
     for (int64_t k = 0; k < a.n_cols; k += 32) {
         const int64_t left = a.n_cols - k;
         const __mmask32 m = left >= 32 ? __mmask32(0xFFFFFFFF) : __mmask32((1u << left) - 1);
@@ -267,8 +287,8 @@ void bf16_dp_rows(const MatmulArgs& a, int64_t t0) {
 
 float dot_via(void (*fn)(const MatmulArgs&), int64_t n, const void* w, const void* x, size_t xb) {
     float y = 0.0f;
-    const MatmulArgs a{static_cast<const uint8_t*>(w), 0, n, 0, 1, static_cast<const uint8_t*>(x),
-                       xb, 1, &y, 1};
+    const MatmulArgs a{static_cast<const uint8_t*>(w), 0,  n, 0,  1,
+                       static_cast<const uint8_t*>(x), xb, 1, &y, 1};
     fn(a);
     return y;
 }
@@ -319,7 +339,8 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
         // The first element with the largest magnitude (its sign sets the scale's sign).
         float max = 0.0f;
         for (int k = 0; k < 16; ++k) {
-            const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(v[k]), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+            const __mmask16 hit =
+                _mm512_cmp_ps_mask(_mm512_abs_ps(v[k]), _mm512_set1_ps(amax), _CMP_EQ_OQ);
             if (hit) {
                 max = src[16 * k + __builtin_ctz(hit)];
                 break;
@@ -331,7 +352,8 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
             // Round to nearest even, as nearest_int; then clamp at 127.
             __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(vs, v[k]));
             // Clamp at 127 (and at -128: a NaN converts to INT_MIN, whose sum would overflow).
-            q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)), _mm512_set1_epi32(-128));
+            q = _mm512_max_epi32(_mm512_min_epi32(q, _mm512_set1_epi32(127)),
+                                 _mm512_set1_epi32(-128));
             _mm_storeu_si128(reinterpret_cast<__m128i*>(b.qs + 16 * k), _mm512_cvtepi32_epi8(q));
             b.bsums[k] = int16_t(_mm512_reduce_add_epi32(q));
         }
@@ -343,7 +365,8 @@ void f16_from_float(const float* src, void* dst, int64_t n) {
     auto* h = static_cast<uint16_t*>(dst);
     for (int64_t k = 0; k < n; k += 16) {
         const __mmask16 m = lanes(n - k);
-        const __m256i v = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + k), _MM_FROUND_TO_NEAREST_INT);
+        const __m256i v =
+            _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + k), _MM_FROUND_TO_NEAREST_INT);
         _mm256_mask_storeu_epi16(h + k, m, v);
     }
 }
@@ -366,9 +389,15 @@ void bf16_from_float(const float* src, void* dst, int64_t n) {
 
 // ---- Float matrix kernels --------------------------------------------------------------------
 
-void matmul_f32(const MatmulArgs& a) { matmul_float<LoadF32>(a, true); }
-void matmul_f16(const MatmulArgs& a) { matmul_float<LoadF16>(a, false); }
-void matmul_bf16(const MatmulArgs& a) { matmul_float<LoadBF16>(a, false); }
+void matmul_f32(const MatmulArgs& a) {
+    matmul_float<LoadF32>(a, true);
+}
+void matmul_f16(const MatmulArgs& a) {
+    matmul_float<LoadF16>(a, false);
+}
+void matmul_bf16(const MatmulArgs& a) {
+    matmul_float<LoadBF16>(a, false);
+}
 
 void matmul_bf16_dp(const MatmulArgs& a) {
     if (a.n_tokens >= kFloatGemmMinTokens) {  // the f32 FMA panels beat vdpbf16ps there
@@ -377,17 +406,31 @@ void matmul_bf16_dp(const MatmulArgs& a) {
     }
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
         switch (a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4) {
-            case 1: bf16_dp_rows<1>(a, t0); break;
-            case 2: bf16_dp_rows<2>(a, t0); break;
-            case 3: bf16_dp_rows<3>(a, t0); break;
-            default: bf16_dp_rows<4>(a, t0); break;
+            case 1:
+                bf16_dp_rows<1>(a, t0);
+                break;
+            case 2:
+                bf16_dp_rows<2>(a, t0);
+                break;
+            case 3:
+                bf16_dp_rows<3>(a, t0);
+                break;
+            default:
+                bf16_dp_rows<4>(a, t0);
+                break;
         }
     }
 }
 
-float vec_dot_f32(int64_t n, const void* w, const void* x) { return dot_via(matmul_f32, n, w, x, 0); }
-float vec_dot_f16(int64_t n, const void* w, const void* x) { return dot_via(matmul_f16, n, w, x, 0); }
-float vec_dot_bf16(int64_t n, const void* w, const void* x) { return dot_via(matmul_bf16, n, w, x, 0); }
+float vec_dot_f32(int64_t n, const void* w, const void* x) {
+    return dot_via(matmul_f32, n, w, x, 0);
+}
+float vec_dot_f16(int64_t n, const void* w, const void* x) {
+    return dot_via(matmul_f16, n, w, x, 0);
+}
+float vec_dot_bf16(int64_t n, const void* w, const void* x) {
+    return dot_via(matmul_bf16, n, w, x, 0);
+}
 float vec_dot_bf16_dp(int64_t n, const void* w, const void* x) {
     return dot_via(matmul_bf16_dp, n, w, x, 0);
 }

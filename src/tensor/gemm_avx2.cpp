@@ -48,7 +48,9 @@ struct TileActs {
     const float* dx[4];
 };
 
-inline __m256i bcast4(const int8_t* p) { return _mm256_set1_epi32(load_i32(p)); }
+inline __m256i bcast4(const int8_t* p) {
+    return _mm256_set1_epi32(load_i32(p));
+}
 
 // Integer dot products of sub-block j, 8 rows x T tokens.
 template <int T, int BL, bool kBias, bool kSigned>
@@ -64,10 +66,12 @@ inline void dot_sub_block(const PanelFormat& f, const uint8_t* panel, size_t str
     if constexpr (kSigned) {
         const __m256i flip = _mm256_set1_epi8(char(0x80));
         for (int q = 0; q < BL / 4; ++q) {
-            const __m256i w = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32 * q)), flip);
+            const __m256i w = _mm256_xor_si256(
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32 * q)), flip);
             const __m256i aw = _mm256_sign_epi8(w, w);
             for (int t = 0; t < T; ++t) {
-                const __m256i prod = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast4(xq[t] + 4 * q), w));
+                const __m256i prod =
+                    _mm256_maddubs_epi16(aw, _mm256_sign_epi8(bcast4(xq[t] + 4 * q), w));
                 s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(prod, ones));
             }
         }
@@ -76,8 +80,9 @@ inline void dot_sub_block(const PanelFormat& f, const uint8_t* panel, size_t str
             const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32 * q));
             const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32 * q + 32));
             for (int t = 0; t < T; ++t) {
-                const __m256i p16 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, bcast4(xq[t] + 4 * q)),
-                                                     _mm256_maddubs_epi16(w1, bcast4(xq[t] + 4 * q + 4)));
+                const __m256i p16 =
+                    _mm256_add_epi16(_mm256_maddubs_epi16(w0, bcast4(xq[t] + 4 * q)),
+                                     _mm256_maddubs_epi16(w1, bcast4(xq[t] + 4 * q + 4)));
                 s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(p16, ones));
             }
         }
@@ -109,11 +114,13 @@ void tile_blocks(const PanelFormat& f, const uint8_t* panel, int64_t n_sub, cons
         const uint8_t* p = panel + size_t(j) * stride + 32 * kRows;
         const __m256 scale = _mm256_load_ps(reinterpret_cast<const float*>(p));
         for (int t = 0; t < T; ++t) {
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_mul_ps(scale, _mm256_set1_ps(x.dx[t][j])), acc[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]),
+                                     _mm256_mul_ps(scale, _mm256_set1_ps(x.dx[t][j])), acc[t]);
         }
         if constexpr (kMin) {
             const __m256 mn = _mm256_load_ps(reinterpret_cast<const float*>(p + 32));
-            for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(x.min_factor[t][j]), acc[t]);
+            for (int t = 0; t < T; ++t)
+                acc[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(x.min_factor[t][j]), acc[t]);
         }
     }
     store_tile<T>(acc, y, ldy, rows_valid);
@@ -134,13 +141,16 @@ void tile_kquant(const PanelFormat& f, const uint8_t* panel, int64_t n_sub, cons
             dot_sub_block<T, BL, kBias, false>(f, panel, stride, x, j, s);
             const uint8_t* p = panel + size_t(j) * stride + BL * kRows;
             const __m256 scale = _mm256_load_ps(reinterpret_cast<const float*>(p));
-            for (int t = 0; t < T; ++t) sacc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), scale, sacc[t]);
+            for (int t = 0; t < T; ++t)
+                sacc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), scale, sacc[t]);
             if constexpr (kMin) {
                 const __m256 mn = _mm256_load_ps(reinterpret_cast<const float*>(p + 32));
-                for (int t = 0; t < T; ++t) sacc[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(x.min_factor[t][j]), sacc[t]);
+                for (int t = 0; t < T; ++t)
+                    sacc[t] = _mm256_fmadd_ps(mn, _mm256_set1_ps(x.min_factor[t][j]), sacc[t]);
             }
         }
-        for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(sacc[t], _mm256_set1_ps(x.dx[t][sb]), acc[t]);
+        for (int t = 0; t < T; ++t)
+            acc[t] = _mm256_fmadd_ps(sacc[t], _mm256_set1_ps(x.dx[t][sb]), acc[t]);
     }
     store_tile<T>(acc, y, ldy, rows_valid);
 }

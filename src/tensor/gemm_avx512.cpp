@@ -22,24 +22,30 @@ using namespace x86;
 
 using DecodeFn = void (*)(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min);
 
-size_t panel_stride(const PanelFormat& f) { return size_t(f.bl) * 16 + 64 + (f.has_min ? 64 : 0); }
+size_t panel_stride(const PanelFormat& f) {
+    return size_t(f.bl) * 16 + 64 + (f.has_min ? 64 : 0);
+}
 
 // ---- Row decoders: codes in element order, scale (and min) per sub-block ------------------
 
 inline __m256i nibbles32(const uint8_t* qs) {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
-                            _mm256_set1_epi8(15));
+    return _mm256_and_si256(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
+        _mm256_set1_epi8(15));
 }
 
-inline void store32(uint8_t* p, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+inline void store32(uint8_t* p, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
 
 template <class Block, bool kHigh, bool kMin>
 void row_nibbles(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
     const auto* b = reinterpret_cast<const Block*>(row);
     for (int64_t i = 0; i < n / 32; ++i) {
         __m256i c = nibbles32(b[i].qs);
-        if constexpr (kHigh) c = _mm256_mask_add_epi8(c, __mmask32(load_u32(b[i].qh)), c, _mm256_set1_epi8(16));
+        if constexpr (kHigh)
+            c = _mm256_mask_add_epi8(c, __mmask32(load_u32(b[i].qh)), c, _mm256_set1_epi8(16));
         store32(codes + 32 * i, c);
         scale[i] = half(b[i].d);
         if constexpr (kMin) min[i] = half(b[i].m);
@@ -82,7 +88,8 @@ void row_q3_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float
         const float d = half(b[i].d);
         uint64_t sc[2];
         unpack_q3k_scales(b[i].scales, sc);
-        for (int j = 0; j < 16; ++j) scale[j] = d * float(int((sc[j / 8] >> (8 * (j % 8))) & 63) - 32);
+        for (int j = 0; j < 16; ++j)
+            scale[j] = d * float(int((sc[j / 8] >> (8 * (j % 8))) & 63) - 32);
     }
 }
 
@@ -175,11 +182,13 @@ void pack_panel(const MatmulArgs& a, const PanelFormat& f, DecodeFn decode, int6
     const int steps = f.bl / 4;
     for (int64_t c = 0; c < rb.codes_stride / 64; ++c) {
         __m512i v[16];
-        for (int i = 0; i < 16; ++i) v[i] = _mm512_load_si512(rb.codes + i * rb.codes_stride + 64 * c);
+        for (int i = 0; i < 16; ++i)
+            v[i] = _mm512_load_si512(rb.codes + i * rb.codes_stride + 64 * c);
         transpose16x16(v);
         for (int e = 0; e < 16; ++e) {
             const int64_t j = (16 * c + e) / steps;
-            if (j < n_sub) _mm512_store_si512(panel + size_t(j) * stride + 64 * ((16 * c + e) % steps), v[e]);
+            if (j < n_sub)
+                _mm512_store_si512(panel + size_t(j) * stride + 64 * ((16 * c + e) % steps), v[e]);
         }
     }
     // Scales and mins: 16 sub-blocks of the 16 rows at a time.
@@ -205,7 +214,9 @@ struct TileActs {
     const float* dx[6];
 };
 
-inline __m512i bcast4(const int8_t* p) { return _mm512_set1_epi32(load_i32(p)); }
+inline __m512i bcast4(const int8_t* p) {
+    return _mm512_set1_epi32(load_i32(p));
+}
 
 // Sub-block j: integer dot products of G panels x T tokens, starting from the bias.
 template <int G, int T, int BL, bool kBias>
@@ -221,7 +232,8 @@ inline void dot_sub_block(const PanelFormat& f, const uint8_t* const panel[2], s
 #pragma GCC unroll 8
     for (int q = 0; q < BL / 4; ++q) {
         __m512i w[G];
-        for (int g = 0; g < G; ++g) w[g] = _mm512_load_si512(panel[g] + size_t(j) * stride + 64 * q);
+        for (int g = 0; g < G; ++g)
+            w[g] = _mm512_load_si512(panel[g] + size_t(j) * stride + 64 * q);
         for (int t = 0; t < T; ++t) {
             const __m512i xb = bcast4(xq[t] + 4 * q);
             for (int g = 0; g < G; ++g) s[g][t] = _mm512_dpbusd_epi32(s[g][t], w[g], xb);
@@ -306,7 +318,8 @@ void tile_kquant(const PanelFormat& f, const uint8_t* const panel[2], int64_t n_
                 if constexpr (kMin) {
                     const __m512 mn = _mm512_load_ps(reinterpret_cast<const float*>(p + 64));
                     for (int t = 0; t < T; ++t) {
-                        sacc[g][t] = _mm512_fmadd_ps(mn, _mm512_set1_ps(x.min_factor[t][j]), sacc[g][t]);
+                        sacc[g][t] =
+                            _mm512_fmadd_ps(mn, _mm512_set1_ps(x.min_factor[t][j]), sacc[g][t]);
                     }
                 }
             }
@@ -401,13 +414,15 @@ void gemm(const MatmulArgs& a, const PanelFormat& f, DecodeFn decode) {
     RowBuffers rb;
     rb.codes_stride = int64_t(align64(size_t(a.n_cols)));
     rb.sub_stride = (n_sub + 15) / 16 * 16;
-    uint8_t* rows_mem = row_buf.get(16 * size_t(rb.codes_stride) + 2 * 16 * size_t(rb.sub_stride) * 4);
+    uint8_t* rows_mem =
+        row_buf.get(16 * size_t(rb.codes_stride) + 2 * 16 * size_t(rb.sub_stride) * 4);
     rb.codes = rows_mem;
     rb.scale = reinterpret_cast<float*>(rows_mem + 16 * rb.codes_stride);
     rb.min = rb.scale + 16 * rb.sub_stride;
     if (!f.has_min) std::memset(rb.min, 0, 16 * size_t(rb.sub_stride) * 4);
     gemm<BL, kBias, kMin, kKQuant>(
-        a, f, [&](int64_t r, int nr, uint8_t* panel) { pack_panel(a, f, decode, r, nr, panel, rb); },
+        a, f,
+        [&](int64_t r, int nr, uint8_t* panel) { pack_panel(a, f, decode, r, nr, panel, rb); },
         false);
 }
 
@@ -460,7 +475,9 @@ void gemm_q5_k(const MatmulArgs& a) {
     static constexpr PanelFormat f{32, 0, true, true, kActQ8_0};
     gemm<32, false, true, true>(a, f, (row_q45_k<BlockQ5_K, codes_q5_k>));
 }
-void gemm_q6_k(const MatmulArgs& a) { gemm<16, true, false, true>(a, kQ6KPanel, row_q6_k); }
+void gemm_q6_k(const MatmulArgs& a) {
+    gemm<16, true, false, true>(a, kQ6KPanel, row_q6_k);
+}
 void gemm_q6_k_groups(const MatmulArgs& a, GroupPackFn pack) {
     gemm<16, true, false, true>(
         a, kQ6KPanel, [&](int64_t r, int, uint8_t* panel) { pack(a, r / 16, panel); }, true);

@@ -16,7 +16,9 @@ using namespace x86;
 
 constexpr int kPrefetch = 1024;
 
-inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+inline void prefetch(const void* p) {
+    _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+}
 
 inline float reduce(__m256 v) {
     const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -24,7 +26,9 @@ inline float reduce(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m256i load256(const void* p) {
+    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
 
 // Sum of 4 adjacent products of unsigned a and signed b (codes below 64: no 16-bit overflow).
 inline __m256i dot4(__m256i a, __m256i b) {
@@ -90,13 +94,17 @@ struct DecodeQ4_1 {
 struct DecodeQ5_0 {
     using Block = BlockQ5_0;
     static constexpr int kOffset = 16;
-    static __m256i codes(const Block& b) { return _mm256_or_si256(nibbles(b.qs), high_bits(load_u32(b.qh))); }
+    static __m256i codes(const Block& b) {
+        return _mm256_or_si256(nibbles(b.qs), high_bits(load_u32(b.qh)));
+    }
     static float second(const Block& b) { return half(b.d); }
 };
 struct DecodeQ5_1 {
     using Block = BlockQ5_1;
     static constexpr int kOffset = 0;
-    static __m256i codes(const Block& b) { return _mm256_or_si256(nibbles(b.qs), high_bits(load_u32(b.qh))); }
+    static __m256i codes(const Block& b) {
+        return _mm256_or_si256(nibbles(b.qs), high_bits(load_u32(b.qh)));
+    }
     static float second(const Block& b) { return half(b.m); }
 };
 
@@ -115,8 +123,10 @@ void block32_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
             const __m256i codes = D::codes(w[b]);
             const float dw = half(w[b].d), w2 = D::second(w[b]);
             for (int t = 0; t < T; ++t) {
-                const __m256i s = dot4(codes, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.xs[t] + 32 * b)));
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * p.dx[t][b]), acc[t]);
+                const __m256i s = dot4(
+                    codes, _mm256_load_si256(reinterpret_cast<const __m256i*>(p.xs[t] + 32 * b)));
+                acc[t] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * p.dx[t][b]), acc[t]);
                 acc2[t] += w2 * p.a2[t][b];
             }
         }
@@ -136,10 +146,12 @@ void q8_0_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
             const __m256i aq = _mm256_sign_epi8(q, q);
             const float dw = half(w[b].d);
             for (int t = 0; t < T; ++t) {
-                const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(p.xs[t] + 32 * b));
+                const __m256i x =
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(p.xs[t] + 32 * b));
                 const __m256i prod = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(x, q));
                 const __m256i s = _mm256_madd_epi16(prod, _mm256_set1_epi16(1));
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * p.dx[t][b]), acc[t]);
+                acc[t] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * p.dx[t][b]), acc[t]);
             }
         }
         for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = reduce(acc[t]);
@@ -156,10 +168,18 @@ void gemv32(const MatmulArgs& a, Act32Format f, int offset) {
         const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
         const Act32 p = prepare_tokens32(a, t0, n, f, offset, nb);
         switch (n) {
-            case 1: r1(a, t0, p, nb); break;
-            case 2: r2(a, t0, p, nb); break;
-            case 3: r3(a, t0, p, nb); break;
-            default: r4(a, t0, p, nb); break;
+            case 1:
+                r1(a, t0, p, nb);
+                break;
+            case 2:
+                r2(a, t0, p, nb);
+                break;
+            case 3:
+                r3(a, t0, p, nb);
+                break;
+            default:
+                r4(a, t0, p, nb);
+                break;
         }
     }
 }
@@ -187,7 +207,8 @@ inline __m256i spread_word(int w) {
 // 2v (low lane) and 2v + 1 (high lane).
 inline void spread16(__m256i words, __m256i out[8]) {
     for (int v = 0; v < 8; ++v) {
-        out[v] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(words, _mm256_set1_epi32(v)), spread_pair());
+        out[v] = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(words, _mm256_set1_epi32(v)),
+                                     spread_pair());
     }
 }
 
@@ -210,12 +231,14 @@ void kquant_rows(const MatmulArgs& a, int64_t t0, Decode decode) {
         for (int t = 0; t < T; ++t) acc[t] = macc[t] = _mm256_setzero_ps();
         for (int64_t i = 0; i < nsb; ++i) {
             const uint8_t* bp = reinterpret_cast<const uint8_t*>(w + i);
-            for (int l = 0; l < int(sizeof(Block) + 63) / 64; ++l) prefetch(bp + kPrefetch + 64 * l);
+            for (int l = 0; l < int(sizeof(Block) + 63) / 64; ++l)
+                prefetch(bp + kPrefetch + 64 * l);
             __m256i codes[8], scales[8], per_bsum;
             float d = 0.0f, dmin = 0.0f;
             decode(w[i], codes, scales, &per_bsum, &d, &dmin);
             for (int t = 0; t < T; ++t) {
-                const auto* x = reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i;
+                const auto* x =
+                    reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i;
                 const __m256i bm = _mm256_madd_epi16(load256(x->bsums), per_bsum);
                 __m256i s = _mm256_setzero_si256();
                 if constexpr (kOffset != 0) {
@@ -228,11 +251,13 @@ void kquant_rows(const MatmulArgs& a, int64_t t0, Decode decode) {
                 }
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(d * x->d), acc[t]);
                 if constexpr (kMins) {
-                    macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(bm), _mm256_set1_ps(-dmin * x->d), macc[t]);
+                    macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(bm), _mm256_set1_ps(-dmin * x->d),
+                                              macc[t]);
                 }
             }
         }
-        for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = reduce(_mm256_add_ps(acc[t], macc[t]));
+        for (int t = 0; t < T; ++t)
+            a.y[(t0 + t) * a.ldy + r] = reduce(_mm256_add_ps(acc[t], macc[t]));
     }
 }
 
@@ -240,10 +265,18 @@ template <class Block, int kOffset, bool kMins, class Decode>
 void gemv_kquant(const MatmulArgs& a, Decode decode) {
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
         switch (a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4) {
-            case 1: kquant_rows<Block, 1, kOffset, kMins>(a, t0, decode); break;
-            case 2: kquant_rows<Block, 2, kOffset, kMins>(a, t0, decode); break;
-            case 3: kquant_rows<Block, 3, kOffset, kMins>(a, t0, decode); break;
-            default: kquant_rows<Block, 4, kOffset, kMins>(a, t0, decode); break;
+            case 1:
+                kquant_rows<Block, 1, kOffset, kMins>(a, t0, decode);
+                break;
+            case 2:
+                kquant_rows<Block, 2, kOffset, kMins>(a, t0, decode);
+                break;
+            case 3:
+                kquant_rows<Block, 3, kOffset, kMins>(a, t0, decode);
+                break;
+            default:
+                kquant_rows<Block, 4, kOffset, kMins>(a, t0, decode);
+                break;
         }
     }
 }
@@ -264,10 +297,18 @@ inline void q4k_scales(const uint8_t* packed, __m256i scales[8], __m256i* mins16
 
 }  // namespace
 
-void gemv_q4_0(const MatmulArgs& a) { gemv_block32<DecodeQ4_0>(a, kActQ8_0); }
-void gemv_q4_1(const MatmulArgs& a) { gemv_block32<DecodeQ4_1>(a, kActQ8_1); }
-void gemv_q5_0(const MatmulArgs& a) { gemv_block32<DecodeQ5_0>(a, kActQ8_0); }
-void gemv_q5_1(const MatmulArgs& a) { gemv_block32<DecodeQ5_1>(a, kActQ8_1); }
+void gemv_q4_0(const MatmulArgs& a) {
+    gemv_block32<DecodeQ4_0>(a, kActQ8_0);
+}
+void gemv_q4_1(const MatmulArgs& a) {
+    gemv_block32<DecodeQ4_1>(a, kActQ8_1);
+}
+void gemv_q5_0(const MatmulArgs& a) {
+    gemv_block32<DecodeQ5_0>(a, kActQ8_0);
+}
+void gemv_q5_1(const MatmulArgs& a) {
+    gemv_block32<DecodeQ5_1>(a, kActQ8_1);
+}
 void gemv_q8_0(const MatmulArgs& a) {
     gemv32<q8_0_rows<1>, q8_0_rows<2>, q8_0_rows<3>, q8_0_rows<4>>(a, kActQ8_0, -1);
 }
@@ -278,7 +319,8 @@ void gemv_q2_k(const MatmulArgs& a) {
         const __m256i three = _mm256_set1_epi8(3);
         for (int h = 0; h < 2; ++h) {
             const __m256i qs = load256(b.qs + 32 * h);
-            for (int s = 0; s < 4; ++s) codes[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), three);
+            for (int s = 0; s < 4; ++s)
+                codes[4 * h + s] = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), three);
         }
         const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
         const __m128i low4 = _mm_set1_epi8(15);
@@ -304,7 +346,8 @@ void gemv_q3_k(const MatmulArgs& a) {
         }
         uint64_t sc[2];
         unpack_q3k_scales(b.scales, sc);
-        const __m128i s8 = _mm_sub_epi8(_mm_set_epi64x(int64_t(sc[1]), int64_t(sc[0])), _mm_set1_epi8(32));
+        const __m128i s8 =
+            _mm_sub_epi8(_mm_set_epi64x(int64_t(sc[1]), int64_t(sc[0])), _mm_set1_epi8(32));
         *scales16 = _mm256_cvtepi8_epi16(s8);
         spread16(*scales16, scales);
         *d = half(b.d);
@@ -358,10 +401,12 @@ void gemv_q6_k(const MatmulArgs& a) {
                                     _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4)};
             for (int k = 0; k < 4; ++k) {
                 // qh bits 2k, 2k + 1 moved to bits 4-5.
-                codes[4 * h + k] = _mm256_or_si256(nib[k], _mm256_and_si256(move_bit(qh, 2 * k, 4), bits45));
+                codes[4 * h + k] =
+                    _mm256_or_si256(nib[k], _mm256_and_si256(move_bit(qh, 2 * k, 4), bits45));
             }
         }
-        *scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+        *scales16 =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
         spread16(*scales16, scales);
         *d = half(b.d);
     });

@@ -24,7 +24,9 @@ using namespace x86;
 // Bytes ahead of the current block to prefetch: enough to cover memory latency at full speed.
 constexpr int kPrefetch = 2048;
 
-inline void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+inline void prefetch(const uint8_t* p) {
+    _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+}
 
 inline float reduce(__m256 v) {
     const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -86,10 +88,10 @@ inline __m512i gather(__m512i r0, __m512i r1, __m512i r2) {
 
 struct NibbleLayout {
     int block_bytes;
-    int qs;       // offset of the 16 nibble bytes
-    int m;        // offset of the fp16 min, or -1
-    int qh;       // offset of the 32 high bits, or -1
-    int offset;   // subtracted from each code (0 for the types with a min)
+    int qs;      // offset of the 16 nibble bytes
+    int m;       // offset of the fp16 min, or -1
+    int qh;      // offset of the 32 high bits, or -1
+    int offset;  // subtracted from each code (0 for the types with a min)
 };
 constexpr NibbleLayout kQ4_0{18, 2, -1, -1, 8};
 constexpr NibbleLayout kQ4_1{20, 4, 2, -1, 0};
@@ -139,7 +141,7 @@ constexpr std::array<uint8_t, 64> qh_index(int h, int part) {
     return idx;
 }
 constexpr std::array<std::array<uint8_t, 64>, 4> kQhIndex = {qh_index(0, 0), qh_index(0, 1),
-                                                            qh_index(1, 0), qh_index(1, 1)};
+                                                             qh_index(1, 0), qh_index(1, 1)};
 
 // Adds 16 to the codes whose high bit is set.
 inline __m512i add_high_bit(__m512i codes, __m512i meta, int which) {
@@ -183,8 +185,8 @@ Act32 prepare_tokens32(const MatmulArgs& a, int64_t t0, int n_tok, Act32Format f
 // Lanes of 4 (or 8) int32 per block: which scale of the 8 each lane takes.
 inline __m512i lanes_of_4(int first) {
     return _mm512_set_epi32(first + 3, first + 3, first + 3, first + 3, first + 2, first + 2,
-                            first + 2, first + 2, first + 1, first + 1, first + 1, first + 1,
-                            first, first, first, first);
+                            first + 2, first + 2, first + 1, first + 1, first + 1, first + 1, first,
+                            first, first, first);
 }
 inline __m512i lanes_of_8(int first) {
     return _mm512_set_epi32(first + 1, first + 1, first + 1, first + 1, first + 1, first + 1,
@@ -243,11 +245,15 @@ void nibble_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
                 const int8_t* x = p.xs[t] + 256 * c;
                 __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo0, _mm512_load_si512(x));
                 s0 = _mm512_dpbusd_epi32(s0, hi0, _mm512_load_si512(x + 64));
-                __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo1, _mm512_load_si512(x + 128));
+                __m512i s1 =
+                    _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo1, _mm512_load_si512(x + 128));
                 s1 = _mm512_dpbusd_epi32(s1, hi1, _mm512_load_si512(x + 192));
-                const __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_load_ps(p.dx[t] + 8 * c)));
-                acc0[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_permutexvar_ps(e0, sc), acc0[t]);
-                acc1[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_permutexvar_ps(e1, sc), acc1[t]);
+                const __m512 sc =
+                    _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_load_ps(p.dx[t] + 8 * c)));
+                acc0[t] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(s0), _mm512_permutexvar_ps(e0, sc), acc0[t]);
+                acc1[t] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(s1), _mm512_permutexvar_ps(e1, sc), acc1[t]);
                 acc2[t] = _mm256_fmadd_ps(w2, _mm256_load_ps(p.a2[t] + 8 * c), acc2[t]);
             }
         }
@@ -266,10 +272,18 @@ void gemv_nibble(const MatmulArgs& a, Act32Format f) {
         const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
         const Act32 p = prepare_tokens32(a, t0, n, f, L.offset, true, nb, nb_padded);
         switch (n) {
-            case 1: nibble_rows<L, 1>(a, t0, p, nb); break;
-            case 2: nibble_rows<L, 2>(a, t0, p, nb); break;
-            case 3: nibble_rows<L, 3>(a, t0, p, nb); break;
-            default: nibble_rows<L, 4>(a, t0, p, nb); break;
+            case 1:
+                nibble_rows<L, 1>(a, t0, p, nb);
+                break;
+            case 2:
+                nibble_rows<L, 2>(a, t0, p, nb);
+                break;
+            case 3:
+                nibble_rows<L, 3>(a, t0, p, nb);
+                break;
+            default:
+                nibble_rows<L, 4>(a, t0, p, nb);
+                break;
         }
     }
 }
@@ -316,7 +330,8 @@ void q8_0_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
             const __m256 dw = _mm256_cvtph_ps(_mm_set_epi64x(int64_t(d_hi), int64_t(d_lo)));
             for (int t = 0; t < T; ++t) {
                 const int8_t* x = p.xs[t] + 256 * c;
-                const __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_load_ps(p.dx[t] + 8 * c)));
+                const __m512 sc =
+                    _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_load_ps(p.dx[t] + 8 * c)));
                 for (int v = 0; v < 4; ++v) {
                     const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[v],
                                                           _mm512_load_si512(x + 64 * v));
@@ -369,15 +384,17 @@ void kquant_rows(const MatmulArgs& a, int64_t t0, Decode decode) {
         }
         for (int64_t i = 0; i < nsb; ++i) {
             const uint8_t* bp = reinterpret_cast<const uint8_t*>(w + i);
-            for (int l = 0; l < int(sizeof(Block) + 63) / 64; ++l) prefetch(bp + kPrefetch + 64 * l);
+            for (int l = 0; l < int(sizeof(Block) + 63) / 64; ++l)
+                prefetch(bp + kPrefetch + 64 * l);
             __m512i codes[4], scales[4];
             __m256i per_bsum;  // kOffset: the 16 scales; kMins: the 16 mins (per bsum)
             float d = 0.0f, dmin = 0.0f;
             decode(w[i], codes, scales, &per_bsum, &d, &dmin);
             for (int t = 0; t < T; ++t) {
-                const auto* x = reinterpret_cast<const BlockQ8_K*>(
-                                    a.act + size_t(t0 + t) * a.act_stride) + i;
-                const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums));
+                const auto* x =
+                    reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i;
+                const __m256i bsums =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums));
                 const __m256i bm = _mm256_madd_epi16(bsums, per_bsum);
                 __m512i s = _mm512_setzero_si512();
                 if constexpr (kOffset != 0) {
@@ -410,10 +427,18 @@ void gemv_kquant(const MatmulArgs& a, Decode decode) {
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
         const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
         switch (n) {
-            case 1: kquant_rows<Block, 1, kOffset, kMins>(a, t0, decode); break;
-            case 2: kquant_rows<Block, 2, kOffset, kMins>(a, t0, decode); break;
-            case 3: kquant_rows<Block, 3, kOffset, kMins>(a, t0, decode); break;
-            default: kquant_rows<Block, 4, kOffset, kMins>(a, t0, decode); break;
+            case 1:
+                kquant_rows<Block, 1, kOffset, kMins>(a, t0, decode);
+                break;
+            case 2:
+                kquant_rows<Block, 2, kOffset, kMins>(a, t0, decode);
+                break;
+            case 3:
+                kquant_rows<Block, 3, kOffset, kMins>(a, t0, decode);
+                break;
+            default:
+                kquant_rows<Block, 4, kOffset, kMins>(a, t0, decode);
+                break;
         }
     }
 }
@@ -436,10 +461,18 @@ inline void q4k_scales(const uint8_t* packed, __m512i out[4], __m256i* mins16) {
 
 }  // namespace
 
-void gemv_q4_0(const MatmulArgs& a) { gemv_nibble<kQ4_0>(a, kActQ8_0); }
-void gemv_q4_1(const MatmulArgs& a) { gemv_nibble<kQ4_1>(a, kActQ8_1); }
-void gemv_q5_0(const MatmulArgs& a) { gemv_nibble<kQ5_0>(a, kActQ8_0); }
-void gemv_q5_1(const MatmulArgs& a) { gemv_nibble<kQ5_1>(a, kActQ8_1); }
+void gemv_q4_0(const MatmulArgs& a) {
+    gemv_nibble<kQ4_0>(a, kActQ8_0);
+}
+void gemv_q4_1(const MatmulArgs& a) {
+    gemv_nibble<kQ4_1>(a, kActQ8_1);
+}
+void gemv_q5_0(const MatmulArgs& a) {
+    gemv_nibble<kQ5_0>(a, kActQ8_0);
+}
+void gemv_q5_1(const MatmulArgs& a) {
+    gemv_nibble<kQ5_1>(a, kActQ8_1);
+}
 
 void gemv_q8_0(const MatmulArgs& a) {
     const int64_t nb = a.n_cols / 32;
@@ -448,10 +481,18 @@ void gemv_q8_0(const MatmulArgs& a) {
         const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
         const Act32 p = prepare_tokens32(a, t0, n, kActQ8_0, 128, false, nb, nb_padded);
         switch (n) {
-            case 1: q8_0_rows<1>(a, t0, p, nb); break;
-            case 2: q8_0_rows<2>(a, t0, p, nb); break;
-            case 3: q8_0_rows<3>(a, t0, p, nb); break;
-            default: q8_0_rows<4>(a, t0, p, nb); break;
+            case 1:
+                q8_0_rows<1>(a, t0, p, nb);
+                break;
+            case 2:
+                q8_0_rows<2>(a, t0, p, nb);
+                break;
+            case 3:
+                q8_0_rows<3>(a, t0, p, nb);
+                break;
+            default:
+                q8_0_rows<4>(a, t0, p, nb);
+                break;
         }
     }
 }
@@ -475,7 +516,8 @@ void gemv_q3_k(const MatmulArgs& a) {
         codes_q3_k(b, codes);
         uint64_t sc[2];
         unpack_q3k_scales(b.scales, sc);
-        const __m128i s8 = _mm_sub_epi8(_mm_set_epi64x(int64_t(sc[1]), int64_t(sc[0])), _mm_set1_epi8(32));
+        const __m128i s8 =
+            _mm_sub_epi8(_mm_set_epi64x(int64_t(sc[1]), int64_t(sc[0])), _mm_set1_epi8(32));
         *scales16 = _mm256_cvtepi8_epi16(s8);
         spread16(*scales16, scales);
         *d = half(b.d);
@@ -506,7 +548,8 @@ void gemv_q6_k(const MatmulArgs& a) {
     gemv_kquant<BlockQ6_K, 32, false>(a, [](const BlockQ6_K& b, __m512i codes[4], __m512i scales[4],
                                             __m256i* scales16, float* d, float*) {
         codes_q6_k(b, codes);
-        *scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+        *scales16 =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
         spread16(*scales16, scales);
         *d = half(b.d);
     });

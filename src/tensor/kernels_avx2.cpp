@@ -33,8 +33,8 @@ void matmul_one(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0
 template <KernelFn fn>
 float vec_dot(int64_t n, const void* w, const void* x) {
     float y = 0.0f;
-    fn(MatmulArgs{static_cast<const uint8_t*>(w), 0, n, 0, 1, static_cast<const uint8_t*>(x), 0,
-                  1, &y, 1});
+    fn(MatmulArgs{static_cast<const uint8_t*>(w), 0, n, 0, 1, static_cast<const uint8_t*>(x), 0, 1,
+                  &y, 1});
     return y;
 }
 
@@ -47,10 +47,10 @@ void install_avx2(TraitsArray& table, const CpuFeatures&) {
     using namespace avx2;
     for (TypeTraits& t : table) {
         switch (t.type) {
-#define MW_QUANT(TYPE, name)                                 \
-    case GgmlType::TYPE:                                     \
-        t.vec_dot = avx2::vec_dot<gemv_##name>;              \
-        t.matmul = avx2::matmul<gemv_##name, gemm_##name>;   \
+#define MW_QUANT(TYPE, name)                               \
+    case GgmlType::TYPE:                                   \
+        t.vec_dot = avx2::vec_dot<gemv_##name>;            \
+        t.matmul = avx2::matmul<gemv_##name, gemm_##name>; \
         break;
             MW_QUANT(Q4_0, q4_0)
             MW_QUANT(Q4_1, q4_1)

@@ -45,10 +45,10 @@ void install_avx512(TraitsArray& table, const CpuFeatures& cpu) {
     using namespace avx512;
     for (TypeTraits& t : table) {
         switch (t.type) {
-#define MW_QUANT(TYPE, name)                                   \
-    case GgmlType::TYPE:                                       \
-        t.vec_dot = avx512::vec_dot<gemv_##name>;              \
-        t.matmul = avx512::matmul<gemv_##name, gemm_##name>;   \
+#define MW_QUANT(TYPE, name)                                 \
+    case GgmlType::TYPE:                                     \
+        t.vec_dot = avx512::vec_dot<gemv_##name>;            \
+        t.matmul = avx512::matmul<gemv_##name, gemm_##name>; \
         break;
             MW_QUANT(Q4_0, q4_0)
             MW_QUANT(Q4_1, q4_1)

@@ -41,11 +41,14 @@ void gemm_q4_0_groups(const MatmulArgs& a, GroupPackFn pack);
 void gemm_q4_k_groups(const MatmulArgs& a, GroupPackFn pack);
 void gemm_q6_k_groups(const MatmulArgs& a, GroupPackFn pack);
 void matmul_q4_0_x16(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
-                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy);
+                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                     int64_t ldy);
 void matmul_q4_k_x16(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
-                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy);
+                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                     int64_t ldy);
 void matmul_q6_k_x16(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
-                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy);
+                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                     int64_t ldy);
 
 // From this many tokens on, matmul uses the prefill kernels (kernels_avx512.cpp).
 inline constexpr int64_t kGemmMinTokens = 12;
@@ -53,8 +56,8 @@ inline constexpr int64_t kGemmMinTokens = 12;
 // Float weights (float_avx512.cpp): tiles of rows x tokens of dot products.
 void matmul_f32(const MatmulArgs& a);
 void matmul_f16(const MatmulArgs& a);
-void matmul_bf16(const MatmulArgs& a);      // converts bf16 to f32
-void matmul_bf16_dp(const MatmulArgs& a);   // AVX512_BF16 vdpbf16ps
+void matmul_bf16(const MatmulArgs& a);     // converts bf16 to f32
+void matmul_bf16_dp(const MatmulArgs& a);  // AVX512_BF16 vdpbf16ps
 float vec_dot_f32(int64_t n, const void* w, const void* x);
 float vec_dot_f16(int64_t n, const void* w, const void* x);
 float vec_dot_bf16(int64_t n, const void* w, const void* x);

@@ -40,16 +40,16 @@ inline void codes_q3_k(const BlockQ3_K& b, __m512i codes[4]) {
     const __m512i three = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
     const __m512i hm = load_twice(b.hmask);
     // hmask bits 2v (low half) and 2v + 1 (high half) moved to bit 2.
-    const __m512i high[4] = {_mm512_sllv_epi16(hm, shift_halves(2, 1)),
-                             _mm512_srlv_epi16(hm, shift_halves(0, 1)),
-                             _mm512_srlv_epi16(hm, shift_halves(2, 3)),
-                             _mm512_srlv_epi16(hm, shift_halves(4, 5))};
+    const __m512i high[4] = {
+        _mm512_sllv_epi16(hm, shift_halves(2, 1)), _mm512_srlv_epi16(hm, shift_halves(0, 1)),
+        _mm512_srlv_epi16(hm, shift_halves(2, 3)), _mm512_srlv_epi16(hm, shift_halves(4, 5))};
     for (int h = 0; h < 2; ++h) {
         const __m512i qs = load_twice(b.qs + 32 * h);
         for (int q = 0; q < 2; ++q) {
             const int v = 2 * h + q;
             const __m512i low = _mm512_srlv_epi16(qs, shift_halves(4 * q, 4 * q + 2));
-            codes[v] = _mm512_ternarylogic_epi32(low, _mm512_and_si512(high[v], four), three, kSelectOr);
+            codes[v] =
+                _mm512_ternarylogic_epi32(low, _mm512_and_si512(high[v], four), three, kSelectOr);
         }
     }
 }
@@ -58,7 +58,8 @@ inline void codes_q4_k(const BlockQ4_K& b, __m512i codes[4]) {
     const __m512i low4 = _mm512_set1_epi8(15);
     const __m512i nibble_shift = shift_halves(0, 4);
     for (int p = 0; p < 4; ++p) {
-        codes[p] = _mm512_and_si512(_mm512_srlv_epi16(load_twice(b.qs + 32 * p), nibble_shift), low4);
+        codes[p] =
+            _mm512_and_si512(_mm512_srlv_epi16(load_twice(b.qs + 32 * p), nibble_shift), low4);
     }
 }
 
@@ -67,10 +68,9 @@ inline void codes_q5_k(const BlockQ5_K& b, __m512i codes[4]) {
     const __m512i nibble_shift = shift_halves(0, 4);
     const __m512i qh = load_twice(b.qh);
     // qh bits 2p (low half) and 2p + 1 (high half) moved to bit 4.
-    const __m512i high[4] = {_mm512_sllv_epi16(qh, shift_halves(4, 3)),
-                             _mm512_sllv_epi16(qh, shift_halves(2, 1)),
-                             _mm512_srlv_epi16(qh, shift_halves(0, 1)),
-                             _mm512_srlv_epi16(qh, shift_halves(2, 3))};
+    const __m512i high[4] = {
+        _mm512_sllv_epi16(qh, shift_halves(4, 3)), _mm512_sllv_epi16(qh, shift_halves(2, 1)),
+        _mm512_srlv_epi16(qh, shift_halves(0, 1)), _mm512_srlv_epi16(qh, shift_halves(2, 3))};
     for (int p = 0; p < 4; ++p) {
         const __m512i nib = _mm512_srlv_epi16(load_twice(b.qs + 32 * p), nibble_shift);
         codes[p] = _mm512_ternarylogic_epi32(nib, _mm512_and_si512(high[p], bit4), low4, kSelectOr);
@@ -87,7 +87,8 @@ inline void codes_q6_k(const BlockQ6_K& b, __m512i codes[4]) {
         const __m512i hi_a = _mm512_and_si512(_mm512_sllv_epi16(qh, shift_halves(4, 2)), bits45);
         const __m512i hi_b = _mm512_and_si512(_mm512_srlv_epi16(qh, shift_halves(0, 2)), bits45);
         codes[2 * h] = _mm512_ternarylogic_epi32(ql, hi_a, low4, kSelectOr);
-        codes[2 * h + 1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), hi_b, low4, kSelectOr);
+        codes[2 * h + 1] =
+            _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), hi_b, low4, kSelectOr);
     }
 }
 

@@ -82,7 +82,8 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
             int16x8_t q16[2];
             for (int k = 0; k < 2; ++k) {
                 const float* p = src + 16 * c + 8 * k;
-                const int32x4_t a = vminq_s32(vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(p), iscale)), limit);
+                const int32x4_t a =
+                    vminq_s32(vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(p), iscale)), limit);
                 const int32x4_t e =
                     vminq_s32(vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(p + 4), iscale)), limit);
                 q16[k] = vcombine_s16(vmovn_s32(a), vmovn_s32(e));
@@ -103,11 +104,10 @@ void f16_from_float(const float* src, void* dst, int64_t n) {
     for (; i + 4 <= n; i += 4) {
         const float32x4_t v = vld1q_f32(src + i);
         const uint32x4_t bits = vreinterpretq_u32_f32(v);
-        const uint32x4_t nan = vcgtq_u32(vandq_u32(bits, vdupq_n_u32(0x7fffffff)),
-                                         vdupq_n_u32(0x7f800000));
-        const uint16x4_t quiet =
-            vorr_u16(vmovn_u32(vandq_u32(vshrq_n_u32(bits, 16), vdupq_n_u32(0x8000))),
-                     vdup_n_u16(0x7e00));
+        const uint32x4_t nan =
+            vcgtq_u32(vandq_u32(bits, vdupq_n_u32(0x7fffffff)), vdupq_n_u32(0x7f800000));
+        const uint16x4_t quiet = vorr_u16(
+            vmovn_u32(vandq_u32(vshrq_n_u32(bits, 16), vdupq_n_u32(0x8000))), vdup_n_u16(0x7e00));
         const uint16x4_t converted = vreinterpret_u16_f16(vcvt_f16_f32(v));
         vst1_u16(h + i, vbsl_u16(vmovn_u32(nan), quiet, converted));
     }
@@ -124,8 +124,8 @@ void bf16_from_float(const float* src, void* dst, int64_t n) {
         const uint32x4_t rounded =
             vshrq_n_u32(vaddq_u32(bits, vaddq_u32(vdupq_n_u32(0x7fff), odd)), 16);
         const uint32x4_t quiet = vorrq_u32(vshrq_n_u32(bits, 16), vdupq_n_u32(64));
-        const uint32x4_t nan = vcgtq_u32(vandq_u32(bits, vdupq_n_u32(0x7fffffff)),
-                                         vdupq_n_u32(0x7f800000));
+        const uint32x4_t nan =
+            vcgtq_u32(vandq_u32(bits, vdupq_n_u32(0x7fffffff)), vdupq_n_u32(0x7f800000));
         vst1_u16(h + i, vmovn_u32(vbslq_u32(nan, quiet, rounded)));
     }
     for (; i < n; ++i) h[i] = f32_to_bf16(src[i]);
@@ -202,8 +202,8 @@ void tile_float(const uint8_t* const rows[4], const uint8_t* const tokens[], int
         for (int64_t k = i; k < n_cols; ++k) {
             for (int r = 0; r < 4; ++r) tail[r] += L::one(w[r] + k) * L::one(x[t] + k);
         }
-        const float32x4_t sums = vpaddq_f32(vpaddq_f32(acc[0][t], acc[1][t]),
-                                            vpaddq_f32(acc[2][t], acc[3][t]));
+        const float32x4_t sums =
+            vpaddq_f32(vpaddq_f32(acc[0][t], acc[1][t]), vpaddq_f32(acc[2][t], acc[3][t]));
         out[t] = vaddq_f32(sums, vld1q_f32(tail));
     }
 }
@@ -211,8 +211,8 @@ void tile_float(const uint8_t* const rows[4], const uint8_t* const tokens[], int
 template <class L>
 void matmul_float(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
                   const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy) {
-    matmul_tiles<4>(tile_float<L, 4>, nullptr, tile_float<L, 1>, 1, w, w_row_bytes, n_cols, r0, r1, act,
-                    act_stride, n_tokens, y, ldy);
+    matmul_tiles<4>(tile_float<L, 4>, nullptr, tile_float<L, 1>, 1, w, w_row_bytes, n_cols, r0, r1,
+                    act, act_stride, n_tokens, y, ldy);
 }
 
 template <class T>

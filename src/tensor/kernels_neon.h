@@ -2,7 +2,8 @@
 // - neon:    ARMv8.0 Advanced SIMD (every ARM64 CPU): SIMD activation quantizers (Q8_0, Q8_1,
 //            Q8_K, F16, BF16), F32/F16/BF16 kernels, integer dot products by widening multiplies.
 //            kernels_neon.cpp.
-// - dotprod: the quantized kernels on SDOT (ARMv8.2+, e.g. Cortex-A55/A76). kernels_neon_dotprod.cpp.
+// - dotprod: the quantized kernels on SDOT (ARMv8.2+, e.g. Cortex-A55/A76).
+// kernels_neon_dotprod.cpp.
 // - i8mm:    prefill matrix kernels on SMMLA, 2 rows x 2 tokens per instruction (ARMv8.6+, e.g.
 //            Cortex-A710/X2); decode stays on SDOT. kernels_neon_i8mm.cpp.
 // Each level's file is compiled with its own -march (src/CMakeLists.txt) and installed only when

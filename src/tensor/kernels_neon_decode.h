@@ -38,7 +38,9 @@ inline uint8x16_t bits_to_bytes(uint32_t bits) {
     return vtstq_u8(v, vld1q_u8(kBit));
 }
 
-inline int8x16_t as_s8(uint8x16_t v) { return vreinterpretq_s8_u8(v); }
+inline int8x16_t as_s8(uint8x16_t v) {
+    return vreinterpretq_s8_u8(v);
+}
 
 // ---- 32-element blocks: one scale per block, plus an offset m for Q4_1 / Q5_1 ----------------
 
@@ -187,7 +189,8 @@ struct Q3_K {
             for (int s = 0; s < 4; ++s) {
                 for (int k = 0; k < 2; ++k) {
                     const int c = 8 * h + 2 * s + k;
-                    const uint8x16_t low = vandq_u8(vshlq_u8(v[k], vdupq_n_s8(int8_t(-2 * s))), three);
+                    const uint8x16_t low =
+                        vandq_u8(vshlq_u8(v[k], vdupq_n_s8(int8_t(-2 * s))), three);
                     const uint8x16_t has = vtstq_u8(hm[k], vdupq_n_u8(uint8_t(1u << (c / 2))));
                     o.q[c] = vsubq_s8(as_s8(low), as_s8(vbicq_u8(four, has)));
                 }

@@ -27,9 +27,7 @@ struct BaseEngine {
 
 #if defined(__ARM_FEATURE_DOTPROD)
 struct DotEngine {
-    static int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
-        return vdotq_s32(acc, a, b);
-    }
+    static int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) { return vdotq_s32(acc, a, b); }
 };
 #endif
 
@@ -254,15 +252,15 @@ void matmul_tiles(TileFn wide, TileFn pair, TileFn narrow, int64_t block_size, c
 template <class T, class E>
 void matmul_32(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
                const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy) {
-    matmul_tiles<4>(tile_32<T, E, 4>, nullptr, tile_32<T, E, 1>, kQK, w, w_row_bytes, n_cols, r0, r1, act,
-                    act_stride, n_tokens, y, ldy);
+    matmul_tiles<4>(tile_32<T, E, 4>, nullptr, tile_32<T, E, 1>, kQK, w, w_row_bytes, n_cols, r0,
+                    r1, act, act_stride, n_tokens, y, ldy);
 }
 
 template <class T, class E>
 void matmul_k(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
               const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy) {
-    matmul_tiles<4>(tile_k<T, E, 4>, nullptr, tile_k<T, E, 1>, kQK_K, w, w_row_bytes, n_cols, r0, r1, act,
-                    act_stride, n_tokens, y, ldy);
+    matmul_tiles<4>(tile_k<T, E, 4>, nullptr, tile_k<T, E, 1>, kQK_K, w, w_row_bytes, n_cols, r0,
+                    r1, act, act_stride, n_tokens, y, ldy);
 }
 
 }  // namespace

@@ -26,8 +26,12 @@ inline int8x16_t interleave_high(int8x16_t a, int8x16_t b) {
 }
 
 // [a, a, b, b] and [x, y, x, y]: the 2x2 lane order of SMMLA's result.
-inline float32x4_t row_pair(float a, float b) { return load4(a, a, b, b); }
-inline float32x4_t token_pair(float x, float y) { return load4(x, y, x, y); }
+inline float32x4_t row_pair(float a, float b) {
+    return load4(a, a, b, b);
+}
+inline float32x4_t token_pair(float x, float y) {
+    return load4(x, y, x, y);
+}
 
 // out[t] lane r for 4 rows and kTokens (2 or 4) tokens from the 2x2 accumulators acc[P][Q]
 // (rows 2P, 2P+1 x tokens 2Q, 2Q+1).
@@ -146,7 +150,8 @@ void tile_k_mmla(const uint8_t* const rows[4], const uint8_t* const tokens[], in
                     const int8x16_t yv = vld1q_s8(y.qs + 16 * chunk);
                     const int8x16_t lo = interleave_low(xv, yv), hi = interleave_high(xv, yv);
                     for (int p = 0; p < 2; ++p) {
-                        s[p] = vmmlaq_s32(vmmlaq_s32(s[p], wz[p][chunk][0], lo), wz[p][chunk][1], hi);
+                        s[p] =
+                            vmmlaq_s32(vmmlaq_s32(s[p], wz[p][chunk][0], lo), wz[p][chunk][1], hi);
                     }
                 }
                 for (int p = 0; p < 2; ++p) isum[p] = vmlaq_s32(isum[p], s[p], scales[p][g]);
@@ -177,8 +182,7 @@ void matmul_32_mmla(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_
 
 template <class T>
 void matmul_k_mmla(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
-                   const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
-                   int64_t ldy) {
+                   const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy) {
     matmul_tiles<4>(tile_k_mmla<T, 4>, tile_k_mmla<T, 2>, tile_k<T, DotEngine, 1>, kQK_K, w,
                     w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy);
 }

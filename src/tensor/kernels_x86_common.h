@@ -26,7 +26,7 @@ namespace {
 
 // A growable 64-byte aligned buffer, kept per thread by the kernels (no allocation once warm).
 class ScratchBuffer {
-public:
+  public:
     ScratchBuffer() = default;
     ScratchBuffer(const ScratchBuffer&) = delete;
     ScratchBuffer& operator=(const ScratchBuffer&) = delete;
@@ -42,14 +42,18 @@ public:
         return data_;
     }
 
-private:
+  private:
     uint8_t* data_ = nullptr;
     size_t size_ = 0;
 };
 
-inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+inline size_t align64(size_t n) {
+    return (n + 63) & ~size_t(63);
+}
 
-inline float half(uint16_t h) { return _cvtsh_ss(h); }
+inline float half(uint16_t h) {
+    return _cvtsh_ss(h);
+}
 
 inline uint16_t load_u16(const uint8_t* p) {
     uint16_t v;
@@ -166,11 +170,11 @@ void prepare_act32(const uint8_t* act, Act32Format f, int offset, int64_t nb, in
 // activation side supplies, per token and sub-block, -offset * sum(x) as an integer (added to
 // the integer dot product) and, for types with mins, the factor the min multiplies.
 struct PanelFormat {
-    int bl;          // elements per sub-block
-    int offset;      // subtracted from every code
-    bool has_min;    // value includes a per-sub-block min
-    bool k_quant;    // activations are Q8_K (one scale per 256), else Q8_0/Q8_1 (per 32)
-    Act32Format act; // for the 32-element types
+    int bl;           // elements per sub-block
+    int offset;       // subtracted from every code
+    bool has_min;     // value includes a per-sub-block min
+    bool k_quant;     // activations are Q8_K (one scale per 256), else Q8_0/Q8_1 (per 32)
+    Act32Format act;  // for the 32-element types
 };
 
 // Decoders: codes (n elements, natural order), scale and min per sub-block.
@@ -262,7 +266,8 @@ inline void decode_q3_k(const uint8_t* row, int64_t n, uint8_t* codes, float* sc
         }
         uint64_t sc[2];
         unpack_q3k_scales(b[i].scales, sc);
-        for (int j = 0; j < 16; ++j) scale[j] = d * float(int((sc[j / 8] >> (8 * (j % 8))) & 63) - 32);
+        for (int j = 0; j < 16; ++j)
+            scale[j] = d * float(int((sc[j / 8] >> (8 * (j % 8))) & 63) - 32);
     }
 }
 

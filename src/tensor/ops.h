@@ -41,10 +41,10 @@ void rms_norm(const float* x, const float* weight, float* y, int64_t n, float ep
 
 // Rotary position embedding.
 struct RopeParams {
-    int n_rot;          // rotated dims per head (even)
+    int n_rot;  // rotated dims per head (even)
     float freq_base;
-    float freq_scale;   // 1 / linear scaling factor
-    bool neox;          // rotate (i, i + n_rot/2) pairs instead of (2i, 2i+1)
+    float freq_scale;  // 1 / linear scaling factor
+    bool neox;         // rotate (i, i + n_rot/2) pairs instead of (2i, 2i+1)
     // YaRN (ext_factor 0 disables it).
     int n_ctx_orig;
     float ext_factor;

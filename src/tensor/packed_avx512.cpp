@@ -18,7 +18,9 @@ using namespace x86;
 
 constexpr int kPrefetch = 4096;
 
-inline __m512i bcast4(const int8_t* p) { return _mm512_set1_epi32(load_i32(p)); }
+inline __m512i bcast4(const int8_t* p) {
+    return _mm512_set1_epi32(load_i32(p));
+}
 
 // vpermb indexes: byte 0 of dword r takes byte r of 128-bit lane L (a scale of row r), or bytes
 // 0 and 2 take lanes 2p and 2p + 1 (two sub-blocks' mins as 16-bit words).
@@ -46,13 +48,15 @@ constexpr __mmask64 kBytes02 = 0x5555555555555555ull;
 inline void unpack_scales(const uint8_t* planes, __m512i sc[2], __m512i m[2]) {
     const __m512i a = _mm512_loadu_si512(planes), b = _mm512_loadu_si512(planes + 64),
                   c = _mm512_loadu_si512(planes + 128);
-    const __m512i low6 = _mm512_set1_epi8(63), low4 = _mm512_set1_epi8(15), bits45 = _mm512_set1_epi8(0x30);
+    const __m512i low6 = _mm512_set1_epi8(63), low4 = _mm512_set1_epi8(15),
+                  bits45 = _mm512_set1_epi8(0x30);
     sc[0] = _mm512_and_si512(a, low6);
     m[0] = _mm512_and_si512(b, low6);
     // Top two bits of planes 0-3 / 4-7 (bits 6-7 to 4-5) under the nibbles of planes 8-11.
-    sc[1] = _mm512_ternarylogic_epi32(c, _mm512_and_si512(_mm512_srli_epi16(a, 2), bits45), low4, 0xEC);
-    m[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(c, 4), _mm512_and_si512(_mm512_srli_epi16(b, 2), bits45),
-                                     low4, 0xEC);
+    sc[1] =
+        _mm512_ternarylogic_epi32(c, _mm512_and_si512(_mm512_srli_epi16(a, 2), bits45), low4, 0xEC);
+    m[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(c, 4),
+                                     _mm512_and_si512(_mm512_srli_epi16(b, 2), bits45), low4, 0xEC);
 }
 
 inline __m512 scale_of(const __m512i sc[2], int j) {
@@ -116,7 +120,8 @@ void q4k_x16_groups(const MatmulArgs& a, int64_t t0, const PackedActs& p) {
             for (int j = 0; j < 8; ++j) {
                 const uint8_t* codes = rec + PackedQ4K::kCodes + 256 * j;
                 for (int l = 0; l < 4; ++l) {
-                    _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetch + 64 * l), _MM_HINT_T0);
+                    _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetch + 64 * l),
+                                 _MM_HINT_T0);
                 }
                 __m512i s_lo[T], s_hi[T];
                 for (int t = 0; t < T; ++t) s_lo[t] = s_hi[t] = _mm512_setzero_si512();
@@ -132,21 +137,27 @@ void q4k_x16_groups(const MatmulArgs& a, int64_t t0, const PackedActs& p) {
                 }
                 const __m512 scale = scale_of(sc, j);
                 for (int t = 0; t < T; ++t) {
-                    sacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(s_lo[t], s_hi[t])), scale, sacc[t]);
+                    sacc[t] = _mm512_fmadd_ps(
+                        _mm512_cvtepi32_ps(_mm512_add_epi32(s_lo[t], s_hi[t])), scale, sacc[t]);
                 }
             }
             for (int q = 0; q < 4; ++q) {
-                const __m512i mins = _mm512_maskz_permutexvar_epi8(kBytes02, _mm512_load_si512(kSpread.pair[q % 2]), mn[q / 2]);
+                const __m512i mins = _mm512_maskz_permutexvar_epi8(
+                    kBytes02, _mm512_load_si512(kSpread.pair[q % 2]), mn[q / 2]);
                 for (int t = 0; t < T; ++t) {
-                    macc[t] = _mm512_dpwssd_epi32(macc[t], mins, _mm512_set1_epi32(int(p.pair_sums[t][4 * i + q])));
+                    macc[t] = _mm512_dpwssd_epi32(
+                        macc[t], mins, _mm512_set1_epi32(int(p.pair_sums[t][4 * i + q])));
                 }
             }
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4K::kD)));
-            const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4K::kDmin)));
+            const __m512 d = _mm512_cvtph_ps(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4K::kD)));
+            const __m512 dmin = _mm512_cvtph_ps(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4K::kDmin)));
             for (int t = 0; t < T; ++t) {
                 const __m512 xd = _mm512_set1_ps(p.x[t][i].d);
                 acc[t] = _mm512_fmadd_ps(sacc[t], _mm512_mul_ps(d, xd), acc[t]);
-                acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(macc[t]), _mm512_mul_ps(dmin, xd), acc[t]);
+                acc[t] =
+                    _mm512_fnmadd_ps(_mm512_cvtepi32_ps(macc[t]), _mm512_mul_ps(dmin, xd), acc[t]);
             }
         }
         const __mmask16 m = rows_in_range(g, a.r0, a.r1);
@@ -167,19 +178,23 @@ void pack_group_q4_k(const MatmulArgs& a, int64_t g, uint8_t* panel) {
         const uint8_t* rec = group + size_t(i) * PackedQ4K::kRecord;
         __m512i sc[2], mn[2];
         unpack_scales(rec + PackedQ4K::kScales, sc, mn);
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4K::kD)));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4K::kDmin)));
+        const __m512 d = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4K::kD)));
+        const __m512 dmin = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4K::kDmin)));
         for (int j = 0; j < 8; ++j) {
             uint8_t* p = panel + size_t(8 * i + j) * kStride;
             const uint8_t* codes = rec + PackedQ4K::kCodes + 256 * j;
             for (int q = 0; q < 4; ++q) {
                 const __m512i v = _mm512_loadu_si512(codes + 64 * q);
                 _mm512_store_si512(p + 128 * q, _mm512_and_si512(v, low4));
-                _mm512_store_si512(p + 128 * q + 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+                _mm512_store_si512(p + 128 * q + 64,
+                                   _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
             }
             _mm512_store_ps(reinterpret_cast<float*>(p + 512), _mm512_mul_ps(d, scale_of(sc, j)));
             const __m512 m = scale_of(mn, j);
-            _mm512_store_ps(reinterpret_cast<float*>(p + 576), _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), dmin), m));
+            _mm512_store_ps(reinterpret_cast<float*>(p + 576),
+                            _mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), dmin), m));
         }
     }
 }
@@ -189,10 +204,18 @@ void gemv_q4_k_x16(const MatmulArgs& a) {
         const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
         const PackedActs p = prepare(a, t0, n);
         switch (n) {
-            case 1: q4k_x16_groups<1>(a, t0, p); break;
-            case 2: q4k_x16_groups<2>(a, t0, p); break;
-            case 3: q4k_x16_groups<3>(a, t0, p); break;
-            default: q4k_x16_groups<4>(a, t0, p); break;
+            case 1:
+                q4k_x16_groups<1>(a, t0, p);
+                break;
+            case 2:
+                q4k_x16_groups<2>(a, t0, p);
+                break;
+            case 3:
+                q4k_x16_groups<3>(a, t0, p);
+                break;
+            default:
+                q4k_x16_groups<4>(a, t0, p);
+                break;
         }
     }
 }
@@ -240,7 +263,8 @@ void q4_0_x16_groups(const MatmulArgs& a, int64_t t0, const Q4_0Acts& p) {
         for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
         for (int64_t b = 0; b < nb; ++b) {
             const uint8_t* rec = group + size_t(b) * PackedQ4_0::kRecord;
-            for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(rec + kPrefetch + 64 * l), _MM_HINT_T0);
+            for (int l = 0; l < 5; ++l)
+                _mm_prefetch(reinterpret_cast<const char*>(rec + kPrefetch + 64 * l), _MM_HINT_T0);
             __m512i s_lo[T], s_hi[T];
             for (int t = 0; t < T; ++t) {
                 s_lo[t] = _mm512_set1_epi32(p.bias[t][b]);
@@ -251,19 +275,23 @@ void q4_0_x16_groups(const MatmulArgs& a, int64_t t0, const Q4_0Acts& p) {
                 const __m512i lo = _mm512_and_si512(v, low4);
                 const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
                 for (int t = 0; t < T; ++t) {
-                    const auto* xq = reinterpret_cast<const int8_t*>(p.row[t] + size_t(b) * sizeof(BlockQ8_0) + 2) + 8 * q;
+                    const auto* xq = reinterpret_cast<const int8_t*>(
+                                         p.row[t] + size_t(b) * sizeof(BlockQ8_0) + 2) +
+                                     8 * q;
                     s_lo[t] = _mm512_dpbusd_epi32(s_lo[t], lo, bcast4(xq));
                     s_hi[t] = _mm512_dpbusd_epi32(s_hi[t], hi, bcast4(xq + 4));
                 }
             }
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4_0::kD)));
+            const __m512 d = _mm512_cvtph_ps(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4_0::kD)));
             for (int t = 0; t < T; ++t) {
                 const __m512 s = _mm512_cvtepi32_ps(_mm512_add_epi32(s_lo[t], s_hi[t]));
                 acc[t] = _mm512_fmadd_ps(s, _mm512_mul_ps(d, _mm512_set1_ps(p.dx[t][b])), acc[t]);
             }
         }
         const __mmask16 m = rows_in_range(g, a.r0, a.r1);
-        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(a.y + (t0 + t) * a.ldy + kPackRows * g, m, acc[t]);
+        for (int t = 0; t < T; ++t)
+            _mm512_mask_storeu_ps(a.y + (t0 + t) * a.ldy + kPackRows * g, m, acc[t]);
     }
 }
 
@@ -281,7 +309,8 @@ void pack_group_q4_0(const MatmulArgs& a, int64_t g, uint8_t* panel) {
             _mm512_store_si512(out + 128 * q + 64, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
         }
         _mm512_store_ps(reinterpret_cast<float*>(out + 512),
-                        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ4_0::kD))));
+                        _mm512_cvtph_ps(_mm256_loadu_si256(
+                            reinterpret_cast<const __m256i*>(rec + PackedQ4_0::kD))));
     }
 }
 
@@ -290,10 +319,18 @@ void gemv_q4_0_x16(const MatmulArgs& a) {
         const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
         const Q4_0Acts p = prepare_q4_0(a, t0, n);
         switch (n) {
-            case 1: q4_0_x16_groups<1>(a, t0, p); break;
-            case 2: q4_0_x16_groups<2>(a, t0, p); break;
-            case 3: q4_0_x16_groups<3>(a, t0, p); break;
-            default: q4_0_x16_groups<4>(a, t0, p); break;
+            case 1:
+                q4_0_x16_groups<1>(a, t0, p);
+                break;
+            case 2:
+                q4_0_x16_groups<2>(a, t0, p);
+                break;
+            case 3:
+                q4_0_x16_groups<3>(a, t0, p);
+                break;
+            default:
+                q4_0_x16_groups<4>(a, t0, p);
+                break;
         }
     }
 }
@@ -306,16 +343,18 @@ inline void q6k_steps(const uint8_t* codes, __m512i steps[4]) {
     const __m512i lo = _mm512_loadu_si512(codes), hi = _mm512_loadu_si512(codes + 64),
                   top = _mm512_loadu_si512(codes + 128);
     // Top bits 0-1, 2-3, 4-5, 6-7 moved to bits 4-5 under the low 4 bits.
-    steps[0] = _mm512_ternarylogic_epi32(lo, _mm512_and_si512(_mm512_slli_epi16(top, 4), bits45), low4, 0xEC);
-    steps[1] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(lo, 4), _mm512_and_si512(_mm512_slli_epi16(top, 2), bits45),
+    steps[0] = _mm512_ternarylogic_epi32(lo, _mm512_and_si512(_mm512_slli_epi16(top, 4), bits45),
                                          low4, 0xEC);
+    steps[1] = _mm512_ternarylogic_epi32(
+        _mm512_srli_epi16(lo, 4), _mm512_and_si512(_mm512_slli_epi16(top, 2), bits45), low4, 0xEC);
     steps[2] = _mm512_ternarylogic_epi32(hi, _mm512_and_si512(top, bits45), low4, 0xEC);
-    steps[3] = _mm512_ternarylogic_epi32(_mm512_srli_epi16(hi, 4), _mm512_and_si512(_mm512_srli_epi16(top, 2), bits45),
-                                         low4, 0xEC);
+    steps[3] = _mm512_ternarylogic_epi32(
+        _mm512_srli_epi16(hi, 4), _mm512_and_si512(_mm512_srli_epi16(top, 2), bits45), low4, 0xEC);
 }
 
 inline __m512 q6k_scale(const uint8_t* rec, int j) {
-    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + PackedQ6K::kScales + 16 * j));
+    const __m128i sc =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + PackedQ6K::kScales + 16 * j));
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc));
 }
 
@@ -355,24 +394,30 @@ void q6k_x16_groups(const MatmulArgs& a, int64_t t0, const Q6KActs& p) {
             for (int t = 0; t < T; ++t) sacc[t] = _mm512_setzero_ps();
             for (int j = 0; j < 16; ++j) {
                 const uint8_t* codes = rec + PackedQ6K::kCodes + 192 * j;
-                for (int l = 0; l < 3; ++l) _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetch + 64 * l), _MM_HINT_T0);
+                for (int l = 0; l < 3; ++l)
+                    _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetch + 64 * l),
+                                 _MM_HINT_T0);
                 __m512i steps[4];
                 q6k_steps(codes, steps);
                 const __m512 scale = q6k_scale(rec, j);
                 for (int t = 0; t < T; ++t) {
                     const int8_t* xq = p.x[t][i].qs + 16 * j;
                     __m512i s = _mm512_set1_epi32(p.bias[t][16 * i + j]);
-                    for (int k = 0; k < 4; ++k) s = _mm512_dpbusd_epi32(s, steps[k], bcast4(xq + 4 * k));
+                    for (int k = 0; k < 4; ++k)
+                        s = _mm512_dpbusd_epi32(s, steps[k], bcast4(xq + 4 * k));
                     sacc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), scale, sacc[t]);
                 }
             }
-            const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ6K::kD)));
+            const __m512 d = _mm512_cvtph_ps(
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ6K::kD)));
             for (int t = 0; t < T; ++t) {
-                acc[t] = _mm512_fmadd_ps(sacc[t], _mm512_mul_ps(d, _mm512_set1_ps(p.x[t][i].d)), acc[t]);
+                acc[t] =
+                    _mm512_fmadd_ps(sacc[t], _mm512_mul_ps(d, _mm512_set1_ps(p.x[t][i].d)), acc[t]);
             }
         }
         const __mmask16 m = rows_in_range(g, a.r0, a.r1);
-        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(a.y + (t0 + t) * a.ldy + kPackRows * g, m, acc[t]);
+        for (int t = 0; t < T; ++t)
+            _mm512_mask_storeu_ps(a.y + (t0 + t) * a.ldy + kPackRows * g, m, acc[t]);
     }
 }
 
@@ -382,13 +427,15 @@ void pack_group_q6_k(const MatmulArgs& a, int64_t g, uint8_t* panel) {
     constexpr size_t kStride = 16 * 16 + 64;  // the Q6_K panel: codes, scales
     for (int64_t i = 0; i < nsb; ++i) {
         const uint8_t* rec = group + size_t(i) * PackedQ6K::kRecord;
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ6K::kD)));
+        const __m512 d = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + PackedQ6K::kD)));
         for (int j = 0; j < 16; ++j) {
             uint8_t* out = panel + size_t(16 * i + j) * kStride;
             __m512i steps[4];
             q6k_steps(rec + PackedQ6K::kCodes + 192 * j, steps);
             for (int k = 0; k < 4; ++k) _mm512_store_si512(out + 64 * k, steps[k]);
-            _mm512_store_ps(reinterpret_cast<float*>(out + 256), _mm512_mul_ps(d, q6k_scale(rec, j)));
+            _mm512_store_ps(reinterpret_cast<float*>(out + 256),
+                            _mm512_mul_ps(d, q6k_scale(rec, j)));
         }
     }
 }
@@ -398,10 +445,18 @@ void gemv_q6_k_x16(const MatmulArgs& a) {
         const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
         const Q6KActs p = prepare_q6_k(a, t0, n);
         switch (n) {
-            case 1: q6k_x16_groups<1>(a, t0, p); break;
-            case 2: q6k_x16_groups<2>(a, t0, p); break;
-            case 3: q6k_x16_groups<3>(a, t0, p); break;
-            default: q6k_x16_groups<4>(a, t0, p); break;
+            case 1:
+                q6k_x16_groups<1>(a, t0, p);
+                break;
+            case 2:
+                q6k_x16_groups<2>(a, t0, p);
+                break;
+            case 3:
+                q6k_x16_groups<3>(a, t0, p);
+                break;
+            default:
+                q6k_x16_groups<4>(a, t0, p);
+                break;
         }
     }
 }
@@ -409,7 +464,8 @@ void gemv_q6_k_x16(const MatmulArgs& a) {
 }  // namespace
 
 void matmul_q4_0_x16(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
-                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy) {
+                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                     int64_t ldy) {
     const MatmulArgs a{w, w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy};
     if (n_tokens < kGemmMinTokens) {
         gemv_q4_0_x16(a);
@@ -419,7 +475,8 @@ void matmul_q4_0_x16(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64
 }
 
 void matmul_q6_k_x16(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
-                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy) {
+                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                     int64_t ldy) {
     const MatmulArgs a{w, w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy};
     if (n_tokens < kGemmMinTokens) {
         gemv_q6_k_x16(a);
@@ -429,7 +486,8 @@ void matmul_q6_k_x16(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64
 }
 
 void matmul_q4_k_x16(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
-                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy) {
+                     const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                     int64_t ldy) {
     const MatmulArgs a{w, w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy};
     if (n_tokens < kGemmMinTokens) {
         gemv_q4_k_x16(a);

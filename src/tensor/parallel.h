@@ -9,7 +9,7 @@
 namespace mw {
 
 class Parallel {
-public:
+  public:
     virtual ~Parallel() = default;
     virtual int n_threads() const = 0;
     // Calls fn(ctx, ith, nth) once on each of nth threads (ith = 0..nth-1) and returns when all
@@ -41,7 +41,7 @@ void parallel_for_work(Parallel& par, int64_t work, F&& f) {
 
 // Runs everything on the calling thread.
 class SerialParallel final : public Parallel {
-public:
+  public:
     int n_threads() const override { return 1; }
     void run(void (*fn)(void*, int, int), void* ctx) override { fn(ctx, 0, 1); }
 };

@@ -6,8 +6,8 @@
 
 #include "tensor/cpu_features.h"
 #include "tensor/kernels.h"
-#include "tensor/quants.h"
 #include "tensor/quantize.h"
+#include "tensor/quants.h"
 
 namespace mw {
 namespace {
@@ -57,20 +57,15 @@ constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
     // K-quant from_float: the file quantizer's scale search without importance weights
     // (tensor/quantize.h); K-quants are never encoded on a hot path.
     {T::Q2_K, "Q2_K", kQK_K, sizeof(BlockQ2_K), true, ref::dequantize_row_q2_k, quantize_row_q2_k,
-     ref::vec_dot_q2_k_q8_k, T::Q8_K,
-     matmul_by_rows<ref::vec_dot_q2_k_q8_k>, "scalar"},
+     ref::vec_dot_q2_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q2_k_q8_k>, "scalar"},
     {T::Q3_K, "Q3_K", kQK_K, sizeof(BlockQ3_K), true, ref::dequantize_row_q3_k, quantize_row_q3_k,
-     ref::vec_dot_q3_k_q8_k, T::Q8_K,
-     matmul_by_rows<ref::vec_dot_q3_k_q8_k>, "scalar"},
+     ref::vec_dot_q3_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q3_k_q8_k>, "scalar"},
     {T::Q4_K, "Q4_K", kQK_K, sizeof(BlockQ4_K), true, ref::dequantize_row_q4_k, quantize_row_q4_k,
-     ref::vec_dot_q4_k_q8_k, T::Q8_K,
-     matmul_by_rows<ref::vec_dot_q4_k_q8_k>, "scalar"},
+     ref::vec_dot_q4_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q4_k_q8_k>, "scalar"},
     {T::Q5_K, "Q5_K", kQK_K, sizeof(BlockQ5_K), true, ref::dequantize_row_q5_k, quantize_row_q5_k,
-     ref::vec_dot_q5_k_q8_k, T::Q8_K,
-     matmul_by_rows<ref::vec_dot_q5_k_q8_k>, "scalar"},
+     ref::vec_dot_q5_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q5_k_q8_k>, "scalar"},
     {T::Q6_K, "Q6_K", kQK_K, sizeof(BlockQ6_K), true, ref::dequantize_row_q6_k, quantize_row_q6_k,
-     ref::vec_dot_q6_k_q8_k, T::Q8_K,
-     matmul_by_rows<ref::vec_dot_q6_k_q8_k>, "scalar"},
+     ref::vec_dot_q6_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q6_k_q8_k>, "scalar"},
     {T::Q8_K, "Q8_K", kQK_K, sizeof(BlockQ8_K), true, ref::dequantize_row_q8_k,
      ref::quantize_row_q8_k, nullptr, T::Q8_K, nullptr, "scalar"},
 }};
@@ -104,9 +99,13 @@ const Table& table() {
 
 }  // namespace
 
-const TraitsArray& reference_type_traits() { return kReferenceTraits; }
+const TraitsArray& reference_type_traits() {
+    return kReferenceTraits;
+}
 
-const char* kernel_isa() { return table().isa; }
+const char* kernel_isa() {
+    return table().isa;
+}
 
 const TypeTraits* type_traits(GgmlType type) {
     for (const TypeTraits& t : table().rows) {

@@ -158,7 +158,8 @@ class Loader {
                 if (std::isnan(s)) bad("tokenizer.ggml.scores", fmt::format("[{}] is NaN", i));
                 t.score = float(s);
             }
-            if (types) t.attr = attr_of_token_type(element_i64(*types, "tokenizer.ggml.token_type", i));
+            if (types)
+                t.attr = attr_of_token_type(element_i64(*types, "tokenizer.ggml.token_type", i));
             if ((t.attr & token_attr_byte) && !is_byte_token_text(t.text)) {
                 bad("tokenizer.ggml.token_type",
                     fmt::format("marks token {} (\"{}\") as a byte, but it is not spelled <0xXX>",

@@ -8,14 +8,14 @@
 #include "memwall.h"
 
 static int failures = 0;
-#define CHECK(cond, ...)                                              \
-    do {                                                              \
-        if (!(cond)) {                                                \
+#define CHECK(cond, ...)                                                             \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
             fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                             \
-            fprintf(stderr, "\n");                                    \
-            ++failures;                                               \
-        }                                                             \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fprintf(stderr, "\n");                                                   \
+            ++failures;                                                              \
+        }                                                                            \
     } while (0)
 
 int main(int argc, char** argv) {
@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
 
     /* Errors are values with messages. */
     mw_model* model = NULL;
-    CHECK(mw_model_load("/nonexistent/model.gguf", NULL, &model) == MW_ERR_IO, "%s", mw_last_error());
+    CHECK(mw_model_load("/nonexistent/model.gguf", NULL, &model) == MW_ERR_IO, "%s",
+          mw_last_error());
     CHECK(model == NULL, "model set on failure");
     CHECK(strstr(mw_last_error(), "/nonexistent/model.gguf") != NULL, "%s", mw_last_error());
     char not_gguf[4096];
@@ -50,7 +51,8 @@ int main(int argc, char** argv) {
     int32_t n = mw_tokenize(model, prompt, (int32_t)strlen(prompt), tokens, 16, true, true);
     const mw_token expected[] = {1, 403, 407, 261, 378};
     CHECK(n == 5, "n_tokens %d", n);
-    for (int i = 0; i < 5 && i < n; ++i) CHECK(tokens[i] == expected[i], "token %d is %d", i, tokens[i]);
+    for (int i = 0; i < 5 && i < n; ++i)
+        CHECK(tokens[i] == expected[i], "token %d is %d", i, tokens[i]);
     CHECK(mw_tokenize(model, prompt, (int32_t)strlen(prompt), tokens, 2, true, true) == -5,
           "too-small buffer must report the size needed");
 

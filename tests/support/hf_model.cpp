@@ -393,8 +393,7 @@ std::vector<double> hf_reference_logits(const HfSpec& s, const HfWeights& w,
             }
             const double pos =
                 s.rope_linear_factor > 0 ? double(t) / s.rope_linear_factor : double(t);
-            for (uint32_t h2 = 0; h2 < s.n_head; ++h2)
-                rope(q[t].data() + h2 * hd, hd, pos, freqs);
+            for (uint32_t h2 = 0; h2 < s.n_head; ++h2) rope(q[t].data() + h2 * hd, hd, pos, freqs);
             for (uint32_t h2 = 0; h2 < s.n_head_kv; ++h2)
                 rope(k[t].data() + h2 * hd, hd, pos, freqs);
         }

@@ -36,7 +36,7 @@ struct HfSpec {
     double llama3_low_freq_factor = 1.0;
     double llama3_high_freq_factor = 4.0;
     uint32_t llama3_original_context = 64;
-    int shards = 1;                   // > 1: model-0000i-of-0000n.safetensors + index
+    int shards = 1;  // > 1: model-0000i-of-0000n.safetensors + index
     uint32_t seed = 1;
 
     uint32_t resolved_head_dim() const { return head_dim ? head_dim : n_embd / n_head; }

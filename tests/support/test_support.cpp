@@ -58,7 +58,9 @@ std::string temp_dir() {
     return buf.data();
 }
 
-std::string cli_path() { return MEMWALL_CLI_PATH; }
+std::string cli_path() {
+    return MEMWALL_CLI_PATH;
+}
 
 CommandResult run_command(const std::string& command_line) {
     const std::string dir = temp_dir();

@@ -65,28 +65,73 @@ struct VocabEntry {
 
 // SentencePiece: no byte token for most bytes, so text outside these pieces becomes <unk>.
 constexpr VocabEntry kSpmVocab[] = {
-    {"<unk>", 0, 2},      {"<s>", 0, 3},        {"</s>", 0, 3},     {"<0x0A>", 0, 6},
-    {"<0xFF>", 0, 6},     {"\xE2\x96\x81", -1, 1}, {"a", -2, 1},    {"b", -3, 1},
-    {"h", -4, 1},         {"i", -5, 1},         {"\xE2\x96\x81" "a", -6, 1},
-    {"ab", -7, 1},        {"\xE2\x96\x81" "ab", -8, 1}, {"\xE2\x96\x81" "h", -9, 1},
-    {"\xE2\x96\x81" "hi", -10, 1}, {"<|im_end|>", 0, 3},
+    {"<unk>", 0, 2},
+    {"<s>", 0, 3},
+    {"</s>", 0, 3},
+    {"<0x0A>", 0, 6},
+    {"<0xFF>", 0, 6},
+    {"\xE2\x96\x81", -1, 1},
+    {"a", -2, 1},
+    {"b", -3, 1},
+    {"h", -4, 1},
+    {"i", -5, 1},
+    {"\xE2\x96\x81"
+     "a",
+     -6, 1},
+    {"ab", -7, 1},
+    {"\xE2\x96\x81"
+     "ab",
+     -8, 1},
+    {"\xE2\x96\x81"
+     "h",
+     -9, 1},
+    {"\xE2\x96\x81"
+     "hi",
+     -10, 1},
+    {"<|im_end|>", 0, 3},
 };
 
 // Byte-level BPE: "Ġ" is the space, "Ċ" the newline, in GPT-2's byte alphabet.
 constexpr VocabEntry kBpeVocab[] = {
-    {"a", 0, 1},  {"b", 0, 1},  {"h", 0, 1},  {"i", 0, 1},
-    {"\xC4\xA0", 0, 1},  {"\xC4\x8A", 0, 1},  {"!", 0, 1},  {".", 0, 1},
-    {"ab", 0, 1}, {"\xC4\xA0" "a", 0, 1}, {"\xC4\xA0" "h", 0, 1}, {"hi", 0, 1},
-    {"\xC4\xA0" "hi", 0, 1}, {"\xC4\xA0" "ab", 0, 1}, {"<|im_end|>", 0, 3},
+    {"a", 0, 1},
+    {"b", 0, 1},
+    {"h", 0, 1},
+    {"i", 0, 1},
+    {"\xC4\xA0", 0, 1},
+    {"\xC4\x8A", 0, 1},
+    {"!", 0, 1},
+    {".", 0, 1},
+    {"ab", 0, 1},
+    {"\xC4\xA0"
+     "a",
+     0, 1},
+    {"\xC4\xA0"
+     "h",
+     0, 1},
+    {"hi", 0, 1},
+    {"\xC4\xA0"
+     "hi",
+     0, 1},
+    {"\xC4\xA0"
+     "ab",
+     0, 1},
+    {"<|im_end|>", 0, 3},
     {"<|endoftext|>", 0, 3},
 };
-const std::vector<std::string> kBpeMerges = {"a b", "\xC4\xA0 a", "\xC4\xA0 h", "h i",
-                                             "\xC4\xA0" "h i", "\xC4\xA0" "a b"};
+const std::vector<std::string> kBpeMerges = {"a b",
+                                             "\xC4\xA0 a",
+                                             "\xC4\xA0 h",
+                                             "h i",
+                                             "\xC4\xA0"
+                                             "h i",
+                                             "\xC4\xA0"
+                                             "a b"};
 
 }  // namespace
 
 uint32_t tiny_vocab_size(TinyVocab vocab) {
-    return vocab == TinyVocab::spm ? uint32_t(std::size(kSpmVocab)) : uint32_t(std::size(kBpeVocab));
+    return vocab == TinyVocab::spm ? uint32_t(std::size(kSpmVocab))
+                                   : uint32_t(std::size(kBpeVocab));
 }
 
 void add_tiny_vocab(gguf::GgufWriter& w, TinyVocab vocab) {
@@ -94,8 +139,8 @@ void add_tiny_vocab(gguf::GgufWriter& w, TinyVocab vocab) {
     std::vector<std::string> texts;
     std::vector<float> scores;
     std::vector<int32_t> types;
-    for (const VocabEntry& e : spm ? std::span<const VocabEntry>(kSpmVocab)
-                                   : std::span<const VocabEntry>(kBpeVocab)) {
+    for (const VocabEntry& e :
+         spm ? std::span<const VocabEntry>(kSpmVocab) : std::span<const VocabEntry>(kBpeVocab)) {
         texts.emplace_back(e.text);
         scores.push_back(e.score);
         types.push_back(e.type);

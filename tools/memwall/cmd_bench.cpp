@@ -87,37 +87,46 @@ void add_bench_command(CLI::App& app) {
     opt->model.add_to(*cmd);
     cmd->add_option("-p,--n-prompt", opt->n_prompt, "Prompt tokens (pp test; 0 skips it)");
     cmd->add_option("-n,--n-gen", opt->n_gen, "Generated tokens (tg test; 0 skips it)");
-    cmd->add_option("-d,--n-depth", opt->n_depth,
-                    "Tokens already in the cache before each test (long-context speed, as llama-bench -d)");
-    cmd->add_option("-t,--threads", opt->threads, "Threads: counts or \"auto\", comma-separated (default: physical cores)");
+    cmd->add_option(
+        "-d,--n-depth", opt->n_depth,
+        "Tokens already in the cache before each test (long-context speed, as llama-bench -d)");
+    cmd->add_option("-t,--threads", opt->threads,
+                    "Threads: counts or \"auto\", comma-separated (default: physical cores)");
     cmd->add_option("-r,--repetitions", opt->reps, "Repetitions of each test (after one warm-up)");
-    cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt batch size (default: the whole prompt)");
+    cmd->add_option("-b,--batch-size", opt->n_batch,
+                    "Prompt batch size (default: the whole prompt)");
     cmd->add_flag("--csv", opt->csv, "CSV output");
     cmd->add_flag("--json", opt->as_json, "JSON output (a list of results)");
-    cmd->add_flag("--no-bandwidth", opt->no_bandwidth, "Skip measuring the machine's read bandwidth");
-    cmd->add_flag("--record", opt->record,
-                  "Record the measured speeds as this machine's efficiency for `plan --device this`");
+    cmd->add_flag("--no-bandwidth", opt->no_bandwidth,
+                  "Skip measuring the machine's read bandwidth");
+    cmd->add_flag(
+        "--record", opt->record,
+        "Record the measured speeds as this machine's efficiency for `plan --device this`");
     cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk)");
     cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
     cmd->callback([opt] {
         const Options& o = *opt;
-        if (o.n_prompt < 0 || o.n_gen < 0 || o.n_depth < 0) fail("bench: -p, -n and -d must be >= 0");
+        if (o.n_prompt < 0 || o.n_gen < 0 || o.n_depth < 0)
+            fail("bench: -p, -n and -d must be >= 0");
         if (o.n_prompt == 0 && o.n_gen == 0) fail("bench: nothing to measure (-p 0 -n 0)");
         if (o.reps < 1) fail("bench: -r must be at least 1");
         std::vector<int> thread_counts;
         if (o.threads.empty()) thread_counts = {0};
         std::stringstream list(o.threads);
-        for (std::string item; std::getline(list, item, ',');) thread_counts.push_back(parse_threads(item));
+        for (std::string item; std::getline(list, item, ',');)
+            thread_counts.push_back(parse_threads(item));
         if (thread_counts.empty()) fail("-t: empty list");
         ModelPtr model = load_model(o.model, false, /*quiet=*/o.as_json || o.csv);
-        const std::vector<mw_token> prompt = bench_prompt(o.n_prompt, mw_model_n_vocab(model.get()));
+        const std::vector<mw_token> prompt =
+            bench_prompt(o.n_prompt, mw_model_n_vocab(model.get()));
         const std::vector<mw_token> depth = bench_prompt(o.n_depth, mw_model_n_vocab(model.get()));
         const std::string at_depth = o.n_depth > 0 ? fmt::format(" @ d{}", o.n_depth) : "";
 
         json results = json::array();
         if (o.csv) {
-            fmt::print("model,threads,n_prompt,n_gen,pp_tok_s,pp_tok_s_sd,tg_tok_s,tg_tok_s_sd,"
-                       "model_bytes,bytes_per_token,tg_gb_s,bw_fraction,n_depth\n");
+            fmt::print(
+                "model,threads,n_prompt,n_gen,pp_tok_s,pp_tok_s_sd,tg_tok_s,tg_tok_s_sd,"
+                "model_bytes,bytes_per_token,tg_gb_s,bw_fraction,n_depth\n");
         } else if (!o.as_json) {
             fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9} {:>9}\n", "model", "threads", "test",
                        "tok/s", "GB/s", "% of bw");
@@ -136,7 +145,9 @@ void add_bench_command(CLI::App& app) {
             auto reset = [&] {
                 mw_context_truncate(ctx.get(), 0);
                 if (o.n_depth > 0) {
-                    if (mw_status st = mw_decode(ctx.get(), depth.data(), int32_t(depth.size()), false); st != MW_OK) {
+                    if (mw_status st =
+                            mw_decode(ctx.get(), depth.data(), int32_t(depth.size()), false);
+                        st != MW_OK) {
                         fail_status(st, "bench");
                     }
                 }
@@ -146,7 +157,9 @@ void add_bench_command(CLI::App& app) {
                 if (o.n_prompt > 0) {
                     reset();
                     const auto start = std::chrono::steady_clock::now();
-                    if (mw_status st = mw_decode(ctx.get(), prompt.data(), int32_t(prompt.size()), false); st != MW_OK) {
+                    if (mw_status st =
+                            mw_decode(ctx.get(), prompt.data(), int32_t(prompt.size()), false);
+                        st != MW_OK) {
                         fail_status(st, "bench");
                     }
                     if (rep >= 0) pp.push_back(o.n_prompt / seconds_since(start));
@@ -157,7 +170,8 @@ void add_bench_command(CLI::App& app) {
                     mw_token tok = prompt[0];
                     const auto start = std::chrono::steady_clock::now();
                     for (int i = 0; i < o.n_gen; ++i) {
-                        if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK) fail_status(st, "bench");
+                        if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK)
+                            fail_status(st, "bench");
                         tok = prompt[size_t(i + 1) % prompt.size()];
                     }
                     if (rep >= 0) tg.push_back(o.n_gen / seconds_since(start));
@@ -169,14 +183,16 @@ void add_bench_command(CLI::App& app) {
             // the router chose); the model's static figure when nothing was decoded.
             const mw_perf tg_perf = mw_context_perf(ctx.get());
             const uint64_t bytes_per_token =
-                tg_perf.n_decode_tokens > 0 ? tg_perf.decode_weight_bytes / uint64_t(tg_perf.n_decode_tokens)
-                                            : mw_model_bytes_per_token(model.get());
+                tg_perf.n_decode_tokens > 0
+                    ? tg_perf.decode_weight_bytes / uint64_t(tg_perf.n_decode_tokens)
+                    : mw_model_bytes_per_token(model.get());
             const double tg_gb_s = ts.mean * double(bytes_per_token) / 1e9;
-            const double bandwidth = o.no_bandwidth || o.n_gen == 0 ? 0.0 : read_bandwidth(used_threads);
+            const double bandwidth =
+                o.no_bandwidth || o.n_gen == 0 ? 0.0 : read_bandwidth(used_threads);
             const double bw_fraction = bandwidth > 0 ? tg_gb_s * 1e9 / bandwidth : 0.0;
             if (o.record) {
-                mw_device_record_bench(bytes_per_token, ts.mean, 2.0 * double(mw_model_n_params(model.get())),
-                                       ps.mean);
+                mw_device_record_bench(bytes_per_token, ts.mean,
+                                       2.0 * double(mw_model_n_params(model.get())), ps.mean);
             }
             const mw_perf perf = mw_context_perf(ctx.get());
 
@@ -204,32 +220,36 @@ void add_bench_command(CLI::App& app) {
                       {"minor_faults", perf.minor_faults}};
             results.push_back(r);
             if (o.csv) {
-                fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f},{}\n", o.model.path,
-                           used_threads, o.n_prompt, o.n_gen, ps.mean, ps.sd, ts.mean, ts.sd, model_bytes,
-                           bytes_per_token, tg_gb_s, bw_fraction, o.n_depth);
+                fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f},{}\n",
+                           o.model.path, used_threads, o.n_prompt, o.n_gen, ps.mean, ps.sd, ts.mean,
+                           ts.sd, model_bytes, bytes_per_token, tg_gb_s, bw_fraction, o.n_depth);
             } else if (!o.as_json) {
-                const std::string name = o.model.path.size() > 40 ? "..." + o.model.path.substr(o.model.path.size() - 37)
-                                                                   : o.model.path;
+                const std::string name = o.model.path.size() > 40
+                                             ? "..." + o.model.path.substr(o.model.path.size() - 37)
+                                             : o.model.path;
                 if (o.n_prompt > 0) {
                     fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9} {:>9}\n", name, used_threads,
-                               fmt::format("pp{}{}", o.n_prompt, at_depth), fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd),
-                               "", "");
+                               fmt::format("pp{}{}", o.n_prompt, at_depth),
+                               fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd), "", "");
                 }
                 if (o.n_gen > 0) {
                     fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9.2f} {:>9}\n", name, used_threads,
-                               fmt::format("tg{}{}", o.n_gen, at_depth), fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd),
-                               tg_gb_s, bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
+                               fmt::format("tg{}{}", o.n_gen, at_depth),
+                               fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd), tg_gb_s,
+                               bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
                 }
             }
         }
         if (o.as_json) {
             fmt::print("{}\n", results.dump(2));
         } else if (!o.csv) {
-            fmt::print("\nmodel: {} ({:.2f} MiB of weights, {:.2f} MiB read per decoded token); {}\n",
-                       mw_model_desc(model.get()), mw_model_weight_bytes(model.get()) / 1048576.0,
-                       mw_model_bytes_per_token(model.get()) / 1048576.0, mw_system_info());
-            fmt::print("(GB/s counts the weight bytes each decode step read: for a mixture of experts, "
-                       "only the experts its router chose)\n");
+            fmt::print(
+                "\nmodel: {} ({:.2f} MiB of weights, {:.2f} MiB read per decoded token); {}\n",
+                mw_model_desc(model.get()), mw_model_weight_bytes(model.get()) / 1048576.0,
+                mw_model_bytes_per_token(model.get()) / 1048576.0, mw_system_info());
+            fmt::print(
+                "(GB/s counts the weight bytes each decode step read: for a mixture of experts, "
+                "only the experts its router chose)\n");
         }
     });
 }

@@ -21,12 +21,16 @@ void add_logits_command(CLI::App& app) {
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
     opt->prompt.add_to(*cmd);
-    cmd->add_option("-o,--output", opt->out, "Output file (float32, n_tokens x n_vocab)")->required();
-    cmd->add_option("-t,--threads", opt->threads, "Threads, or \"auto\" to measure (default: physical performance cores)");
-    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
+    cmd->add_option("-o,--output", opt->out, "Output file (float32, n_tokens x n_vocab)")
+        ->required();
+    cmd->add_option("-t,--threads", opt->threads,
+                    "Threads, or \"auto\" to measure (default: physical performance cores)");
+    cmd->add_option("--cache-type-k", opt->ctk,
+                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
     cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
     cmd->callback([opt] {
-        if (opt->prompt.text.empty() && opt->prompt.file.empty()) fail("logits: give -p TEXT or -f FILE");
+        if (opt->prompt.text.empty() && opt->prompt.file.empty())
+            fail("logits: give -p TEXT or -f FILE");
         const mw_type type_k = parse_kv_type(opt->ctk, "-ctk");
         const mw_type type_v = parse_kv_type(opt->ctv, "-ctv");
         ModelPtr owner = load_model(opt->model);
@@ -41,7 +45,8 @@ void add_logits_command(CLI::App& app) {
         cp.type_v = type_v;
         ContextPtr owned_ctx = create_context(model, cp);
         mw_context* ctx = owned_ctx.get();
-        if (mw_status st = mw_decode(ctx, tokens.data(), int32_t(tokens.size()), true); st != MW_OK) {
+        if (mw_status st = mw_decode(ctx, tokens.data(), int32_t(tokens.size()), true);
+            st != MW_OK) {
             fail_status(st, "logits");
         }
         std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(opt->out.c_str(), "wb"), std::fclose);
@@ -54,7 +59,8 @@ void add_logits_command(CLI::App& app) {
             }
         }
         if (std::fflush(f.get()) != 0) fail(fmt::format("{}: write failed", opt->out));
-        fmt::print(stderr, "logits: {} tokens x {} vocab written to {}\n", tokens.size(), n_vocab, opt->out);
+        fmt::print(stderr, "logits: {} tokens x {} vocab written to {}\n", tokens.size(), n_vocab,
+                   opt->out);
     });
 }
 

@@ -38,17 +38,22 @@ void add_run_command(CLI::App& app) {
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
     opt->prompt.add_to(*cmd);
-    cmd->add_option("-n,--n-predict", opt->n_predict, "Tokens to generate (-1: until end of text or a full context)");
-    cmd->add_option("-c,--ctx-size", opt->n_ctx, "Context size in tokens (0: min(training context, 4096))");
+    cmd->add_option("-n,--n-predict", opt->n_predict,
+                    "Tokens to generate (-1: until end of text or a full context)");
+    cmd->add_option("-c,--ctx-size", opt->n_ctx,
+                    "Context size in tokens (0: min(training context, 4096))");
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
-    cmd->add_option("-t,--threads", opt->threads, "Threads, or \"auto\" to measure (default: physical performance cores)");
+    cmd->add_option("-t,--threads", opt->threads,
+                    "Threads, or \"auto\" to measure (default: physical performance cores)");
     cmd->add_option("--temp", opt->temp, "Temperature (0: greedy)");
     cmd->add_option("--top-k", opt->top_k, "Top-k sampling (0: off)");
     cmd->add_option("--top-p", opt->top_p, "Top-p sampling (1: off)");
     cmd->add_option("--min-p", opt->min_p, "Min-p sampling (0: off)");
     cmd->add_option("--repeat-penalty", opt->repeat_penalty, "Repetition penalty (1: off)");
-    cmd->add_option("--repeat-last-n", opt->repeat_last_n, "Tokens the repetition penalty looks back");
-    cmd->add_option("-s,--seed", opt->seed, "Random seed (-1: random; printed so a run can be repeated)");
+    cmd->add_option("--repeat-last-n", opt->repeat_last_n,
+                    "Tokens the repetition penalty looks back");
+    cmd->add_option("-s,--seed", opt->seed,
+                    "Random seed (-1: random; printed so a run can be repeated)");
     cmd->add_flag("--ignore-eos", opt->ignore_eos, "Keep generating after an end-of-text token");
     cmd->add_flag("--echo", opt->echo, "Print the prompt before the generated text");
     cmd->add_flag("--force", opt->force, "Run even when the plan says the model does not fit");
@@ -59,11 +64,13 @@ void add_run_command(CLI::App& app) {
                   "continue (default: stop at a full context)");
     cmd->add_option("--keep", opt->n_keep,
                     "Prompt tokens kept by a context shift, besides BOS (-1: the whole prompt)");
-    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
+    cmd->add_option("--cache-type-k", opt->ctk,
+                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
     cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
     cmd->callback([opt] {
         const Options& o = *opt;
-        if (o.prompt.text.empty() && o.prompt.file.empty()) fail("run: give a prompt with -p TEXT or -f FILE");
+        if (o.prompt.text.empty() && o.prompt.file.empty())
+            fail("run: give a prompt with -p TEXT or -f FILE");
         mw_context_params cp = mw_context_default_params();
         cp.n_ctx = o.n_ctx;
         cp.n_batch = o.n_batch;
@@ -79,23 +86,28 @@ void add_run_command(CLI::App& app) {
         ContextPtr ctx = create_context(model.get(), cp);
         const uint32_t n_ctx = mw_context_n_ctx(ctx.get());
         if (tokens.size() >= n_ctx) {
-            fail(fmt::format("run: the prompt has {} tokens, which does not leave room to generate in a "
-                             "context of {} tokens; raise -c or shorten the prompt",
-                             tokens.size(), n_ctx));
+            fail(fmt::format(
+                "run: the prompt has {} tokens, which does not leave room to generate in a "
+                "context of {} tokens; raise -c or shorten the prompt",
+                tokens.size(), n_ctx));
         }
         // A context shift keeps the first n_keep tokens (BOS always, as llama.cpp does) and
         // discards half of the rest, which must be at least one token.
         uint32_t n_keep = 0;
         if (o.context_shift) {
-            const bool has_bos = mw_token_bos(model.get()) >= 0 && tokens[0] == mw_token_bos(model.get());
-            if (o.n_keep < -1) fail(fmt::format("run: --keep {}: expected a token count or -1", o.n_keep));
+            const bool has_bos =
+                mw_token_bos(model.get()) >= 0 && tokens[0] == mw_token_bos(model.get());
+            if (o.n_keep < -1)
+                fail(fmt::format("run: --keep {}: expected a token count or -1", o.n_keep));
             n_keep = o.n_keep < 0 || size_t(o.n_keep) > tokens.size()
                          ? uint32_t(tokens.size())
                          : uint32_t(o.n_keep) + (has_bos ? 1 : 0);
             n_keep = std::min<uint32_t>(n_keep, uint32_t(tokens.size()));
             if (n_keep + 2 > n_ctx) {
-                fail(fmt::format("run: --context-shift keeps {} tokens of a context of {}, which leaves "
-                                 "nothing to discard; lower --keep or raise -c", n_keep, n_ctx));
+                fail(fmt::format(
+                    "run: --context-shift keeps {} tokens of a context of {}, which leaves "
+                    "nothing to discard; lower --keep or raise -c",
+                    n_keep, n_ctx));
             }
         }
 
@@ -115,7 +127,8 @@ void add_run_command(CLI::App& app) {
             std::fwrite(prompt.data(), 1, prompt.size(), stdout);
             std::fflush(stdout);
         }
-        if (mw_status st = mw_decode(ctx.get(), tokens.data(), int32_t(tokens.size()), false); st != MW_OK) {
+        if (mw_status st = mw_decode(ctx.get(), tokens.data(), int32_t(tokens.size()), false);
+            st != MW_OK) {
             fail_status(st, "run");
         }
         const int n_vocab = mw_model_n_vocab(model.get());
@@ -123,7 +136,8 @@ void add_run_command(CLI::App& app) {
         int n_shifts = 0;
         std::string stop_reason = "the requested number of tokens";
         while (o.n_predict < 0 || generated < o.n_predict) {
-            const mw_token tok = mw_sampler_sample(sampler.get(), mw_get_logits(ctx.get(), -1), n_vocab);
+            const mw_token tok =
+                mw_sampler_sample(sampler.get(), mw_get_logits(ctx.get(), -1), n_vocab);
             mw_sampler_accept(sampler.get(), tok);
             ++generated;
             if (!o.ignore_eos && mw_token_is_eog(model.get(), tok)) {
@@ -139,7 +153,8 @@ void add_run_command(CLI::App& app) {
                 if (!o.context_shift) {
                     stop_reason = fmt::format(
                         "a full context ({} tokens; raise -c, or pass --context-shift to continue "
-                        "by dropping older tokens)", n_ctx);
+                        "by dropping older tokens)",
+                        n_ctx);
                     break;
                 }
                 const uint32_t n_discard = (n_ctx - n_keep) / 2;
@@ -148,7 +163,8 @@ void add_run_command(CLI::App& app) {
                 }
                 ++n_shifts;
             }
-            if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK) fail_status(st, "run");
+            if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK)
+                fail_status(st, "run");
         }
         size_t len = 0;
         const char* rest = mw_detokenizer_flush(detok.get(), &len);
@@ -159,8 +175,8 @@ void add_run_command(CLI::App& app) {
         auto rate = [](int n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
         fmt::print(stderr, "\n\nstopped after {} tokens: {}\n", generated, stop_reason);
         if (n_shifts > 0) {
-            fmt::print(stderr, "context shifts: {} (each kept {} tokens and dropped {})\n", n_shifts,
-                       n_keep, (n_ctx - n_keep) / 2);
+            fmt::print(stderr, "context shifts: {} (each kept {} tokens and dropped {})\n",
+                       n_shifts, n_keep, (n_ctx - n_keep) / 2);
         }
         fmt::print(stderr, "seed: {}\n", sp.seed);
         fmt::print(stderr, "load:    {:9.1f} ms\n", perf.load_ms);
@@ -168,8 +184,9 @@ void add_run_command(CLI::App& app) {
                    perf.n_prompt_tokens, rate(perf.n_prompt_tokens, perf.prompt_ms));
         fmt::print(stderr, "decode:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s\n", perf.decode_ms,
                    perf.n_decode_tokens, rate(perf.n_decode_tokens, perf.decode_ms));
-        fmt::print(stderr, "memory:  weights {:.1f} MiB ({:.1f} MiB resident), KV cache {:.1f} MiB, "
-                           "scratch {:.1f} MiB, peak RSS {:.1f} MiB\n",
+        fmt::print(stderr,
+                   "memory:  weights {:.1f} MiB ({:.1f} MiB resident), KV cache {:.1f} MiB, "
+                   "scratch {:.1f} MiB, peak RSS {:.1f} MiB\n",
                    perf.weights_bytes / 1048576.0, perf.weights_resident_bytes / 1048576.0,
                    perf.kv_bytes / 1048576.0, perf.scratch_bytes / 1048576.0,
                    perf.peak_rss_bytes / 1048576.0);

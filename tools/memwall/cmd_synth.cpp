@@ -20,9 +20,11 @@ void add_synth_command(CLI::App& app) {
         bool list = false;
     };
     auto opt = std::make_shared<Options>();
-    cmd->add_option("--preset", opt->preset, "Model shape (see --list), e.g. llama-3.2-1b, mixtral-small-moe");
+    cmd->add_option("--preset", opt->preset,
+                    "Model shape (see --list), e.g. llama-3.2-1b, mixtral-small-moe");
     cmd->add_option("-o,--output", opt->out, "Output GGUF file");
-    cmd->add_option("--type", opt->type, "Quantization as llama.cpp names it: Q4_K_M, Q4_0, Q8_0, F16, ...");
+    cmd->add_option("--type", opt->type,
+                    "Quantization as llama.cpp names it: Q4_K_M, Q4_0, Q8_0, F16, ...");
     cmd->add_option("--seed", opt->seed, "Random seed (same seed, same file)");
     cmd->add_flag("--list", opt->list, "List the presets");
     cmd->callback([opt] {
@@ -37,27 +39,30 @@ void add_synth_command(CLI::App& app) {
             }
             return;
         }
-        if (opt->preset.empty() || opt->out.empty()) fail("synth: give --preset NAME and -o FILE (--list shows the presets)");
+        if (opt->preset.empty() || opt->out.empty())
+            fail("synth: give --preset NAME and -o FILE (--list shows the presets)");
         struct Progress {
             bool tty;
             std::chrono::steady_clock::time_point start;
         } state{isatty(STDERR_FILENO) != 0, std::chrono::steady_clock::now()};
         auto report = [](void* user, uint64_t done, uint64_t total) {
             auto* s = static_cast<Progress*>(user);
-            const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - s->start).count();
+            const double secs =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - s->start).count();
             const double mb = done / 1048576.0;
             if (s->tty) {
-                fmt::print(stderr, "\rsynth: {:8.1f} / {:.1f} MiB  {:6.1f} MiB/s", mb, total / 1048576.0,
-                           secs > 0 ? mb / secs : 0.0);
+                fmt::print(stderr, "\rsynth: {:8.1f} / {:.1f} MiB  {:6.1f} MiB/s", mb,
+                           total / 1048576.0, secs > 0 ? mb / secs : 0.0);
             } else if (done == total) {
                 fmt::print(stderr, "synth: {:.1f} MiB written in {:.1f} s\n", mb, secs);
             }
         };
-        const mw_status st = mw_synth(opt->preset.c_str(), opt->type.c_str(), opt->seed, opt->out.c_str(),
-                                      report, &state);
+        const mw_status st = mw_synth(opt->preset.c_str(), opt->type.c_str(), opt->seed,
+                                      opt->out.c_str(), report, &state);
         if (state.tty) fmt::print(stderr, "\n");
         if (st != MW_OK) fail_status(st, "");
-        fmt::print(stderr, "synth: wrote {} ({} {}, seed {})\n", opt->out, opt->preset, opt->type, opt->seed);
+        fmt::print(stderr, "synth: wrote {} ({} {}, seed {})\n", opt->out, opt->preset, opt->type,
+                   opt->seed);
     });
 }
 

@@ -23,14 +23,16 @@ void add_tokenize_command(CLI::App& app) {
     cmd->add_flag("--no-parse-special", opt->no_parse_special,
                   "Treat special-token text like <s> as plain text");
     cmd->callback([opt] {
-        if (opt->prompt.text.empty() && opt->prompt.file.empty()) fail("tokenize: give -p TEXT or -f FILE");
+        if (opt->prompt.text.empty() && opt->prompt.file.empty())
+            fail("tokenize: give -p TEXT or -f FILE");
         ModelPtr owner = load_model(opt->model, /*vocab_only=*/true, /*quiet=*/true);
         const mw_model* model = owner.get();
         const std::string text = opt->prompt.read();
         const auto tokens = tokenize(model, text, !opt->no_bos, !opt->no_parse_special);
         if (opt->ids) {
             std::string line = "[";
-            for (size_t i = 0; i < tokens.size(); ++i) line += fmt::format("{}{}", i ? ", " : "", tokens[i]);
+            for (size_t i = 0; i < tokens.size(); ++i)
+                line += fmt::format("{}{}", i ? ", " : "", tokens[i]);
             fmt::print("{}]\n", line);
         } else {
             for (mw_token t : tokens) fmt::print("{:6d} -> '{}'\n", t, token_piece(model, t, true));

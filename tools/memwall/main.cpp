@@ -30,8 +30,8 @@ std::vector<std::string> expand_aliases(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{fmt::format("memwall {}: run large language models on devices under the memory wall",
-                             mw_version())};
+    CLI::App app{fmt::format(
+        "memwall {}: run large language models on devices under the memory wall", mw_version())};
     app.set_version_flag("--version", mw_version());
     app.require_subcommand(0, 1);
     app.fallthrough(false);
