@@ -40,15 +40,6 @@ std::vector<int32_t> text_tokens(const LoadedModel& m, size_t n) {
     return tokens;
 }
 
-double rel_rms(const float* a, const float* b, size_t n) {
-    double diff = 0.0, norm = 0.0;
-    for (size_t i = 0; i < n; ++i) {
-        diff += double(a[i] - b[i]) * double(a[i] - b[i]);
-        norm += double(b[i]) * double(b[i]);
-    }
-    return std::sqrt(diff / norm);
-}
-
 struct ShiftCase {
     uint32_t n_past;
     uint32_t n_keep;
@@ -102,7 +93,7 @@ Steps recomputed(const LoadedModel& m, const ShiftCase& c, uint32_t n_next, Ggml
 double worst_rel_rms(const Steps& a, const Steps& b) {
     double worst = 0.0;
     for (size_t i = 0; i < a.size(); ++i) {
-        worst = std::max(worst, rel_rms(a[i].data(), b[i].data(), a[i].size()));
+        worst = std::max(worst, test::rel_rms(a[i].data(), b[i].data(), a[i].size()));
     }
     return worst;
 }

@@ -43,12 +43,7 @@ std::vector<float> all_logits(const LoadedModel& m, const std::vector<int32_t>& 
 }
 
 double rel_rms(const std::vector<float>& a, const std::vector<float>& b) {
-    double diff = 0.0, norm = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        diff += double(a[i] - b[i]) * double(a[i] - b[i]);
-        norm += double(b[i]) * double(b[i]);
-    }
-    return std::sqrt(diff / norm);
+    return test::rel_rms(a.data(), b.data(), b.size());
 }
 
 bool packed_layouts_here() {

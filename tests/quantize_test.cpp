@@ -165,15 +165,6 @@ std::vector<float> read_f32(const std::string& path) {
     return out;
 }
 
-double rel_rms(const float* a, const float* b, size_t n) {
-    double diff = 0, norm = 0;
-    for (size_t v = 0; v < n; ++v) {
-        diff += double(a[v] - b[v]) * double(a[v] - b[v]);
-        norm += double(b[v]) * double(b[v]);
-    }
-    return std::sqrt(diff / norm);
-}
-
 class QuantizedLogits : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(QuantizedLogits, NoFurtherFromF16ThanLlamaCpp) {
@@ -204,14 +195,14 @@ TEST_P(QuantizedLogits, NoFurtherFromF16ThanLlamaCpp) {
     for (size_t row = 0; row < positions.size(); ++row) {
         const float* ours = mw_get_logits(ctx, positions[row]);
         ASSERT_NE(ours, nullptr);
-        const double vs_theirs = rel_rms(ours, theirs.data() + row * n_vocab, n_vocab);
+        const double vs_theirs = test::rel_rms(ours, theirs.data() + row * n_vocab, n_vocab);
         worst_vs_theirs = std::max(worst_vs_theirs, vs_theirs);
         if (GetParam() == "Q8_0") {
             EXPECT_LE(vs_theirs, tolerance) << "position " << positions[row];
         }
-        ours_to_f16 += rel_rms(ours, base.data() + row * n_vocab, n_vocab) / positions.size();
+        ours_to_f16 += test::rel_rms(ours, base.data() + row * n_vocab, n_vocab) / positions.size();
         theirs_to_f16 +=
-            rel_rms(theirs.data() + row * n_vocab, base.data() + row * n_vocab, n_vocab) /
+            test::rel_rms(theirs.data() + row * n_vocab, base.data() + row * n_vocab, n_vocab) /
             positions.size();
     }
     EXPECT_LE(ours_to_f16, 1.05 * theirs_to_f16);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -76,6 +77,15 @@ CommandResult run_command(const std::string& command_line) {
     std::remove(err_path.c_str());
     ::rmdir(dir.c_str());
     return result;
+}
+
+double rel_rms(const float* a, const float* b, size_t n) {
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+        diff += double(a[i] - b[i]) * double(a[i] - b[i]);
+        norm += double(b[i]) * double(b[i]);
+    }
+    return std::sqrt(diff / norm);
 }
 
 }  // namespace mw::test

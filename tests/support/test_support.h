@@ -26,6 +26,8 @@ std::vector<uint8_t> read_file(const std::string& path);
 std::string read_text(const std::string& path);
 // A fresh temporary directory for this test (removed by the OS later).
 std::string temp_dir();
+// sqrt(sum (a - b)^2 / sum b^2) over n values: how far a is from the reference b.
+double rel_rms(const float* a, const float* b, size_t n);
 // Path of the memwall CLI binary built with the tests.
 std::string cli_path();
 
