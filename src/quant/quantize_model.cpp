@@ -154,7 +154,8 @@ class Planner {
         const auto block = ggml_layout(uint32_t(wanted))->block_size;
         note(t.name,
              fmt::format("{}: rows of {} are not a multiple of {} ({}): using fallback type {}",
-                         t.name, t.ne[0], block, type_name(wanted), type_name(got)));
+                         t.name, t.ne[0], block, type_name(wanted), type_name(got)),
+             &wanted, got);
     }
 
     void attach_importance(const gguf::TensorInfo& t, TensorPlan& p) {
@@ -176,12 +177,18 @@ class Planner {
         ++n_with_imatrix_;
     }
 
-    void note(std::string_view name, const std::string& message) {
+    void note(std::string_view name, const std::string& message,
+              const GgmlType* fallback_from = nullptr, GgmlType fallback_to = GgmlType::F32) {
         if (!on_event_) return;
         QuantizeEvent e;
         e.kind = QuantizeEvent::Kind::note;
         e.name = name;
         e.message = message;
+        if (fallback_from) {
+            e.fallback = true;
+            e.wanted = *fallback_from;
+            e.to = fallback_to;
+        }
         on_event_(e);
     }
 
@@ -197,7 +204,7 @@ class Planner {
 
 // Decodes and re-encodes one tensor into dst on all threads, in chunks of rows that stay inside
 // one matrix (experts have their own importance).
-void encode_tensor(ThreadPool& pool, const TensorPlan& p, uint8_t* dst) {
+void encode_tensor(ThreadPool& pool, const TensorPlan& p, QuantSearch search, uint8_t* dst) {
     const gguf::TensorInfo& t = *p.in;
     const int64_t ne0 = int64_t(t.ne[0]);
     const int64_t rows_per_mat = int64_t(t.ne[1]);
@@ -234,7 +241,7 @@ void encode_tensor(ThreadPool& pool, const TensorPlan& p, uint8_t* dst) {
                     }
                 }
                 quantize_rows(p.to, rows.data(), dst + size_t(r0) * out_row, r1 - r0, ne0,
-                              importance);
+                              importance, search);
             } catch (...) {
                 std::lock_guard<std::mutex> lock(error_mutex);
                 if (!error) error = std::current_exception();
@@ -312,8 +319,9 @@ QuantizeReport quantize_model(const std::string& in_path, const std::string& out
             writer.add_tensor(t.name, p.to, std::move(ne),
                               std::span<const uint8_t>(t.data, t.n_bytes));
         } else {
-            writer.add_tensor(t.name, p.to, std::move(ne),
-                              [&pool, &p](uint8_t* dst) { encode_tensor(pool, p, dst); });
+            writer.add_tensor(t.name, p.to, std::move(ne), [&pool, &p, &options](uint8_t* dst) {
+                encode_tensor(pool, p, options.search, dst);
+            });
         }
         report.in_tensor_bytes += t.n_bytes;
         report.out_tensor_bytes += tensor_bytes(p.to, t);
