@@ -5,7 +5,8 @@
 set -euo pipefail
 lib="$1"
 header="$2"
-declared="$(tr '\n' ' ' <"$header" | grep -o 'MW_API [^;{]*(' | sed 's/($//; s/.*[ *]//' | sort -u)"
+declared="$(grep -v '^#' "$header" | tr '\n' ' ' | grep -o 'MW_API [^;{]*(' | sed 's/($//; s/.*[ *]//' |
+  sort -u)"
 exported="$(nm -D --defined-only "$lib" | awk '{print $NF}' | sort -u)"
 [ -n "$declared" ] || { echo "no MW_API declarations found in $header" >&2; exit 1; }
 missing="$(comm -23 <(echo "$declared") <(echo "$exported"))"

@@ -51,7 +51,8 @@ for name in simple generate; do
     2>"$work/pc/$name.err" || { cat "$work/pc/$name.err" >&2; exit 1; }
   check_text "pkg-config $name" "$work/pc/$name.out"
   # It ran against the installed libmemwall.so.
-  LD_LIBRARY_PATH="$libdir" ldd "$work/pc/$name" | grep -q "$libdir/libmemwall.so" ||
+  deps="$(LD_LIBRARY_PATH="$libdir" ldd "$work/pc/$name")"
+  grep -F "$libdir/libmemwall.so" <<<"$deps" >/dev/null ||
     { echo "install_test: $name is not linked to $libdir/libmemwall.so" >&2; exit 1; }
 done
 
@@ -78,7 +79,8 @@ for variant in shared static; do
     check_text "cmake ($variant) $name" "$work/cmake-$variant/$name.out"
   done
 done
-if ldd "$work/cmake-static/simple" | grep -q libmemwall; then
+deps="$(ldd "$work/cmake-static/simple")"
+if grep -F libmemwall <<<"$deps" >/dev/null; then
   echo "install_test: the static build links libmemwall.so" >&2
   exit 1
 fi
