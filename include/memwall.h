@@ -57,7 +57,7 @@ typedef enum mw_type {
 
 /* Message of the last failed call on this thread ("" if none). */
 MW_API const char* mw_last_error(void);
-/* "0.1.0". */
+/* The library's version, "0.1.0" (as in the pkg-config file; the soname is libmemwall.so.0.1). */
 MW_API const char* mw_version(void);
 /* A short description of the CPU features memwall's kernels use on this machine. */
 MW_API const char* mw_system_info(void);
@@ -66,8 +66,9 @@ MW_API const char* mw_system_info(void);
 
 typedef struct mw_model_params {
     bool use_mmap;   /* map the file (default true); false reads it into memory */
-    bool use_mlock;  /* lock the weights in RAM; failure is reported by mw_model_warning() */
-    bool vocab_only; /* load only the vocabulary (tokenize/detokenize; no contexts) */
+    bool use_mlock;  /* lock the weights in RAM (default false); failure is reported by
+                        mw_model_warning() */
+    bool vocab_only; /* load only the vocabulary (default false): tokenizing, no contexts */
     /* rewrite weights at load into layouts this CPU's kernels read faster (default true; those
        pages become the process's own instead of evictable page cache) */
     bool repack;
@@ -126,10 +127,10 @@ MW_API const char* mw_detokenizer_flush(mw_detokenizer* d, size_t* len);
 /* ---- Context: KV cache and decoding ----------------------------------------------------- */
 
 typedef struct mw_context_params {
-    uint32_t n_ctx;    /* KV cache size in tokens; 0 = min(training context, 4096) */
-    uint32_t n_batch;  /* largest batch decoded in one step (prompt chunks); 0 = 512 */
-    int32_t n_threads; /* 0 = physical performance cores; < 0 = try a few counts on this model
-                          (a few decode steps each) and keep the fastest ("-t auto") */
+    uint32_t n_ctx;    /* KV cache size in tokens; 0 (default) = min(training context, 4096) */
+    uint32_t n_batch;  /* largest batch decoded in one step (prompt chunks); default 512; 0 = 512 */
+    int32_t n_threads; /* 0 (default) = physical performance cores; < 0 = try a few counts on this
+                          model (a few decode steps each) and keep the fastest ("-t auto") */
     mw_type type_k;    /* KV cache key type: MW_TYPE_F16 (default), MW_TYPE_F32, MW_TYPE_BF16,
                           MW_TYPE_Q8_0 or MW_TYPE_Q4_0 (quantized: the head size must be a
                           multiple of 32) */
@@ -164,14 +165,17 @@ MW_API const float* mw_get_logits(mw_context* ctx, int32_t i);
 
 /* ---- Sampling --------------------------------------------------------------------------- */
 
+/* The defaults are llama.cpp's, except the seed: 0, so that the same program gives the same text
+ * on every run. For different text each run, set a seed of your own (the memwall CLI draws one
+ * from std::random_device and prints it). */
 typedef struct mw_sampler_params {
-    float temperature;     /* <= 0: greedy (argmax, ties to the lowest id) */
-    int32_t top_k;         /* <= 0: off */
-    float top_p;           /* >= 1: off */
-    float min_p;           /* <= 0: off */
-    float repeat_penalty;  /* 1: off */
-    int32_t repeat_last_n; /* tokens considered by the repetition penalty */
-    uint64_t seed;         /* same seed, same model, same prompt: same text */
+    float temperature;     /* default 0.8; <= 0: greedy (argmax, ties to the lowest id) */
+    int32_t top_k;         /* default 40; <= 0: off */
+    float top_p;           /* default 0.95; >= 1: off */
+    float min_p;           /* default 0.05; <= 0: off */
+    float repeat_penalty;  /* default 1: off */
+    int32_t repeat_last_n; /* tokens considered by the repetition penalty (default 64) */
+    uint64_t seed;         /* default 0; same seed, same model, same prompt: same text */
 } mw_sampler_params;
 
 MW_API mw_sampler_params mw_sampler_default_params(void);
@@ -181,6 +185,49 @@ MW_API void mw_sampler_free(mw_sampler* sampler);
 MW_API mw_token mw_sampler_sample(mw_sampler* sampler, const float* logits, int32_t n_vocab);
 /* Records a token (prompt or generated) for the repetition penalty. */
 MW_API void mw_sampler_accept(mw_sampler* sampler, mw_token token);
+
+/* ---- Generation in one call ------------------------------------------------------------- */
+/* mw_generate is the loop above (tokenize, decode, sample, decode, detokenize) for apps that need
+ * nothing finer. The low-level calls stay available for everything else. */
+
+/* Receives the generated text piece by piece as it becomes complete UTF-8 (never a split
+ * character; len > 0, not NUL-terminated, valid during the call). Return false to stop. */
+typedef bool (*mw_piece_fn)(void* user_data, const char* piece, size_t len);
+
+typedef enum mw_stop_reason {
+    MW_STOP_END_TOKEN = 0,    /* the model produced an end-of-generation token (not passed on) */
+    MW_STOP_N_PREDICT = 1,    /* n_predict tokens were generated */
+    MW_STOP_CONTEXT_FULL = 2, /* the context has no room for another token */
+    MW_STOP_CALLBACK = 3,     /* the callback returned false */
+} mw_stop_reason;
+
+typedef struct mw_generate_params {
+    int32_t n_predict;   /* tokens to generate at most; default -1: until an end token or a full
+                            context; 0: decode the prompt only */
+    bool add_special;    /* add BOS (and EOS) to the prompt as the vocab asks (default true; set
+                            false when continuing a context) */
+    bool parse_special;  /* special-token text in the prompt ("<|im_start|>") becomes its id
+                            (default true) */
+    bool render_special; /* pass control tokens' text on (default false: they render as "") */
+    mw_sampler_params sampling; /* default mw_sampler_default_params() */
+} mw_generate_params;
+
+typedef struct mw_generate_result {
+    int32_t n_prompt_tokens; /* tokens the prompt became */
+    int32_t n_generated;     /* tokens generated and added to the context (the end token not) */
+    mw_stop_reason stop;
+} mw_generate_result;
+
+MW_API mw_generate_params mw_generate_default_params(void);
+/* Tokenizes the prompt (UTF-8, prompt_len bytes), decodes it after what ctx already holds, then
+ * samples a token, decodes it and passes its text to on_piece (may be NULL), until a stop reason.
+ * Every token passed on stays in the context, so a later call continues from there; an empty
+ * prompt continues from the context's last logits. The repetition penalty sees this call's
+ * prompt and output. MW_ERR_CONTEXT_FULL, with nothing decoded, when the prompt does not fit.
+ * out may be NULL. */
+MW_API mw_status mw_generate(mw_context* ctx, const char* prompt, int32_t prompt_len,
+                             const mw_generate_params* params, mw_piece_fn on_piece,
+                             void* user_data, mw_generate_result* out);
 
 /* ---- Measurements ----------------------------------------------------------------------- */
 
@@ -214,10 +261,11 @@ MW_API void mw_context_perf_reset(mw_context* ctx);
 MW_API void mw_free_string(char* s);
 
 typedef struct mw_probe_params {
-    int32_t n_threads; /* threads for the measurements; 0 = the engine's default */
-    double seconds;    /* measurement budget; <= 0 = 1.5 s */
-    bool measure;      /* false: only facts (CPU, SIMD, caches, RAM), nothing measured */
-    bool write_cache;  /* keep the result as this machine's device for plans (docs/plan.md) */
+    int32_t n_threads; /* threads for the measurements; 0 (default) = the engine's default */
+    double seconds;    /* measurement budget; default 1.5; <= 0 = 1.5 s */
+    bool measure; /* default true; false: only facts (CPU, SIMD, caches, RAM), nothing measured */
+    bool write_cache; /* keep the result as this machine's device for plans (docs/plan.md);
+                         default true */
 } mw_probe_params;
 
 MW_API mw_probe_params mw_probe_default_params(void);
@@ -290,11 +338,11 @@ MW_API char* mw_synth_presets_json(void);
  * header before the call returns. */
 
 typedef struct mw_convert_params {
-    const char* outtype;   /* "f32", "f16", "bf16" or "q8_0"; NULL: f16 for Hugging Face folders,
-                              f32 for llama2.c checkpoints */
-    const char* vocab_pre; /* tokenizer.ggml.pre to write instead of the detected one; NULL */
-    const char* name;      /* general.name; NULL: from config.json or the folder name */
-    /* Called after each tensor is written (may be NULL). */
+    const char* outtype;   /* "f32", "f16", "bf16" or "q8_0"; NULL (default): f16 for Hugging Face
+                              folders, f32 for llama2.c checkpoints */
+    const char* vocab_pre; /* tokenizer.ggml.pre to write; NULL (default): the detected one */
+    const char* name;      /* general.name; NULL (default): from config.json or the folder name */
+    /* Called after each tensor is written (default NULL: none). */
     void (*progress)(int32_t done, int32_t total, const char* tensor, void* user_data);
     void* user_data;
 } mw_convert_params;
@@ -336,13 +384,13 @@ typedef struct mw_perplexity_progress {
 } mw_perplexity_progress;
 
 typedef struct mw_perplexity_params {
-    uint32_t n_ctx;    /* tokens per chunk; 0 = 512 */
-    uint32_t n_batch;  /* 0 = n_ctx */
-    int32_t n_chunks;  /* at most this many chunks; <= 0 = all */
-    int32_t n_threads; /* 0 = physical performance cores */
+    uint32_t n_ctx;    /* tokens per chunk; default 512; 0 = 512 */
+    uint32_t n_batch;  /* default 0 = n_ctx */
+    int32_t n_chunks;  /* at most this many chunks; default 0, <= 0 = all */
+    int32_t n_threads; /* default 0 = physical performance cores */
     mw_type type_k;    /* KV cache types (default F16, as llama.cpp) */
     mw_type type_v;
-    /* Called after each chunk (may be NULL); returning false stops after that chunk. */
+    /* Called after each chunk (default NULL: none); returning false stops after that chunk. */
     bool (*progress)(const mw_perplexity_progress* progress, void* user_data);
     void* user_data;
 } mw_perplexity_params;
@@ -385,21 +433,28 @@ typedef struct mw_quantize_progress {
     uint64_t bytes_total;    /* input tensor bytes of the whole file */
     double elapsed_s;
     const char* note; /* a message for the user (e.g. a fallback type), else NULL */
+    /* The note says that the tensor's row length forced a fallback: to_type instead of
+     * wanted_type (NULL for other notes and for tensors written). */
+    const char* wanted_type;
 } mw_quantize_progress;
 
 typedef struct mw_quantize_params {
-    const char* type;         /* "Q4_K_M", "Q8_0", "F16", ... (as llama-quantize names them) */
-    const char* imatrix_path; /* weigh the error by this importance matrix; NULL: none */
-    bool pure;                /* every quantizable tensor gets the type's base type */
-    bool allow_requantize;    /* accept input tensors that are already quantized */
+    const char* type;         /* "Q4_K_M" (default), "Q8_0", "F16", ... (llama-quantize's names) */
+    const char* imatrix_path; /* weigh the error by this importance matrix; NULL (default): none */
+    bool pure;             /* every quantizable tensor gets the type's base type (default false) */
+    bool allow_requantize; /* accept input tensors that are already quantized (default false) */
     /* "PATTERN=TYPE" overrides: a regex searched in tensor names, a ggml type name ("q8_0");
-     * the last match wins. */
+     * the last match wins. Default none (NULL, 0). */
     const char* const* tensor_types;
     int32_t n_tensor_types;
-    int32_t n_threads; /* 0 = physical performance cores */
-    /* Called after each tensor and for each note (may be NULL). */
+    int32_t n_threads; /* default 0 = physical performance cores */
+    /* Called after each tensor and for each note (default NULL: none). */
     void (*progress)(const mw_quantize_progress* progress, void* user_data);
     void* user_data;
+    /* Search the scales exactly (default false: the fast search, as fast as llama-quantize and no
+     * less accurate on any tensor; thorough is several times slower for 0.3 % to 1.5 % lower
+     * RMSE). Tensors with importance weights (imatrix_path) always get the exact search. */
+    bool thorough;
 } mw_quantize_params;
 
 typedef struct mw_quantize_result {
@@ -428,11 +483,12 @@ typedef struct mw_imatrix_progress {
 } mw_imatrix_progress;
 
 typedef struct mw_imatrix_params {
-    uint32_t n_ctx;      /* tokens per chunk; 0 = 512 */
-    int32_t n_chunks;    /* at most this many chunks; <= 0 = all */
-    int32_t n_threads;   /* 0 = physical performance cores */
-    bool process_output; /* also collect output.weight */
-    const char* dataset; /* recorded in the file (the text's name); may be NULL */
+    uint32_t n_ctx;      /* tokens per chunk; default 512; 0 = 512 */
+    int32_t n_chunks;    /* at most this many chunks; default 0, <= 0 = all */
+    int32_t n_threads;   /* default 0 = physical performance cores */
+    bool process_output; /* also collect output.weight (default false) */
+    const char* dataset; /* recorded in the file (the text's name); default NULL: none */
+    /* Called after each chunk (default NULL: none). */
     void (*progress)(const mw_imatrix_progress* progress, void* user_data);
     void* user_data;
 } mw_imatrix_params;

@@ -4,6 +4,7 @@
 // and sizes fail in every build.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -270,6 +271,31 @@ TEST(FuzzFinding, HostileConfigJsonIsRefusedWithTheField) {
         "config.json");
     EXPECT_FALSE(spec.rope_freqs);
     EXPECT_EQ(spec.n_layer, 2u);
+}
+
+// fuzz_hf_config, in a run five times CI's length: a qwen2_moe config.json of 4096 layers (the
+// most the reader accepts; ~70 000 tensors) took 58 s in `memwall plan --config`: the GGUF writer
+// compared each tensor name with every one before it, and binding the model looked each tensor
+// up by a linear search. Both are hashed now: the release build plans it in a fraction of a
+// second. The bound is loose (a loaded machine, the sanitizers); the quadratic code took minutes.
+TEST(FuzzFinding, ConfigOfManyLayersPlansInLinearTime) {
+    const std::string json = R"({"model_type": "qwen2_moe", "num_hidden_layers": 4096,
+        "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "vocab_size": 512, "num_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64})";
+    const auto start = std::chrono::steady_clock::now();
+    const ModelSpec spec = spec_from_hf_config(json, "config.json");
+    const std::vector<uint8_t> header = spec_gguf_header(spec, QuantRecipe::Q4_K_M);
+    const gguf::GgufFile f = gguf::GgufFile::parse(header, "config.json", {.header_only = true});
+    EXPECT_GT(f.tensors().size(), size_t(4096) * 10);
+    const ModelFacts facts = model_facts(f, "Q4_K_M");
+    EXPECT_EQ(facts.hp.n_layer, 4096u);
+    EXPECT_GT(plan_memory(facts, RunSettings{.n_ctx = 4096, .n_batch = 512, .n_threads = 1})
+                  .total_bytes(),
+              0u);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 30.0) << "planning " << f.tensors().size() << " tensors";
 }
 
 }  // namespace

@@ -76,5 +76,38 @@ TEST(Gguf, WriterRoundTripsEveryValueType) {
     EXPECT_THROW(f.get_u32("a.u64"), Error);
 }
 
+// The writer's name indexes (replacing a key keeps its place, removing one keeps the others'
+// order, a duplicate tensor is refused, a refused tensor leaves no trace) and the reader's.
+TEST(Gguf, WriterAndReaderLookUpByName) {
+    GgufWriter w;
+    w.set_u32("k.a", 1);
+    w.set_u32("k.b", 2);
+    w.set_u32("k.c", 3);
+    w.set_u32("k.a", 10);  // replaced in place
+    w.remove("k.b");
+    EXPECT_FALSE(w.has("k.b"));
+    EXPECT_TRUE(w.has("k.c"));
+    w.set_u32("k.b", 20);  // appended again, after k.c
+    const uint8_t data[8 * 4] = {};
+    w.add_tensor("t0", GgmlType::F32, {8}, data);
+    EXPECT_THROW(w.add_tensor("t0", GgmlType::F32, {8}, data), Error);
+    EXPECT_THROW(w.add_tensor("t1", GgmlType::F32, {8}, std::span<const uint8_t>(data, 4)), Error);
+    w.add_tensor("t1", GgmlType::F32, {8}, data);  // the refused one left nothing behind
+    const auto bytes = w.to_bytes();
+    EXPECT_EQ(bytes.size(), w.total_bytes());
+    const GgufFile f = GgufFile::parse(bytes, "mem");
+    ASSERT_EQ(f.metadata().size(), 3u);
+    EXPECT_EQ(f.metadata()[0].key, "k.a");
+    EXPECT_EQ(f.metadata()[1].key, "k.c");
+    EXPECT_EQ(f.metadata()[2].key, "k.b");
+    EXPECT_EQ(f.get_u32("k.a"), 10u);
+    EXPECT_EQ(f.get_u32("k.b"), 20u);
+    EXPECT_EQ(f.find("k.z"), nullptr);
+    ASSERT_EQ(f.tensors().size(), 2u);
+    EXPECT_EQ(f.find_tensor("t1"), &f.tensors()[1]);
+    EXPECT_EQ(f.find_tensor("t1")->offset, 32u);  // right after t0: no gap from the refused one
+    EXPECT_EQ(f.find_tensor("t2"), nullptr);
+}
+
 }  // namespace
 }  // namespace mw::gguf

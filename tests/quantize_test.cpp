@@ -5,6 +5,8 @@
 // the public C API (and the CLI once).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -42,6 +44,7 @@ std::string type_name(uint32_t type) {
 
 struct Notes {
     std::vector<std::string> notes;
+    std::vector<std::string> fallbacks;  // "tensor: WANTED -> USED"
     int tensors_reported = 0;
 };
 
@@ -49,6 +52,10 @@ void collect(const mw_quantize_progress* p, void* user_data) {
     auto* n = static_cast<Notes*>(user_data);
     if (p->note) {
         n->notes.emplace_back(p->note);
+        if (p->wanted_type) {
+            n->fallbacks.push_back(std::string(p->tensor_name) + ": " + p->wanted_type + " -> " +
+                                   p->to_type);
+        }
     } else {
         ++n->tensors_reported;
     }
@@ -271,6 +278,11 @@ TEST(Quantize, RowsThatDoNotFitFallBackAndSaySo) {
         }
     }
     EXPECT_TRUE(said) << "no fallback note for blk.0.attn_q.weight";
+    // Each fallback note says which type was wanted and which is used, for one summary line.
+    EXPECT_EQ(int(notes.fallbacks.size()), r.n_fallback);
+    EXPECT_NE(std::find(notes.fallbacks.begin(), notes.fallbacks.end(),
+                        "blk.0.attn_q.weight: Q4_K -> Q5_0"),
+              notes.fallbacks.end());
     EXPECT_EQ(notes.tensors_reported, r.n_tensors);
 
     mw_model* model = nullptr;
@@ -401,6 +413,32 @@ TEST(QuantizeCli, QuantizesAndSummarises) {
         test::run_command(test::cli_path() + " quantize " + in + " " + dir + "/q.gguf Q4_K_X");
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("unknown type"), std::string::npos) << bad.err;
+}
+
+// stories260K's fallbacks come out as one summary line, not a note per tensor, and the progress
+// off a terminal as a line per tenth of the input; --verbose lists them.
+TEST(QuantizeCli, FallbacksInOneLineAndFewProgressLines) {
+    const std::string dir = test::temp_dir();
+    const std::string in = test::shared_path("models/stories260K.gguf");
+    const std::string cmd =
+        test::cli_path() + " quantize " + in + " " + dir + "/q.gguf Q4_K_M -t 2";
+    const test::CommandResult r = test::run_command(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto count = [](const std::string& text, const std::string& what) {
+        size_t n = 0;
+        for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+            ++n;
+        return n;
+    };
+    EXPECT_EQ(count(r.err, "note:"), 0u) << r.err;
+    EXPECT_EQ(count(r.err, "fell back to another type"), 1u) << r.err;
+    EXPECT_NE(r.err.find("Q4_K -> Q5_0"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(--verbose lists them)"), std::string::npos) << r.err;
+    EXPECT_LE(count(r.err, "\n"), 13u) << r.err;  // <= 11 progress lines and the summary
+    const test::CommandResult v = test::run_command(cmd + " --verbose");
+    ASSERT_EQ(v.exit_code, 0) << v.err;
+    EXPECT_GT(count(v.err, "note: blk.0.attn_q.weight: rows of 64"), 0u) << v.err;
+    EXPECT_EQ(count(v.err, "fell back to another type"), 1u) << v.err;
 }
 
 }  // namespace

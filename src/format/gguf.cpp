@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <unordered_set>
 
 #include "base/error.h"
 #include "format/ggml_types.h"
@@ -434,8 +433,8 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
     }
 
     // Metadata.
-    std::unordered_set<std::string_view> keys;
     file.kv_.reserve(kv_count);
+    file.kv_index_.reserve(kv_count);
     for (uint64_t i = 0; i < kv_count; ++i) {
         KeyValue kv;
         kv.key = cur.read_string(fmt::format("metadata[{}].key", i));
@@ -443,7 +442,7 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
             fail(ErrorKind::bad_file, "{}: metadata[{}].key has invalid length {}", fname, i,
                  kv.key.size());
         }
-        if (!keys.insert(kv.key).second) {
+        if (!file.kv_index_.try_emplace(kv.key, file.kv_.size()).second) {
             fail(ErrorKind::bad_file, "{}: duplicate metadata key \"{}\" (metadata[{}])", fname,
                  printable(kv.key), i);
         }
@@ -476,8 +475,8 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
              "hold at most {} tensor infos",
              fname, tensor_count, cur.remaining(), cur.remaining() / kMinTensorInfoBytes);
     }
-    std::unordered_set<std::string_view> names;
     file.tensors_.reserve(tensor_count);
+    file.tensor_index_.reserve(tensor_count);
     for (uint64_t i = 0; i < tensor_count; ++i) {
         TensorInfo t;
         t.name = cur.read_string(fmt::format("tensor[{}].name", i));
@@ -486,7 +485,7 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
             fail(ErrorKind::bad_file, "{}: tensor[{}].name has invalid length {}", fname, i,
                  t.name.size());
         }
-        if (!names.insert(t.name).second) {
+        if (!file.tensor_index_.try_emplace(t.name, file.tensors_.size()).second) {
             fail(ErrorKind::bad_file, "{}: duplicate tensor name \"{}\" (tensor[{}])", fname, tname,
                  i);
         }
@@ -586,17 +585,13 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
 }
 
 const Value* GgufFile::find(std::string_view key) const {
-    for (const KeyValue& kv : kv_) {
-        if (kv.key == key) return &kv.value;
-    }
-    return nullptr;
+    const auto it = kv_index_.find(key);
+    return it == kv_index_.end() ? nullptr : &kv_[it->second].value;
 }
 
 const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
-    for (const TensorInfo& t : tensors_) {
-        if (t.name == name) return &t;
-    }
-    return nullptr;
+    const auto it = tensor_index_.find(name);
+    return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
 std::optional<std::string_view> GgufFile::get_string(std::string_view key) const {

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace mw::gguf {
@@ -125,6 +126,9 @@ class GgufFile {
     uint64_t data_end_ = 0;
     std::vector<KeyValue> kv_;
     std::vector<TensorInfo> tensors_;
+    // Positions by name (the views point into the file's bytes, not into this object), so that
+    // binding a model of tens of thousands of tensors by name stays linear.
+    std::unordered_map<std::string_view, size_t> kv_index_, tensor_index_;
 };
 
 // Human-readable rendering of a value (arrays abbreviated), for `memwall inspect` and errors.

@@ -79,12 +79,12 @@ GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
 }
 
 void GgufWriter::set_raw(std::string_view key, ValueType type, std::vector<uint8_t> payload) {
-    for (Entry& e : entries_) {
-        if (e.key == key) {
-            e.type = static_cast<uint32_t>(type);
-            e.payload = std::move(payload);
-            return;
-        }
+    const auto [it, added] = entry_index_.try_emplace(std::string(key), entries_.size());
+    if (!added) {
+        Entry& e = entries_[it->second];
+        e.type = static_cast<uint32_t>(type);
+        e.payload = std::move(payload);
+        return;
     }
     entries_.push_back({std::string(key), static_cast<uint32_t>(type), std::move(payload)});
 }
@@ -150,14 +150,15 @@ void GgufWriter::set_value(std::string_view k, const Value& v) {
 }
 
 void GgufWriter::remove(std::string_view key) {
-    std::erase_if(entries_, [&](const Entry& e) { return e.key == key; });
+    const auto it = entry_index_.find(std::string(key));
+    if (it == entry_index_.end()) return;
+    entries_.erase(entries_.begin() + ptrdiff_t(it->second));
+    entry_index_.clear();
+    for (size_t i = 0; i < entries_.size(); ++i) entry_index_.emplace(entries_[i].key, i);
 }
 
 bool GgufWriter::has(std::string_view key) const {
-    for (const Entry& e : entries_) {
-        if (e.key == key) return true;
-    }
-    return false;
+    return entry_index_.count(std::string(key)) != 0;
 }
 
 GgufWriter::Tensor& GgufWriter::add_tensor_info(std::string_view name, GgmlType type,
@@ -168,8 +169,8 @@ GgufWriter::Tensor& GgufWriter::add_tensor_info(std::string_view name, GgmlType 
         fail(ErrorKind::invalid_argument, "tensor {}: {} dimensions (must be 1 to 4)", name,
              ne.size());
     }
-    for (const Tensor& t : tensors_) {
-        if (t.name == name) fail(ErrorKind::invalid_argument, "duplicate tensor name {}", name);
+    if (tensor_names_.count(std::string(name))) {
+        fail(ErrorKind::invalid_argument, "duplicate tensor name {}", name);
     }
     if (ne[0] % layout->block_size != 0) {
         fail(ErrorKind::invalid_argument,
@@ -185,6 +186,7 @@ GgufWriter::Tensor& GgufWriter::add_tensor_info(std::string_view name, GgmlType 
     t.n_bytes = n / layout->block_size * layout->type_size;
     t.offset = data_size_;
     data_size_ = align_up(data_size_ + t.n_bytes, alignment_);
+    tensor_names_.insert(t.name);
     tensors_.push_back(std::move(t));
     return tensors_.back();
 }
@@ -194,9 +196,12 @@ void GgufWriter::add_tensor(std::string_view name, GgmlType type, std::vector<ui
     Tensor& t = add_tensor_info(name, type, std::move(ne));
     if (data.size() != t.n_bytes) {
         const std::string n(name);
+        const uint64_t expected = t.n_bytes;
+        data_size_ = t.offset;  // as if the tensor had never been added
+        tensor_names_.erase(n);
         tensors_.pop_back();
         fail(ErrorKind::invalid_argument, "tensor {}: {} bytes given, {} expected", n, data.size(),
-             t.n_bytes);
+             expected);
     }
     t.data = data;
 }

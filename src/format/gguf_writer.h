@@ -9,6 +9,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "format/ggml_types.h"
@@ -83,7 +85,9 @@ class GgufWriter {
 
     uint32_t alignment_;
     std::vector<Entry> entries_;
+    std::unordered_map<std::string, size_t> entry_index_;  // key -> position in entries_
     std::vector<Tensor> tensors_;
+    std::unordered_set<std::string> tensor_names_;  // duplicate checks stay O(1) per tensor
     uint64_t data_size_ = 0;
 };
 

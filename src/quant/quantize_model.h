@@ -14,6 +14,7 @@
 
 #include "format/ggml_types.h"
 #include "plan/quant_mix.h"
+#include "tensor/quantize.h"
 
 namespace mw {
 
@@ -29,6 +30,8 @@ struct QuantizeOptions {
     std::vector<TensorTypeOverride> overrides;  // the last matching pattern wins (as llama.cpp)
     std::string imatrix_path;                   // empty: no importance weighting
     int n_threads = 0;                          // 0: the runtime's default
+    QuantSearch search = QuantSearch::fast;     // thorough: the exact scale searches (always with
+                                                // an imatrix)
 };
 
 // Reported while quantizing: after each tensor is written, and for notes (fallback types).
@@ -43,6 +46,9 @@ struct QuantizeEvent {
     uint64_t bytes_total = 0;  // input tensor bytes of the whole file
     double seconds = 0.0;
     std::string_view message;  // the note
+    // A note that the row length forced a fallback type: `to` instead of `wanted`.
+    bool fallback = false;
+    GgmlType wanted = GgmlType::F32;
 };
 
 struct QuantizeReport {

@@ -80,6 +80,9 @@ void set_api_last_error(const std::string& message) {
 const LoadedModel* loaded_model_of(const mw_model* m) {
     return m ? m->loaded.get() : nullptr;
 }
+Context* context_of(mw_context* c) {
+    return c ? c->ctx.get() : nullptr;
+}
 }  // namespace mw
 
 extern "C" {
@@ -88,7 +91,7 @@ const char* mw_last_error(void) {
     return g_last_error.c_str();
 }
 const char* mw_version(void) {
-    return "0.1.0";
+    return MEMWALL_VERSION_STRING;  // project(memwall VERSION ...) in CMakeLists.txt
 }
 const char* mw_system_info(void) {
     static const std::string info =

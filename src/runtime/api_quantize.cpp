@@ -73,6 +73,7 @@ mw_status mw_quantize(const char* in_path, const char* out_path, const mw_quanti
         options.pure = p.pure;
         options.allow_requantize = p.allow_requantize;
         options.n_threads = p.n_threads;
+        options.search = p.thorough ? mw::QuantSearch::thorough : mw::QuantSearch::fast;
         if (p.imatrix_path) options.imatrix_path = p.imatrix_path;
         for (int32_t i = 0; i < p.n_tensor_types; ++i) {
             if (p.tensor_types && p.tensor_types[i]) {
@@ -93,6 +94,7 @@ mw_status mw_quantize(const char* in_path, const char* out_path, const mw_quanti
                 q.bytes_total = e.bytes_total;
                 q.elapsed_s = e.seconds;
                 q.note = e.kind == mw::QuantizeEvent::Kind::note ? message.c_str() : nullptr;
+                q.wanted_type = e.fallback ? type_name(e.wanted) : nullptr;
                 p.progress(&q, p.user_data);
             });
         if (out) {

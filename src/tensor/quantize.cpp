@@ -50,7 +50,8 @@ void finite_copy(const float* x, int count, float* out) {
 
 }  // namespace qdetail
 
-QuantizeRowFn file_quantizer(GgmlType type) {
+QuantizeRowFn file_quantizer(GgmlType type, QuantSearch search) {
+    const bool fast = search == QuantSearch::fast;
     switch (type) {
         case GgmlType::F32:
             return quantize_f32;
@@ -59,33 +60,33 @@ QuantizeRowFn file_quantizer(GgmlType type) {
         case GgmlType::BF16:
             return quantize_bf16;
         case GgmlType::Q4_0:
-            return quantize_q4_0;
+            return fast ? quantize_q4_0 : quantize_q4_0_thorough;
         case GgmlType::Q4_1:
-            return quantize_q4_1;
+            return fast ? quantize_q4_1 : quantize_q4_1_thorough;
         case GgmlType::Q5_0:
-            return quantize_q5_0;
+            return fast ? quantize_q5_0 : quantize_q5_0_thorough;
         case GgmlType::Q5_1:
-            return quantize_q5_1;
+            return fast ? quantize_q5_1 : quantize_q5_1_thorough;
         case GgmlType::Q8_0:
-            return quantize_q8_0;
+            return fast ? quantize_q8_0 : quantize_q8_0_thorough;
         case GgmlType::Q2_K:
-            return quantize_q2_k;
+            return fast ? quantize_q2_k : quantize_q2_k_thorough;
         case GgmlType::Q3_K:
-            return quantize_q3_k;
+            return fast ? quantize_q3_k : quantize_q3_k_thorough;
         case GgmlType::Q4_K:
-            return quantize_q4_k;
+            return fast ? quantize_q4_k : quantize_q4_k_thorough;
         case GgmlType::Q5_K:
-            return quantize_q5_k;
+            return fast ? quantize_q5_k : quantize_q5_k_thorough;
         case GgmlType::Q6_K:
-            return quantize_q6_k;
+            return fast ? quantize_q6_k : quantize_q6_k_thorough;
         default:
             return nullptr;
     }
 }
 
 size_t quantize_rows(GgmlType type, const float* src, void* dst, int64_t n_rows, int64_t n_cols,
-                     const float* importance) {
-    const QuantizeRowFn quantize = file_quantizer(type);
+                     const float* importance, QuantSearch search) {
+    const QuantizeRowFn quantize = file_quantizer(type, search);
     const TypeTraits* traits = type_traits(type);
     if (!quantize || !traits) return 0;
     const size_t bytes = row_bytes(*traits, n_cols);

@@ -1,8 +1,10 @@
-// File quantizers of the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0): the scale (and
-// offset) search of tensor/quantize_search.h per block, the fp16 neighbours of the result, and
-// the round-to-nearest reference as a floor, so a block is never worse than llama.cpp's encoding
-// of it without an importance matrix.
+// File quantizers of the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), with the
+// round-to-nearest reference as a floor, so a block is never worse than llama.cpp's encoding of
+// it without an importance matrix. The fast search refits that encoding's scale (and offset) by
+// least squares and re-rounds; the thorough one runs the scale (and offset) search of
+// tensor/quantize_search.h per block and tries the fp16 neighbours of the result.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -17,7 +19,7 @@ namespace {
 
 struct BlockFit {
     uint16_t d = 0, m = 0;  // fp16 scale and offset (offset 0 for the symmetric types)
-    int q[kQK] = {};
+    int q[kQK];             // set whenever error is finite
     double error = std::numeric_limits<double>::infinity();
 };
 
@@ -53,10 +55,119 @@ BlockFit fit_block(const float* x, const float* w, int qmin, int qmax, bool has_
     return best;
 }
 
+// The fast search: llama.cpp's round-to-nearest scale (and offset) for the block, rounded to fp16,
+// each value rounded to its nearest level at that scale (which is never worse than llama.cpp's
+// rounding with the unrounded scale), then one least-squares refit of the scale (and offset) for
+// those quants, rounded to fp16, with the quants re-rounded; the better of the two. Rounding to
+// the nearest level is each value's best quant at a given scale, so the refit is better whenever
+// its least-squares error with the old quants is; its exact error then confirms it. Returns
+// false when the scale does not fit in fp16 (the caller falls back to llama.cpp's encoding).
+bool fast_block(const float* x, const float* w, int qmin, int qmax, bool has_offset,
+                BlockFit* out) {
+    constexpr int kLanes = 8;
+    float hi[kLanes], lo[kLanes];
+    std::fill(hi, hi + kLanes, x[0]);
+    std::fill(lo, lo + kLanes, x[0]);
+    for (int i = 0; i < kQK; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j) {
+            hi[j] = std::max(hi[j], x[i + j]);
+            lo[j] = std::min(lo[j], x[i + j]);
+        }
+    }
+    float xmax = hi[0], xmin = lo[0];
+    for (int j = 1; j < kLanes; ++j) {
+        xmax = std::max(xmax, hi[j]);
+        xmin = std::min(xmin, lo[j]);
+    }
+    // llama.cpp's choice: the offset types span [min, max]; Q8_0 maps |x| max to 127; Q4_0 and
+    // Q5_0 map the value of largest magnitude to the end of the longer side (-8, -16).
+    float d, m = 0.0f;
+    if (has_offset) {
+        d = (xmax - xmin) / float(qmax);
+        m = xmin;
+    } else if (qmin == -qmax) {
+        d = std::max(xmax, -xmin) / float(qmax);
+    } else {
+        d = (xmax >= -xmin ? xmax : xmin) / float(qmin);
+    }
+    const uint16_t d0 = f32_to_fp16(d), m0 = has_offset ? f32_to_fp16(m) : 0;
+    if ((d0 & 0x7c00) == 0x7c00 || (m0 & 0x7c00) == 0x7c00) return false;
+    const float d16 = fp16_to_f32(d0), m16 = fp16_to_f32(m0);
+    const float inv = d16 != 0.0f && std::isfinite(1.0f / d16) ? 1.0f / d16 : 0.0f;
+
+    // One pass (vectorised, lane by lane): the quants, their error and the sums of the refit.
+    float E[kLanes] = {}, W[kLanes] = {}, X[kLanes] = {}, XX[kLanes] = {}, Q[kLanes] = {},
+          QQ[kLanes] = {}, XQ[kLanes] = {};
+    for (int i = 0; i < kQK; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j) {
+            const float v = x[i + j], wv = w[i + j];
+            const float l = std::min(
+                std::max(float(qsearch::round_int((v - m16) * inv)), float(qmin)), float(qmax));
+            out->q[i + j] = int(l);
+            const float e = v - (d16 * l + m16);
+            const float wl = wv * l;
+            E[j] += wv * e * e;
+            W[j] += wv;
+            X[j] += wv * v;
+            XX[j] += wv * v * v;
+            Q[j] += wl;
+            QQ[j] += wl * l;
+            XQ[j] += wl * v;
+        }
+    }
+    double error = 0, sw = 0, sx = 0, sxx = 0, sq = 0, sqq = 0, sxq = 0;
+    for (int j = 0; j < kLanes; ++j) {
+        error += E[j];
+        sw += W[j];
+        sx += X[j];
+        sxx += XX[j];
+        sq += Q[j];
+        sqq += QQ[j];
+        sxq += XQ[j];
+    }
+    out->d = d0;
+    out->m = m0;
+    out->error = error;
+
+    float a, c = 0.0f;
+    if (has_offset) {
+        const double det = sw * sqq - sq * sq;
+        if (!(det > 1e-12 * sw * sqq)) return true;
+        a = float((sw * sxq - sq * sx) / det);
+        c = float((sqq * sx - sq * sxq) / det);
+    } else {
+        if (!(sqq > 0)) return true;
+        a = float(sxq / sqq);
+    }
+    const uint16_t a16 = f32_to_fp16(a), c16 = has_offset ? f32_to_fp16(c) : 0;
+    if ((a16 & 0x7c00) == 0x7c00 || (c16 & 0x7c00) == 0x7c00 || (a16 == d0 && c16 == m0)) {
+        return true;
+    }
+    const double a1 = fp16_to_f32(a16), c1 = fp16_to_f32(c16);
+    // sum w (x - a1 q - c1)^2 with the old quants.
+    const double predicted =
+        sxx + a1 * a1 * sqq + c1 * c1 * sw - 2 * a1 * sxq - 2 * c1 * sx + 2 * a1 * c1 * sq;
+    if (!(predicted < error)) return true;
+    BlockFit f;
+    f.d = a16;
+    f.m = c16;
+    f.error = qsearch::quantize_with(kQK, x, w, float(a1), float(c1), qmin, qmax, f.q);
+    if (f.error < error) *out = f;
+    return true;
+}
+
 double block_error(const float* x, const float* w, const float* decoded) {
-    double e = 0;
-    for (int i = 0; i < kQK; ++i) e += double(w[i]) * (x[i] - decoded[i]) * (x[i] - decoded[i]);
-    return e;
+    constexpr int kLanes = 8;
+    float e[kLanes] = {};
+    for (int i = 0; i < kQK; i += kLanes) {
+        for (int j = 0; j < kLanes; ++j) {
+            const float d = x[i + j] - decoded[i + j];
+            e[j] += w[i + j] * d * d;
+        }
+    }
+    double total = 0;
+    for (int j = 0; j < kLanes; ++j) total += e[j];
+    return total;
 }
 
 // Runs the search on every block; `pack` writes a BlockFit into a block. The round-to-nearest
@@ -64,21 +175,31 @@ double block_error(const float* x, const float* w, const float* decoded) {
 template <typename Block, typename Pack>
 void quantize_blocks(const float* src, void* dst, int64_t n, const float* importance, int qmin,
                      int qmax, bool has_offset, FromFloatFn reference, ToFloatFn decode,
-                     Pack pack) {
+                     QuantSearch search, Pack pack) {
     auto* blocks = static_cast<Block*>(dst);
     const float mean = qdetail::mean_importance(importance, n);
     float w[kQK], decoded[kQK], x[kQK];
+    if (!importance) qdetail::block_weights(nullptr, 0.0f, kQK, w);  // all ones
     for (int64_t i = 0; i < n / kQK; ++i) {
         qdetail::finite_copy(src + i * kQK, kQK, x);
-        qdetail::block_weights(importance ? importance + i * kQK : nullptr, mean, kQK, w);
-        const BlockFit f = fit_block(x, w, qmin, qmax, has_offset);
+        if (importance) qdetail::block_weights(importance + i * kQK, mean, kQK, w);
+        if (search == QuantSearch::fast) {
+            BlockFit f;
+            if (fast_block(x, w, qmin, qmax, has_offset, &f)) {
+                pack(f, blocks[i]);
+            } else {
+                reference(x, &blocks[i], kQK);  // a scale beyond fp16: llama.cpp's encoding
+            }
+            continue;
+        }
         Block rtn;
         reference(x, &rtn, kQK);
         decode(&rtn, decoded, kQK);
-        if (block_error(x, w, decoded) <= f.error) {
-            blocks[i] = rtn;
-        } else {
+        const BlockFit f = fit_block(x, w, qmin, qmax, has_offset);
+        if (f.error < block_error(x, w, decoded)) {
             pack(f, blocks[i]);
+        } else {
+            blocks[i] = rtn;
         }
     }
 }
@@ -95,11 +216,11 @@ void pack_qh(const int* u, uint8_t qh[4]) {
     for (int i = 0; i < 4; ++i) qh[i] = uint8_t(bits >> (8 * i));
 }
 
-}  // namespace
-
-void quantize_q4_0(const float* src, void* dst, int64_t n, const float* importance) {
+template <QuantSearch kSearch>
+void encode_q4_0(const float* src, void* dst, int64_t n, const float* importance) {
     quantize_blocks<BlockQ4_0>(src, dst, n, importance, -8, 7, false, ref::quantize_row_q4_0,
-                               ref::dequantize_row_q4_0, [](const BlockFit& f, BlockQ4_0& b) {
+                               ref::dequantize_row_q4_0, kSearch,
+                               [](const BlockFit& f, BlockQ4_0& b) {
                                    int u[kQK];
                                    for (int j = 0; j < kQK; ++j) u[j] = f.q[j] + 8;
                                    b.d = f.d;
@@ -107,18 +228,22 @@ void quantize_q4_0(const float* src, void* dst, int64_t n, const float* importan
                                });
 }
 
-void quantize_q4_1(const float* src, void* dst, int64_t n, const float* importance) {
+template <QuantSearch kSearch>
+void encode_q4_1(const float* src, void* dst, int64_t n, const float* importance) {
     quantize_blocks<BlockQ4_1>(src, dst, n, importance, 0, 15, true, ref::quantize_row_q4_1,
-                               ref::dequantize_row_q4_1, [](const BlockFit& f, BlockQ4_1& b) {
+                               ref::dequantize_row_q4_1, kSearch,
+                               [](const BlockFit& f, BlockQ4_1& b) {
                                    b.d = f.d;
                                    b.m = f.m;
                                    pack_nibbles(f.q, b.qs);
                                });
 }
 
-void quantize_q5_0(const float* src, void* dst, int64_t n, const float* importance) {
+template <QuantSearch kSearch>
+void encode_q5_0(const float* src, void* dst, int64_t n, const float* importance) {
     quantize_blocks<BlockQ5_0>(src, dst, n, importance, -16, 15, false, ref::quantize_row_q5_0,
-                               ref::dequantize_row_q5_0, [](const BlockFit& f, BlockQ5_0& b) {
+                               ref::dequantize_row_q5_0, kSearch,
+                               [](const BlockFit& f, BlockQ5_0& b) {
                                    int u[kQK];
                                    for (int j = 0; j < kQK; ++j) u[j] = f.q[j] + 16;
                                    b.d = f.d;
@@ -127,9 +252,11 @@ void quantize_q5_0(const float* src, void* dst, int64_t n, const float* importan
                                });
 }
 
-void quantize_q5_1(const float* src, void* dst, int64_t n, const float* importance) {
+template <QuantSearch kSearch>
+void encode_q5_1(const float* src, void* dst, int64_t n, const float* importance) {
     quantize_blocks<BlockQ5_1>(src, dst, n, importance, 0, 31, true, ref::quantize_row_q5_1,
-                               ref::dequantize_row_q5_1, [](const BlockFit& f, BlockQ5_1& b) {
+                               ref::dequantize_row_q5_1, kSearch,
+                               [](const BlockFit& f, BlockQ5_1& b) {
                                    b.d = f.d;
                                    b.m = f.m;
                                    pack_nibbles(f.q, b.qs);
@@ -137,12 +264,51 @@ void quantize_q5_1(const float* src, void* dst, int64_t n, const float* importan
                                });
 }
 
-void quantize_q8_0(const float* src, void* dst, int64_t n, const float* importance) {
+template <QuantSearch kSearch>
+void encode_q8_0(const float* src, void* dst, int64_t n, const float* importance) {
     quantize_blocks<BlockQ8_0>(src, dst, n, importance, -127, 127, false, ref::quantize_row_q8_0,
-                               ref::dequantize_row_q8_0, [](const BlockFit& f, BlockQ8_0& b) {
+                               ref::dequantize_row_q8_0, kSearch,
+                               [](const BlockFit& f, BlockQ8_0& b) {
                                    b.d = f.d;
                                    for (int j = 0; j < kQK; ++j) b.qs[j] = int8_t(f.q[j]);
                                });
+}
+
+}  // namespace
+
+void quantize_q4_0(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q4_0<QuantSearch::fast>(src, dst, n, importance);
+}
+void quantize_q4_0_thorough(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q4_0<QuantSearch::thorough>(src, dst, n, importance);
+}
+
+void quantize_q4_1(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q4_1<QuantSearch::fast>(src, dst, n, importance);
+}
+void quantize_q4_1_thorough(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q4_1<QuantSearch::thorough>(src, dst, n, importance);
+}
+
+void quantize_q5_0(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q5_0<QuantSearch::fast>(src, dst, n, importance);
+}
+void quantize_q5_0_thorough(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q5_0<QuantSearch::thorough>(src, dst, n, importance);
+}
+
+void quantize_q5_1(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q5_1<QuantSearch::fast>(src, dst, n, importance);
+}
+void quantize_q5_1_thorough(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q5_1<QuantSearch::thorough>(src, dst, n, importance);
+}
+
+void quantize_q8_0(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q8_0<QuantSearch::fast>(src, dst, n, importance);
+}
+void quantize_q8_0_thorough(const float* src, void* dst, int64_t n, const float* importance) {
+    encode_q8_0<QuantSearch::thorough>(src, dst, n, importance);
 }
 
 }  // namespace mw

@@ -32,10 +32,24 @@ Fit fit_scale(int n, const float* x, const float* w, int qmin, int qmax, bool bo
 Fit fit_scale_offset(int n, const float* x, const float* w, int qmax, bool nonpositive_offset,
                      int* q);
 
+// The fast searches (the default of `memwall quantize`): a fixed grid of `steps` inverse scales
+// spread over +-`spread` levels around the one that saturates the range, each quant set scored by
+// its least-squares fit from sums taken in one pass, then the best one re-rounded with its fitted
+// scale (and offset) while that lowers the error. Inexact between grid points, at a fraction of
+// the exact sweeps' cost; same contract as fit_scale / fit_scale_offset.
+Fit fit_scale_grid(int n, const float* x, const float* w, int qmin, int qmax, int steps,
+                   float spread, int* q);
+Fit fit_scale_offset_grid(int n, const float* x, const float* w, int qmax, bool nonpositive_offset,
+                          int steps, float spread, int* q);
+
 // The quants for a given scale/offset: q_i = clamp(round((x_i - c) / a), qmin, qmax); 0 when a is
 // 0. Returns the weighted squared error.
 double quantize_with(int n, const float* x, const float* w, float scale, float offset, int qmin,
                      int qmax, int* q);
+
+// The error of quantize_with in floats, without the quants (vectorised; for comparing trials).
+float group_error(int n, const float* x, const float* w, float scale, float offset, int qmin,
+                  int qmax);
 
 // Rounds to nearest, ties to even, for |v| < 2^22: adding 1.5 * 2^23 leaves the integer in the
 // low mantissa bits (no libm call, no dependence on the rounding mode).

@@ -18,6 +18,80 @@ static int failures = 0;
         }                                                                            \
     } while (0)
 
+/* mw_generate's callback: appends to a buffer; stops after `stop_after` pieces when > 0. */
+typedef struct collected {
+    char text[1024];
+    int n_pieces;
+    int stop_after;
+} collected;
+
+static bool collect(void* user_data, const char* piece, size_t len) {
+    collected* c = (collected*)user_data;
+    CHECK(len > 0, "empty piece");
+    const size_t room = sizeof c->text - strlen(c->text) - 1;
+    strncat(c->text, piece, len < room ? len : room);
+    ++c->n_pieces;
+    return c->stop_after <= 0 || c->n_pieces < c->stop_after;
+}
+
+/* mw_generate gives the text of the low-level loop, stops for each reason it reports, keeps what
+ * it passed on in the context, and refuses bad arguments with a message. */
+static void check_generate(mw_model* model, const char* want) {
+    mw_context_params cp = mw_context_default_params();
+    cp.n_ctx = 32;
+    cp.n_threads = 1;
+    mw_context* ctx = NULL;
+    CHECK(mw_context_create(model, &cp, &ctx) == MW_OK, "%s", mw_last_error());
+    if (!ctx) return;
+    const char* prompt = "Once upon a time";
+    mw_generate_params gp = mw_generate_default_params();
+    CHECK(gp.n_predict == -1 && gp.add_special && gp.parse_special && !gp.render_special,
+          "mw_generate_default_params");
+    CHECK(gp.sampling.seed == 0 && gp.sampling.temperature > 0.79f && gp.sampling.top_k == 40,
+          "sampling defaults");
+    gp.sampling.temperature = 0.0f;
+    gp.n_predict = 12;
+    collected c = {"", 0, 0};
+    mw_generate_result r;
+    CHECK(mw_generate(ctx, prompt, (int32_t)strlen(prompt), &gp, collect, &c, &r) == MW_OK, "%s",
+          mw_last_error());
+    CHECK(strncmp(c.text, want, strlen(want)) == 0, "mw_generate text \"%s\"", c.text);
+    CHECK(r.n_prompt_tokens == 5 && r.n_generated == 12 && r.stop == MW_STOP_N_PREDICT,
+          "result %d %d %d", r.n_prompt_tokens, r.n_generated, (int)r.stop);
+    CHECK(mw_context_n_past(ctx) == 17, "n_past %u: every token passed on is cached",
+          mw_context_n_past(ctx));
+
+    /* Continuing with an empty prompt runs into the full context of 32. */
+    gp.n_predict = -1;
+    gp.add_special = false;
+    collected more = {"", 0, 0};
+    CHECK(mw_generate(ctx, "", 0, &gp, collect, &more, &r) == MW_OK, "%s", mw_last_error());
+    CHECK(r.stop == MW_STOP_CONTEXT_FULL || r.stop == MW_STOP_END_TOKEN, "stop %d", (int)r.stop);
+    CHECK(r.stop != MW_STOP_CONTEXT_FULL || mw_context_n_past(ctx) == 32, "n_past %u",
+          mw_context_n_past(ctx));
+    CHECK(mw_generate(ctx, prompt, (int32_t)strlen(prompt), &gp, collect, &more, &r) ==
+              MW_ERR_CONTEXT_FULL,
+          "a prompt that does not fit");
+    CHECK(strstr(mw_last_error(), "does not fit") != NULL, "%s", mw_last_error());
+
+    /* The callback stops it; a bad n_predict is refused. */
+    mw_context_truncate(ctx, 0);
+    gp.add_special = true;
+    collected two = {"", 0, 2};
+    CHECK(mw_generate(ctx, prompt, (int32_t)strlen(prompt), &gp, collect, &two, &r) == MW_OK, "%s",
+          mw_last_error());
+    CHECK(r.stop == MW_STOP_CALLBACK && two.n_pieces == 2, "stop %d after %d pieces", (int)r.stop,
+          two.n_pieces);
+    gp.n_predict = -5;
+    CHECK(mw_generate(ctx, prompt, (int32_t)strlen(prompt), &gp, NULL, NULL, NULL) ==
+              MW_ERR_INVALID_ARGUMENT,
+          "n_predict -5");
+    CHECK(strstr(mw_last_error(), "n_predict = -5") != NULL, "%s", mw_last_error());
+    CHECK(mw_generate(NULL, prompt, 1, NULL, NULL, NULL, NULL) == MW_ERR_INVALID_ARGUMENT,
+          "NULL ctx");
+    mw_context_free(ctx);
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: c_api_test SHARED_DIR\n");
@@ -91,6 +165,8 @@ int main(int argc, char** argv) {
     mw_detokenizer_free(detok);
     mw_sampler_free(sampler);
     mw_context_free(ctx);
+
+    check_generate(model, want);
     mw_model_free(model);
     if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;

@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "common.h"
 
@@ -13,17 +17,26 @@ namespace {
 
 struct Display {
     bool terminal = false;
+    bool verbose = false;  // every note and, off a terminal, a line per tensor
+    int last_tenth = -1;   // off a terminal: the last tenth of the input reported
+    // Fallback types by (wanted, used, row length): one summary line at the end.
+    std::map<std::tuple<std::string, std::string>, std::vector<std::string>> fallbacks;
 };
 
 double mib(uint64_t bytes) {
     return double(bytes) / (1 << 20);
 }
 
-// A live bar on a terminal; one plain line per tensor otherwise. Notes always go to stderr on
-// their own line.
+// A live bar on a terminal; off a terminal a plain line per tenth of the input (per tensor with
+// --verbose). Fallback types are counted for one summary line (listed with --verbose); other
+// notes go to stderr on their own line.
 void on_progress(const mw_quantize_progress* p, void* user_data) {
-    const auto& d = *static_cast<const Display*>(user_data);
+    auto& d = *static_cast<Display*>(user_data);
     if (p->note) {
+        if (p->wanted_type) {
+            d.fallbacks[{p->wanted_type, p->to_type}].push_back(p->tensor_name);
+            if (!d.verbose) return;
+        }
         fmt::print(stderr, "{}note: {}\n", d.terminal ? "\r\033[K" : "", p->note);
         return;
     }
@@ -40,9 +53,31 @@ void on_progress(const mw_quantize_progress* p, void* user_data) {
                    p->tensor_index, p->n_tensors, rate, p->tensor_name, change);
         if (p->tensor_index == p->n_tensors) fmt::print(stderr, "\n");
     } else {
-        fmt::print(stderr, "[{}/{}] {} {}  {:.0f} MB/s\n", p->tensor_index, p->n_tensors,
-                   p->tensor_name, change, rate);
+        const int tenth =
+            p->bytes_total ? int(10.0 * double(p->bytes_done) / double(p->bytes_total)) : 10;
+        if (!d.verbose && tenth == d.last_tenth && p->tensor_index != p->n_tensors) return;
+        d.last_tenth = tenth;
+        fmt::print(
+            stderr, "[{}/{}] {:3d} %  {} {}  {:.0f} MB/s\n", p->tensor_index, p->n_tensors,
+            p->bytes_total ? int(100.0 * double(p->bytes_done) / double(p->bytes_total)) : 100,
+            p->tensor_name, change, rate);
     }
+}
+
+// "145 tensors fell back for their row length: 120 Q4_K -> Q5_0, 25 Q6_K -> Q8_0".
+void print_fallbacks(const Display& d) {
+    if (d.fallbacks.empty()) return;
+    size_t total = 0;
+    std::string kinds;
+    for (const auto& [types, names] : d.fallbacks) {
+        total += names.size();
+        kinds += fmt::format("{}{} {} -> {}", kinds.empty() ? "" : ", ", names.size(),
+                             std::get<0>(types), std::get<1>(types));
+    }
+    fmt::print(stderr,
+               "{} tensor{} fell back to another type (rows not a multiple of the block size): "
+               "{}{}\n",
+               total, total == 1 ? "" : "s", kinds, d.verbose ? "" : " (--verbose lists them)");
 }
 
 void on_chunk(const mw_imatrix_progress* p, void* user_data) {
@@ -69,6 +104,8 @@ void add_quantize_command(CLI::App& app) {
         bool allow_requantize = false;
         std::vector<std::string> tensor_types;
         int threads = 0;
+        bool thorough = false;
+        bool verbose = false;
     };
     auto opt = std::make_shared<Options>();
     cmd->add_option("input", opt->in, "The model to quantize (GGUF, F32/F16/BF16 for best results)")
@@ -89,10 +126,17 @@ void add_quantize_command(CLI::App& app) {
                     "PATTERN=TYPE: tensors whose name matches the regex get TYPE (e.g. "
                     "attn_v=q8_0); repeatable, the last match wins");
     cmd->add_option("-t,--threads", opt->threads, "Threads (default: physical performance cores)");
+    cmd->add_flag("--thorough", opt->thorough,
+                  "Search the scales exactly: several times slower, 0.3 % to 1.5 % lower RMSE "
+                  "(default: the fast search, no less accurate than llama-quantize)");
+    cmd->add_flag("-v,--verbose", opt->verbose,
+                  "List every note (each fallback type) and, when not on a terminal, every tensor");
     cmd->callback([opt] {
         std::vector<const char*> tensor_types;
         for (const std::string& s : opt->tensor_types) tensor_types.push_back(s.c_str());
-        Display display{isatty(STDERR_FILENO) != 0};
+        Display display;
+        display.terminal = isatty(STDERR_FILENO) != 0;
+        display.verbose = opt->verbose;
         mw_quantize_params params = mw_quantize_default_params();
         params.type = opt->type.c_str();
         params.imatrix_path = opt->imatrix.empty() ? nullptr : opt->imatrix.c_str();
@@ -103,9 +147,11 @@ void add_quantize_command(CLI::App& app) {
         params.n_threads = opt->threads;
         params.progress = on_progress;
         params.user_data = &display;
+        params.thorough = opt->thorough;
         mw_quantize_result r;
         const mw_status st = mw_quantize(opt->in.c_str(), opt->out.c_str(), &params, &r);
         if (st != MW_OK) fail_status(st, "quantize");
+        print_fallbacks(display);
         fmt::print("quantize: {} tensors, {} quantized{}{}, {:.2f} s ({:.0f} MB/s of input)\n",
                    r.n_tensors, r.n_quantized,
                    r.n_fallback ? fmt::format(", {} with a fallback type", r.n_fallback) : "",
@@ -143,7 +189,8 @@ void add_imatrix_command(CLI::App& app) {
         PromptOptions text_file;
         text_file.file = opt->file;
         const std::string text = text_file.read();
-        Display display{isatty(STDERR_FILENO) != 0};
+        Display display;
+        display.terminal = isatty(STDERR_FILENO) != 0;
         mw_imatrix_params params = mw_imatrix_default_params();
         params.n_ctx = opt->n_ctx;
         params.n_chunks = opt->chunks;

@@ -1,0 +1,86 @@
+// Per-tensor reconstruction error of two quantizations of one model, side by side:
+//   quant_rmse SOURCE.gguf A.gguf B.gguf
+// For every tensor quantized in both A and B (to any block type), the RMSE of A and of B against
+// SOURCE's values, and their ratio; then the worst ratio and the ratio of the total squared
+// errors. bench/quantize-compare runs it on memwall's and llama-quantize's outputs.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "format/gguf.h"
+#include "runtime/mapped_file.h"
+#include "tensor/types.h"
+
+namespace {
+
+struct Parsed {
+    mw::MappedFile file;
+    mw::gguf::GgufFile gguf;
+};
+
+Parsed parse(const std::string& path) {
+    Parsed p;
+    p.file = mw::MappedFile::open(path);
+    p.gguf = mw::gguf::GgufFile::parse(p.file.bytes(), path);
+    return p;
+}
+
+std::vector<float> decode(const mw::gguf::TensorInfo& t) {
+    std::vector<float> out(t.n_elements);
+    mw::type_traits(t.type)->to_float(t.data, out.data(), int64_t(t.n_elements));
+    return out;
+}
+
+double squared_error(const std::vector<float>& x, const std::vector<float>& y) {
+    double e = 0;
+    for (size_t i = 0; i < x.size(); ++i) e += double(x[i] - y[i]) * double(x[i] - y[i]);
+    return e;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: quant_rmse SOURCE.gguf A.gguf B.gguf\n");
+        return 2;
+    }
+    try {
+        const Parsed src = parse(argv[1]), a = parse(argv[2]), b = parse(argv[3]);
+        double worst = 0, sum_a = 0, sum_b = 0;
+        std::string worst_name;
+        int n = 0, a_worse = 0;
+        std::printf("%-36s %-6s %-6s %12s %12s %8s\n", "tensor", "A", "B", "RMSE A", "RMSE B",
+                    "A / B");
+        for (const auto& ta : a.gguf.tensors()) {
+            const auto* tb = b.gguf.find_tensor(ta.name);
+            const auto* ts = src.gguf.find_tensor(ta.name);
+            const auto* ra = mw::type_traits(ta.type);
+            if (!tb || !ts || !ra || !ra->is_quantized) continue;
+            const std::vector<float> x = decode(*ts);
+            const double ea = squared_error(x, decode(ta)), eb = squared_error(x, decode(*tb));
+            const double ratio = eb > 0 ? std::sqrt(ea / eb) : (ea > 0 ? INFINITY : 1.0);
+            std::printf("%-36s %-6s %-6s %12.4g %12.4g %8.4f\n", std::string(ta.name).c_str(),
+                        std::string(ra->name).c_str(),
+                        std::string(mw::type_traits(tb->type)->name).c_str(),
+                        std::sqrt(ea / double(x.size())), std::sqrt(eb / double(x.size())), ratio);
+            if (ratio > worst) {
+                worst = ratio;
+                worst_name = std::string(ta.name);
+            }
+            a_worse += ratio > 1.0;
+            sum_a += ea;
+            sum_b += eb;
+            ++n;
+        }
+        std::printf(
+            "%d tensors; A's RMSE above B's on %d; worst ratio %.4f (%s); total squared "
+            "error ratio %.4f\n",
+            n, a_worse, worst, worst_name.c_str(), sum_b > 0 ? sum_a / sum_b : 1.0);
+        return 0;
+    } catch (const mw::Error& e) {
+        std::fprintf(stderr, "quant_rmse: %s\n", e.what());
+        return 1;
+    }
+}
