@@ -181,8 +181,9 @@ TEST(Measure, RealPassesMeasureSomething) {
     const BandwidthResult bw = measure_bandwidth(*passes, 0.1);
     EXPECT_EQ(bw.n_threads, 2);
     EXPECT_EQ(bw.buffer_bytes, 8 * MiB);
-    EXPECT_GE(bw.read.n, 5);
-    EXPECT_GE(bw.triad.n, 5);
+    // 5 passes, or 3 when they take twice the budget (a loaded machine).
+    EXPECT_GE(bw.read.n, 3);
+    EXPECT_GE(bw.triad.n, 3);
     // Any machine that runs memwall moves more than 100 MB/s and less than 10 TB/s.
     EXPECT_GT(bw.read.median, 1e8);
     EXPECT_LT(bw.read.median, 1e13);

@@ -170,7 +170,7 @@ TEST(ProbeCli, TextAndJsonSaveOnlyWhenAsked) {
     }
     for (const char* key : {"median", "spread", "passes", "outliers", "min", "max"})
         EXPECT_TRUE(p["read_bandwidth"].contains(key)) << key;
-    EXPECT_GE(p["read_bandwidth"]["passes"].get<int>(), 5);
+    EXPECT_GE(p["read_bandwidth"]["passes"].get<int>(), 3);  // 5, or 3 on a loaded machine
     for (const char* key : {"cpu", "logical_cpus", "engine_threads", "simd", "caches",
                             "caches_source", "ram_total_bytes", "ram_available_bytes"}) {
         EXPECT_TRUE(p["system"].contains(key)) << key;
