@@ -261,17 +261,24 @@ MW_API void mw_context_perf_reset(mw_context* ctx);
 MW_API void mw_free_string(char* s);
 
 typedef struct mw_probe_params {
-    int32_t n_threads; /* threads for the measurements; 0 (default) = the engine's default */
-    double seconds;    /* measurement budget; default 1.5; <= 0 = 1.5 s */
-    bool measure; /* default true; false: only facts (CPU, SIMD, caches, RAM), nothing measured */
-    bool write_cache; /* keep the result as this machine's device for plans (docs/plan.md);
-                         default true */
+    int32_t n_threads;    /* threads for the measurements; 0 (default) = the engine's default */
+    double seconds;       /* measurement budget (at least 5 passes of each kernel); <= 0 = 1.5 s */
+    bool measure;         /* default true; false: only facts (CPU, SIMD, caches, RAM), nothing measured */
+    bool write_cache;     /* save the measurement as this machine's device for plans, unless it
+                             looks contended (docs/plan.md); default false */
+    bool force;           /* with write_cache: save even a measurement that looks contended */
+    uint64_t array_bytes; /* bytes per array of the bandwidth measurement; 0 = sized from the
+                             last-level cache (3 arrays, together 4 x the cache, or 1 GiB) */
 } mw_probe_params;
 
 MW_API mw_probe_params mw_probe_default_params(void);
 /* This machine: CPU, SIMD features, caches, RAM and memory available now, measured read and
- * triad memory bandwidth (multi-threaded) and the engine's matmul throughput. */
+ * triad memory bandwidth (multi-threaded; median, spread and outliers of several passes), the
+ * engine's matmul throughput, whether the measurement looks contended, and what is saved. */
 MW_API char* mw_probe_json(const mw_probe_params* params);
+/* Forgets the saved measurement of this machine (and bench's figures). *removed (may be NULL)
+ * says whether there was one. */
+MW_API mw_status mw_device_reset(bool* removed);
 
 /* Memory and speed plans for models x devices x quantizations. The request is JSON, every key
  * optional (none: the seeds' case, a 35B dense model and a 30B MoE on 12/16/24 GB phones):
@@ -308,12 +315,26 @@ typedef struct mw_fit {
  * out->verdict); an error status when the file cannot be read. */
 MW_API mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit* out);
 
-/* For bench: records the speeds measured on this machine, so that plans for this device use the
- * efficiency this engine reaches here. decode_bytes_per_token: mw_model_bytes_per_token();
- * prompt_flops_per_token: 2 x the weights one token multiplies (2 x mw_model_n_params() for a
- * dense model). A speed <= 0 leaves that figure unchanged. */
-MW_API mw_status mw_device_record_bench(uint64_t decode_bytes_per_token, double decode_tok_s,
-                                        double prompt_flops_per_token, double prompt_tok_s);
+/* For bench: the speeds measured on this machine, recorded so that plans for this device use
+ * the efficiency this engine reaches here. decode_bytes_per_token: the weight bytes each decode
+ * step read; prompt_flops_per_token: 2 x the weights one token multiplies (2 x
+ * mw_model_n_params() for a dense model). A speed <= 0 leaves that figure unchanged. */
+typedef struct mw_bench_record {
+    const char* model; /* the file measured (for the record) */
+    int32_t n_threads; /* threads of the measurement: must be those of the saved bandwidth */
+    int32_t n_reps;    /* repetitions the means and standard deviations are over */
+    uint64_t decode_bytes_per_token;
+    double decode_tok_s, decode_tok_s_sd;
+    double prompt_flops_per_token;
+    double prompt_tok_s, prompt_tok_s_sd;
+    bool force; /* record even when the machine looks contended */
+} mw_bench_record;
+
+/* Records the figures against the saved bandwidth (measured and saved first if there is none)
+ * unless the machine looks contended: repetitions that disagree, or a bandwidth measured now that
+ * is contended or below the saved one. Returns JSON: {"recorded": bool, "reason": why not,
+ * "cache_file": path, "read_bandwidth_now_bytes_per_s": the check's, "device": what is saved}. */
+MW_API char* mw_device_record_bench(const mw_bench_record* record);
 
 /* ---- Synthetic models: real shapes, random weights ---------------------------------------- */
 

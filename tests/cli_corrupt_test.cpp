@@ -42,7 +42,7 @@ const Command kCommands[] = {
     {"run", "run -m {model} -p 'hi ab' -n 2 -c 16 -t 1 --temp 0", header | data | vocab | model},
     {"tokenize", "tokenize -m {model} -p 'hi ab'", header | data | vocab},
     {"logits", "logits -m {model} -p 'hi ab' -o {out} -t 1", header | data | vocab | model},
-    {"plan", "plan -m {model}", header},
+    {"plan", "plan -m {model} --device phone-12g", header},  // a profile: nothing measured
     {"bench", "bench -m {model} -p 4 -n 2 -r 1 -t 1 --no-bandwidth", header | data | vocab | model},
     {"perplexity", "perplexity -m {model} -f {text} -c 8 -b 8 -t 1", header | data | vocab | model},
     // quantize copies the metadata it does not interpret (vocabulary, hyper-parameters) as it is,

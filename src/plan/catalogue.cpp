@@ -1,5 +1,7 @@
 #include "plan/catalogue.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <string>
 
@@ -109,6 +111,54 @@ std::vector<ModelSpec> build_catalogue() {
     return all;
 }
 
+// Where people get GGUF files of each model: bartowski's conversions name files
+// "<stem>-<QUANT>.gguf" (F16 as "f16"; above 50 GB, parts in a "<stem>-<QUANT>/" folder), and
+// TheBloke's "<stem>.<QUANT>.gguf".
+struct HfRow {
+    const char* id;
+    const char* repo;
+    const char* stem;
+    bool thebloke;
+};
+
+// clang-format off
+constexpr HfRow kHf[] = {
+    {"qwen2.5-0.5b",  "bartowski/Qwen2.5-0.5B-Instruct-GGUF",       "Qwen2.5-0.5B-Instruct",        false},
+    {"qwen2.5-1.5b",  "bartowski/Qwen2.5-1.5B-Instruct-GGUF",       "Qwen2.5-1.5B-Instruct",        false},
+    {"qwen2.5-3b",    "bartowski/Qwen2.5-3B-Instruct-GGUF",         "Qwen2.5-3B-Instruct",          false},
+    {"qwen2.5-7b",    "bartowski/Qwen2.5-7B-Instruct-GGUF",         "Qwen2.5-7B-Instruct",          false},
+    {"qwen2.5-14b",   "bartowski/Qwen2.5-14B-Instruct-GGUF",        "Qwen2.5-14B-Instruct",         false},
+    {"qwen2.5-32b",   "bartowski/Qwen2.5-32B-Instruct-GGUF",        "Qwen2.5-32B-Instruct",         false},
+    {"qwen2.5-72b",   "bartowski/Qwen2.5-72B-Instruct-GGUF",        "Qwen2.5-72B-Instruct",         false},
+    {"qwen3-0.6b",    "bartowski/Qwen_Qwen3-0.6B-GGUF",             "Qwen_Qwen3-0.6B",              false},
+    {"qwen3-1.7b",    "bartowski/Qwen_Qwen3-1.7B-GGUF",             "Qwen_Qwen3-1.7B",              false},
+    {"qwen3-4b",      "bartowski/Qwen_Qwen3-4B-GGUF",               "Qwen_Qwen3-4B",                false},
+    {"qwen3-8b",      "bartowski/Qwen_Qwen3-8B-GGUF",               "Qwen_Qwen3-8B",                false},
+    {"qwen3-14b",     "bartowski/Qwen_Qwen3-14B-GGUF",              "Qwen_Qwen3-14B",               false},
+    {"qwen3-32b",     "bartowski/Qwen_Qwen3-32B-GGUF",              "Qwen_Qwen3-32B",               false},
+    {"qwen3-30b-a3b", "bartowski/Qwen_Qwen3-30B-A3B-GGUF",          "Qwen_Qwen3-30B-A3B",           false},
+    {"llama-2-7b",    "TheBloke/Llama-2-7B-GGUF",                   "llama-2-7b",                   true},
+    {"llama-3.2-1b",  "bartowski/Llama-3.2-1B-Instruct-GGUF",       "Llama-3.2-1B-Instruct",        false},
+    {"llama-3.2-3b",  "bartowski/Llama-3.2-3B-Instruct-GGUF",       "Llama-3.2-3B-Instruct",        false},
+    {"llama-3.1-8b",  "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF",  "Meta-Llama-3.1-8B-Instruct",   false},
+    {"llama-3.1-70b", "bartowski/Meta-Llama-3.1-70B-Instruct-GGUF", "Meta-Llama-3.1-70B-Instruct",  false},
+    {"llama-3.3-70b", "bartowski/Llama-3.3-70B-Instruct-GGUF",      "Llama-3.3-70B-Instruct",       false},
+    {"mistral-7b",    "bartowski/Mistral-7B-Instruct-v0.3-GGUF",    "Mistral-7B-Instruct-v0.3",     false},
+    {"mixtral-8x7b",  "TheBloke/Mixtral-8x7B-Instruct-v0.1-GGUF",   "mixtral-8x7b-instruct-v0.1",   true},
+    {"phi-3-mini",    "bartowski/Phi-3-mini-4k-instruct-GGUF",      "Phi-3-mini-4k-instruct",       false},
+    {"phi-4-mini",    "bartowski/microsoft_Phi-4-mini-instruct-GGUF", "microsoft_Phi-4-mini-instruct", false},
+    {"gemma-2-2b",    "bartowski/gemma-2-2b-it-GGUF",               "gemma-2-2b-it",                false},
+    {"gemma-2-9b",    "bartowski/gemma-2-9b-it-GGUF",               "gemma-2-9b-it",                false},
+    {"gemma-2-27b",   "bartowski/gemma-2-27b-it-GGUF",              "gemma-2-27b-it",               false},
+    {"gemma-3-1b",    "bartowski/google_gemma-3-1b-it-GGUF",        "google_gemma-3-1b-it",         false},
+    {"gemma-3-4b",    "bartowski/google_gemma-3-4b-it-GGUF",        "google_gemma-3-4b-it",         false},
+    {"gemma-3-12b",   "bartowski/google_gemma-3-12b-it-GGUF",       "google_gemma-3-12b-it",        false},
+    {"gemma-3-27b",   "bartowski/google_gemma-3-27b-it-GGUF",       "google_gemma-3-27b-it",        false},
+    {"command-r-35b", "bartowski/c4ai-command-r-v01-GGUF",          "c4ai-command-r-v01",           false},
+    {"deepseek-v2-lite", "bartowski/DeepSeek-V2-Lite-Chat-GGUF",    "DeepSeek-V2-Lite-Chat",        false},
+};
+// clang-format on
+
 std::string squash(std::string_view s) {
     std::string out;
     for (char c : s) {
@@ -132,6 +182,22 @@ const ModelSpec* find_catalogue_model(std::string_view name) {
         if (squash(s.id) == wanted || squash(s.name) == wanted) return &s;
     }
     return nullptr;
+}
+
+HfFile hf_file_for(std::string_view id, std::string_view quant, uint64_t file_bytes) {
+    for (const HfRow& r : kHf) {
+        if (id != r.id) continue;
+        const std::string q(quant);
+        if (r.thebloke) {
+            if (q == "F16" || q == "BF16" || q == "F32") return {};  // not published there
+            return {r.repo, fmt::format("{}.{}.gguf", r.stem, q)};
+        }
+        const std::string tag = q == "F16" ? "f16" : q == "BF16" ? "bf16" : q;
+        if (file_bytes > uint64_t(50e9))
+            return {r.repo, fmt::format("{}-{}/ (in parts)", r.stem, tag)};
+        return {r.repo, fmt::format("{}-{}.gguf", r.stem, tag)};
+    }
+    return {};
 }
 
 std::vector<const ModelSpec*> seed_models() {

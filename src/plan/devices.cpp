@@ -29,7 +29,9 @@ DeviceProfile profile(const char* id, const char* name, double ram_gib, double r
     d.decode_efficiency = efficiency;
     d.efficiency_source = "typical";
     d.prefill_gflops = prefill_gflops;
+    d.prefill_source = "typical";
     d.source = "built-in";
+    d.bandwidth_source = "spec peak";
     return d;
 }
 
@@ -82,7 +84,9 @@ DeviceProfile explicit_device(uint64_t ram_bytes, double bandwidth_bytes_per_s,
     d.decode_efficiency = 0.55;
     d.efficiency_source = "typical";
     d.prefill_gflops = 100;
+    d.prefill_source = "typical";
     d.source = "explicit";
+    d.bandwidth_source = "given";
     d.name = fmt::format("{:.1f} GiB RAM, {:.1f} GB/s", double(ram_bytes) / double(GiB),
                          bandwidth_bytes_per_s / 1e9);
     return d;

@@ -29,6 +29,17 @@ struct DeviceProfile {
     std::string source;  // "built-in", "explicit", "measured"
     int n_threads = 0;   // threads decoding uses there (sizes the per-thread scratch)
 
+    // Where the figures come from, so that a plan can say what is measured and what is assumed.
+    std::string bandwidth_source;  // "spec peak", "given", "saved measurement", "measured now"
+    double bandwidth_spread = 0;   // relative spread of a measured bandwidth (0: not measured)
+    int64_t measured_at = 0;       // unix time of the bandwidth measurement (0: none)
+    int64_t efficiency_measured_at = 0;  // unix time of bench's record (0: not measured)
+    // Relative spread of the expected decode tok/s: bench's repetitions when it measured the
+    // efficiency (the bandwidth cancels out), else the bandwidth's.
+    double decode_spread = 0;
+    std::string prefill_source;  // "typical", "measured by bench", "0.85 x the measured matmul"
+    std::string note;            // e.g. why a measurement made now was not saved
+
     uint64_t usable_bytes() const {
         return ram_bytes > os_reserve_bytes ? ram_bytes - os_reserve_bytes : 0;
     }
@@ -39,6 +50,10 @@ const std::vector<DeviceProfile>& device_profiles();
 const DeviceProfile* find_device_profile(std::string_view id);
 // The devices `memwall plan` shows without arguments: 12, 16 and 24 GB phones.
 std::vector<const DeviceProfile*> seed_devices();
+
+// The bandwidth of an explicit device given only its RAM, when this machine has no saved
+// measurement either: a phone's LPDDR5-6400 (51.2 GB/s), the slowest profile but the Pi's.
+inline constexpr double kDefaultExplicitBandwidth = 51.2e9;
 
 // Explicit figures, e.g. --ram 16G --bandwidth 68G. The OS reserve defaults to that of a phone
 // of the same size (a conservative guess when nothing else is known).

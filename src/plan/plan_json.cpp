@@ -1,9 +1,11 @@
 #include "plan/plan_json.h"
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "plan/catalogue.h"
+#include "plan/device_cache.h"
 
 namespace mw {
 namespace {
@@ -21,7 +23,14 @@ json device_json(const DeviceProfile& d) {
             {"decode_efficiency", d.decode_efficiency},
             {"efficiency_source", d.efficiency_source},
             {"prefill_gflops", d.prefill_gflops},
-            {"threads", d.n_threads}};
+            {"prefill_source", d.prefill_source},
+            {"threads", d.n_threads},
+            {"bandwidth_source", d.bandwidth_source},
+            {"bandwidth_spread", d.bandwidth_spread},
+            {"measured_at", d.measured_at},
+            {"efficiency_measured_at", d.efficiency_measured_at},
+            {"decode_spread", d.decode_spread},
+            {"note", d.note}};
 }
 
 json row_json(const PlanRow& r) {
@@ -93,13 +102,13 @@ double size_value(const json& j, const char* key, bool binary) {
 DeviceProfile device_from_json(const json& d) {
     if (d.is_string()) {
         const std::string id = d.get<std::string>();
-        if (id == "this") return this_device();
+        if (id == "this") return this_device_placeholder();
         if (const DeviceProfile* p = find_device_profile(id)) return *p;
         std::string known = "this";
         for (const DeviceProfile& p : device_profiles()) known += ", " + p.id;
         fail(ErrorKind::invalid_argument, "unknown device \"{}\" (known: {})", id, known);
     }
-    if (!d.is_object() || !d.contains("ram") || !d.contains("bandwidth")) {
+    if (!d.is_object() || !d.contains("ram")) {
         fail(ErrorKind::invalid_argument,
              "plan request: a device is a profile name or {{\"ram\": \"16G\", \"bandwidth\": "
              "\"68G\"}}, not {}",
@@ -108,8 +117,28 @@ DeviceProfile device_from_json(const json& d) {
     std::optional<uint64_t> reserve;
     if (d.contains("os_reserve"))
         reserve = uint64_t(size_value(d["os_reserve"], "os_reserve", true));
-    return explicit_device(uint64_t(size_value(d["ram"], "ram", true)),
-                           size_value(d["bandwidth"], "bandwidth", false), reserve);
+    const uint64_t ram = uint64_t(size_value(d["ram"], "ram", true));
+    if (d.contains("bandwidth"))
+        return explicit_device(ram, size_value(d["bandwidth"], "bandwidth", false), reserve);
+    // No bandwidth: this machine's saved measurement (and what bench measured against it), or a
+    // stated default; nothing is measured for it.
+    if (const std::optional<MeasuredDevice> m = cached_device()) {
+        const DeviceProfile here = device_from_measurement(*m, memory_now());
+        DeviceProfile e = explicit_device(ram, here.bandwidth_bytes_per_s, reserve);
+        e.decode_efficiency = here.decode_efficiency;
+        e.efficiency_source = here.efficiency_source + " on this machine";
+        e.efficiency_measured_at = here.efficiency_measured_at;
+        e.bandwidth_source = "this machine's saved measurement";
+        e.bandwidth_spread = here.bandwidth_spread;
+        e.measured_at = here.measured_at;
+        e.decode_spread = here.decode_spread;
+        e.name += " (this machine's bandwidth)";
+        return e;
+    }
+    DeviceProfile e = explicit_device(ram, kDefaultExplicitBandwidth, reserve);
+    e.bandwidth_source = "default: no saved measurement of this machine (memwall probe --save)";
+    e.name += " (default bandwidth)";
+    return e;
 }
 
 }  // namespace
@@ -192,11 +221,28 @@ std::string plan_result_to_json(const PlanResult& result) {
          recs = json::array();
     for (const PlannedModel& m : result.models) models.push_back(model_json(m));
     for (const DeviceProfile& d : result.devices) devices.push_back(device_json(d));
-    for (const PlanRow& r : result.rows) rows.push_back(row_json(r));
+    // Catalogue rows say where a file of that quantization is published.
+    std::map<std::string, std::string> catalogue_id;
+    for (const PlannedModel& m : result.models) {
+        if (m.source == "catalogue") catalogue_id[m.name] = m.origin;
+    }
+    auto with_source = [&](const PlanRow& r) {
+        json j = row_json(r);
+        const auto it = catalogue_id.find(r.model);
+        if (it != catalogue_id.end()) {
+            const HfFile f = hf_file_for(it->second, r.quant, r.memory.weights_bytes);
+            if (!f.repo.empty()) {
+                j["hf_repo"] = f.repo;
+                j["hf_file"] = f.file;
+            }
+        }
+        return j;
+    };
+    for (const PlanRow& r : result.rows) rows.push_back(with_source(r));
     for (const Recommendation& r : result.recommendations) {
         json rec = {
             {"model", r.model}, {"device", r.device}, {"found", r.found}, {"advice", r.advice}};
-        if (r.found) rec["row"] = row_json(r.row);
+        if (r.found) rec["row"] = with_source(r.row);
         recs.push_back(rec);
     }
     const json out = {{"ctx", result.run.n_ctx},
@@ -228,10 +274,25 @@ std::string catalogue_to_json() {
     return json({{"models", models}, {"devices", devices}}).dump(1);
 }
 
-std::string probe_to_json(const MeasuredDevice& device, const std::string& cache_file) {
+std::string probe_to_json(const MeasuredDevice& device, const std::optional<MeasuredDevice>& before,
+                          const std::optional<SaveResult>& saved) {
     json j = json::parse(measured_device_to_json(device));
-    j["cache_file"] = cache_file;
+    j["cache_file"] = device_cache_path();
+    j["saved_before"] = before ? json::parse(measured_device_to_json(*before)) : json(nullptr);
+    j["save_requested"] = saved.has_value();
+    j["saved"] = saved && saved->saved;
+    j["not_saved"] = saved ? saved->reason : "";
+    j["dropped_bench"] = saved && saved->dropped_bench;
     return j.dump(1);
+}
+
+std::string record_result_to_json(const RecordResult& r) {
+    return json({{"recorded", r.recorded},
+                 {"reason", r.reason},
+                 {"cache_file", r.path},
+                 {"read_bandwidth_now_bytes_per_s", r.read_bytes_per_s_now},
+                 {"device", json::parse(measured_device_to_json(r.device))}})
+        .dump(1);
 }
 
 }  // namespace mw

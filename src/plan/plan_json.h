@@ -2,6 +2,7 @@
 // are listed in docs/plan.md.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "plan/device_cache.h"
@@ -17,7 +18,11 @@ PlanRequest plan_request_from_json(const std::string& text);
 std::string plan_result_to_json(const PlanResult& result);
 // The catalogue's models (with their parameter counts) and the device profiles.
 std::string catalogue_to_json();
-// The probe's result, with the cache file it was stored in ("" when none).
-std::string probe_to_json(const MeasuredDevice& device, const std::string& cache_file);
+// The probe's result, the measurement saved before it (if any) and, when it was to be saved,
+// whether it was.
+std::string probe_to_json(const MeasuredDevice& device, const std::optional<MeasuredDevice>& before,
+                          const std::optional<SaveResult>& saved);
+// What bench's record did.
+std::string record_result_to_json(const RecordResult& r);
 
 }  // namespace mw

@@ -11,6 +11,7 @@
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "plan/catalogue.h"
+#include "plan/device_cache.h"
 #include "plan/probe.h"
 #include "runtime/context.h"
 #include "runtime/mapped_file.h"
@@ -592,30 +593,45 @@ PlanResult make_plan(const PlanRequest& request) {
     const std::vector<QuantRecipe>& quants =
         request.quants.empty() ? default_plan_quants() : request.quants;
 
+    struct Planned {
+        PlannedModel model;
+        std::vector<Variant> variants;
+        RunSettings run;
+    };
+    std::vector<Planned> planned_models;
     for (const ModelSource& src : sources) {
-        PlannedModel planned;
-        const std::vector<Variant> variants = variants_of(src, quants, planned);
+        Planned p;
+        PlannedModel& planned = p.model;
+        p.variants = variants_of(src, quants, planned);
         // Describe the model by its file's own type, else by Q4_K_M (or the first planned).
-        const Variant* main = &variants.front();
-        for (const Variant& v : variants) {
+        const Variant* main = &p.variants.front();
+        for (const Variant& v : p.variants) {
             if (v.file_type || (!main->file_type && v.label == "Q4_K_M")) main = &v;
         }
         planned.facts = main->facts;
         planned.kv_bytes_per_token =
             KvCache::bytes_needed(main->facts.hp, 1, r.run.type_k, r.run.type_v);
-        RunSettings run = r.run;
-        if (run.n_ctx == 0) run.n_ctx = default_context_size(main->facts.hp);
+        p.run = r.run;
+        if (p.run.n_ctx == 0) p.run.n_ctx = default_context_size(main->facts.hp);
+        planned_models.push_back(std::move(p));
+    }
+    // This machine is measured (when nothing is saved) only once every model has been read: a
+    // bad file fails at once.
+    for (DeviceProfile& dev : r.devices) {
+        if (is_this_device_placeholder(dev)) dev = this_device();
+    }
+    for (Planned& p : planned_models) {
         for (const DeviceProfile& dev : r.devices) {
-            Recommendation rec = recommend(planned.name, variants, dev, run);
+            Recommendation rec = recommend(p.model.name, p.variants, dev, p.run);
             if (request.best_only) {
                 if (rec.found) r.rows.push_back(rec.row);
             } else {
-                for (const Variant& v : variants)
-                    r.rows.push_back(make_row(planned.name, v, dev, run));
+                for (const Variant& v : p.variants)
+                    r.rows.push_back(make_row(p.model.name, v, dev, p.run));
             }
             r.recommendations.push_back(std::move(rec));
         }
-        r.models.push_back(std::move(planned));
+        r.models.push_back(std::move(p.model));
     }
     return r;
 }

@@ -3,27 +3,20 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <memory>
 #include <sstream>
 
-#include "base/error.h"
 #include "runtime/thread_pool.h"
 #include "tensor/cpu_features.h"
-#include "tensor/ops.h"
 
 namespace mw {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::string read_line(const std::string& path) {
     std::ifstream in(path);
@@ -120,7 +113,7 @@ int count_cpu_list(const std::string& list) {
     return std::max(n, 1);
 }
 
-std::vector<CacheLevel> read_caches() {
+std::vector<CacheLevel> sysfs_caches() {
     std::vector<CacheLevel> caches;
     for (int i = 0; i < 16; ++i) {
         const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
@@ -140,11 +133,55 @@ std::vector<CacheLevel> read_caches() {
     return caches;
 }
 
-// Memory that is never optimised away and never aliases: a heap array of T.
-template <typename T>
-std::unique_ptr<T[]> uninitialised(size_t n) {
-    return std::unique_ptr<T[]>(new T[n]);
+#if defined(__x86_64__) || defined(__i386__)
+// The caches as CPUID describes them, where sysfs has nothing (some VMs and containers):
+// Intel's deterministic cache leaf 4, AMD's 0x8000001D, else AMD's legacy 0x80000005/6 (whose L3
+// is the whole processor's: one instance shared by every CPU).
+std::vector<CacheLevel> cpuid_caches(int logical_cpus) {
+    std::vector<CacheLevel> caches;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    auto deterministic = [&](unsigned leaf) {
+        for (unsigned i = 0; i < 16; ++i) {
+            if (!__get_cpuid_count(leaf, i, &a, &b, &c, &d)) break;
+            const unsigned type = a & 31;
+            if (type == 0) break;
+            CacheLevel l;
+            l.level = int((a >> 5) & 7);
+            l.type = type == 1 ? "Data" : type == 2 ? "Instruction" : "Unified";
+            l.bytes = uint64_t((b >> 22) + 1) * (((b >> 12) & 0x3ff) + 1) * ((b & 0xfff) + 1) *
+                      (uint64_t(c) + 1);
+            l.shared_by = int(((a >> 14) & 0xfff) + 1);
+            caches.push_back(l);
+        }
+    };
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return caches;
+    const bool intel = b == 0x756e6547;  // "Genu"ineIntel
+    if (intel && a >= 4) deterministic(4);
+    const unsigned ext = __get_cpuid_max(0x80000000, nullptr);
+    if (caches.empty() && ext >= 0x8000001D && __get_cpuid(0x80000001, &a, &b, &c, &d) &&
+        (c & (1u << 22))) {  // topology extensions
+        deterministic(0x8000001D);
+    }
+    if (caches.empty() && ext >= 0x80000006) {
+        if (__get_cpuid(0x80000005, &a, &b, &c, &d)) {
+            if (c >> 24) caches.push_back({1, "Data", uint64_t(c >> 24) << 10, 1});
+            if (d >> 24) caches.push_back({1, "Instruction", uint64_t(d >> 24) << 10, 1});
+        }
+        if (__get_cpuid(0x80000006, &a, &b, &c, &d)) {
+            if (c >> 16) caches.push_back({2, "Unified", uint64_t(c >> 16) << 10, 1});
+            if (d >> 18) {
+                caches.push_back(
+                    {3, "Unified", uint64_t(d >> 18) << 19, std::max(logical_cpus, 1)});
+            }
+        }
+    }
+    return caches;
 }
+#else
+std::vector<CacheLevel> cpuid_caches(int) {
+    return {};
+}
+#endif
 
 }  // namespace
 
@@ -178,117 +215,14 @@ SystemInfo read_system_info() {
     s.logical_cpus = int(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
     s.engine_threads = default_thread_count();
     s.simd = cpu_features_summary();
-    s.caches = read_caches();
+    s.caches = sysfs_caches();
+    s.caches_source = "sysfs";
+    if (s.caches.empty()) {
+        s.caches = cpuid_caches(s.logical_cpus);
+        s.caches_source = s.caches.empty() ? "" : "CPUID";
+    }
     s.memory = memory_now();
     return s;
-}
-
-BandwidthResult measure_bandwidth(Parallel& par, double seconds, uint64_t largest_cache_bytes,
-                                  uint64_t available_bytes) {
-    const auto start = Clock::now();
-    BandwidthResult r;
-    r.n_threads = par.n_threads();
-    // Twice the largest cache (so that a pass cannot be served from it), 32-256 MiB per array,
-    // three arrays, never more than a sixth of the available memory.
-    uint64_t bytes = std::clamp<uint64_t>(2 * largest_cache_bytes, 32u << 20, 256u << 20);
-    if (available_bytes > 0)
-        bytes = std::min(bytes, std::max<uint64_t>(available_bytes / 18, 4u << 20));
-    const size_t n = size_t(bytes / sizeof(double));
-    r.buffer_bytes = n * sizeof(double);
-    auto a = uninitialised<double>(n), b = uninitialised<double>(n), c = uninitialised<double>(n);
-    double* pa = a.get();
-    double* pb = b.get();
-    double* pc = c.get();
-
-    // First touch by the threads that will read each range (NUMA placement, page faults now).
-    par.for_each_thread([&](int ith, int nth) {
-        const Range range = split_range(int64_t(n), ith, nth);
-        for (int64_t i = range.begin; i < range.end; ++i) {
-            pa[i] = 0.0;
-            pb[i] = 1.0;
-            pc[i] = 2.0;
-        }
-    });
-
-    std::vector<double> sums(size_t(par.n_threads()) * 8, 0.0);  // one cache line each
-    const double budget = std::max(0.1, seconds - seconds_since(start));
-    // Read: sum every element of b and c.
-    const auto read_start = Clock::now();
-    for (int pass = 0; pass < 64 && (pass < 2 || seconds_since(read_start) < budget / 2); ++pass) {
-        const auto t0 = Clock::now();
-        par.for_each_thread([&](int ith, int nth) {
-            const Range range = split_range(int64_t(n), ith, nth);
-            // Vector accumulators (GCC/Clang vector extensions: SSE2, AVX or NEON as compiled),
-            // four of them in flight, so that the sum runs far ahead of memory.
-            typedef double v4d __attribute__((vector_size(32)));
-            v4d acc[4] = {};
-            for (const double* p : {pb, pc}) {
-                int64_t i = range.begin;
-                for (; i + 16 <= range.end; i += 16) {
-                    for (int j = 0; j < 4; ++j) {
-                        v4d v;
-                        std::memcpy(&v, p + i + 4 * j, sizeof v);
-                        acc[j] += v;
-                    }
-                }
-                for (; i < range.end; ++i) acc[0][0] += p[i];
-            }
-            double sum = 0;
-            for (const v4d& v : acc) sum += v[0] + v[1] + v[2] + v[3];
-            sums[size_t(ith) * 8] += sum;
-        });
-        const double dt = seconds_since(t0);
-        r.read_bytes_per_s = std::max(r.read_bytes_per_s, 2.0 * double(r.buffer_bytes) / dt);
-    }
-    // Triad: a = b + s * c.
-    const auto triad_start = Clock::now();
-    const double scalar = 3.0;
-    for (int pass = 0; pass < 64 && (pass < 2 || seconds_since(triad_start) < budget / 2); ++pass) {
-        const auto t0 = Clock::now();
-        par.for_each_thread([&](int ith, int nth) {
-            const Range range = split_range(int64_t(n), ith, nth);
-            for (int64_t i = range.begin; i < range.end; ++i) pa[i] = pb[i] + scalar * pc[i];
-        });
-        const double dt = seconds_since(t0);
-        r.triad_bytes_per_s = std::max(r.triad_bytes_per_s, 3.0 * double(r.buffer_bytes) / dt);
-    }
-    double total = 0;
-    for (double s : sums) total += s;
-    // The sums are consumed so the reads cannot be optimised away; they are never this large.
-    if (total < 0 || pa[n / 2] != 1.0 + scalar * 2.0) {
-        fail(ErrorKind::unsupported, "memory bandwidth probe: unexpected result {}", total);
-    }
-    r.seconds = seconds_since(start);
-    return r;
-}
-
-double measure_matmul_gflops(Parallel& par, double seconds) {
-    const TypeTraits* q4k = type_traits(GgmlType::Q4_K);
-    if (!q4k || !q4k->vec_dot) return 0.0;
-    constexpr int64_t kCols = 4096, kRows = 512, kTokens = 32;
-    WeightMatrix w;
-    w.traits = q4k;
-    w.n_cols = kCols;
-    w.n_rows = kRows;
-    w.row_bytes = row_bytes(*q4k, kCols);
-    // Any bit pattern is a valid Q4_K block; 0x11 gives small finite scales (fp16 0x1111).
-    std::vector<uint8_t> weights(w.row_bytes * kRows, 0x11);
-    w.data = weights.data();
-    std::vector<float> x(size_t(kCols * kTokens));
-    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 17) - 8) * 0.125f;
-    std::vector<float> y(size_t(kRows * kTokens));
-    std::vector<uint8_t> scratch(matmul_scratch_bytes(w, kTokens));
-
-    matmul(par, w, x.data(), kTokens, y.data(), scratch.data());  // warm up
-    const double flops_per_call = 2.0 * double(kCols) * double(kRows) * double(kTokens);
-    double best = 0;
-    const auto start = Clock::now();
-    for (int i = 0; i < 1000 && (i < 2 || seconds_since(start) < seconds); ++i) {
-        const auto t0 = Clock::now();
-        matmul(par, w, x.data(), kTokens, y.data(), scratch.data());
-        best = std::max(best, flops_per_call / seconds_since(t0));
-    }
-    return best / 1e9;
 }
 
 }  // namespace mw

@@ -1,12 +1,10 @@
-// What this machine is: cores, SIMD features, caches, RAM (and how much is available now), and
-// measured memory bandwidth and matrix throughput: the numbers a plan for `--device this` needs.
+// What this machine is: cores, SIMD features, caches, RAM and how much is available now (the
+// measurements a plan for `--device this` also needs are in plan/measure.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "tensor/parallel.h"
 
 namespace mw {
 
@@ -33,23 +31,9 @@ struct SystemInfo {
     int engine_threads = 0;  // physical performance cores: what decoding uses by default
     std::string simd;        // cpu_features_summary()
     std::vector<CacheLevel> caches;
+    std::string caches_source;  // "sysfs", "CPUID", or "" when neither says
     MemoryNow memory;
 };
 SystemInfo read_system_info();
-
-struct BandwidthResult {
-    double read_bytes_per_s = 0;   // summing every byte of a buffer larger than the caches
-    double triad_bytes_per_s = 0;  // a[i] = b[i] + s * c[i], counted as 3 x 8 bytes per element
-    uint64_t buffer_bytes = 0;     // per array
-    int n_threads = 0;
-    double seconds = 0;
-};
-// Multi-threaded, best pass of each kernel within about `seconds` (allocation included).
-BandwidthResult measure_bandwidth(Parallel& par, double seconds, uint64_t largest_cache_bytes,
-                                  uint64_t available_bytes);
-
-// GFLOP/s of the engine's own matmul on a Q4_K weight and a batch of 32 tokens: the rate prompt
-// processing can reach on this machine.
-double measure_matmul_gflops(Parallel& par, double seconds);
 
 }  // namespace mw

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -57,7 +58,9 @@ mw_probe_params mw_probe_default_params(void) {
     p.n_threads = 0;
     p.seconds = 1.5;
     p.measure = true;
-    p.write_cache = true;
+    p.write_cache = false;
+    p.force = false;
+    p.array_bytes = 0;
     return p;
 }
 
@@ -68,9 +71,19 @@ char* mw_probe_json(const mw_probe_params* params) {
         o.n_threads = p.n_threads;
         o.seconds = p.seconds > 0 ? p.seconds : 1.5;
         o.measure = p.measure;
-        o.write_cache = p.write_cache && p.measure;
+        o.array_bytes = p.array_bytes;
+        const std::optional<mw::MeasuredDevice> before = mw::cached_device();
         const mw::MeasuredDevice device = mw::probe_device(o);
-        return mw::probe_to_json(device, o.write_cache ? mw::device_cache_path() : "");
+        std::optional<mw::SaveResult> saved;
+        if (p.write_cache && p.measure) saved = mw::save_measurement(device, p.force);
+        return mw::probe_to_json(device, before, saved);
+    });
+}
+
+mw_status mw_device_reset(bool* removed) {
+    return guarded([&] {
+        const bool r = mw::reset_device_cache();
+        if (removed) *removed = r;
     });
 }
 
@@ -117,11 +130,24 @@ mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit
     });
 }
 
-mw_status mw_device_record_bench(uint64_t decode_bytes_per_token, double decode_tok_s,
-                                 double prompt_flops_per_token, double prompt_tok_s) {
-    return guarded([&] {
-        mw::record_bench_result(decode_tok_s, decode_bytes_per_token, prompt_tok_s,
-                                prompt_flops_per_token);
+char* mw_device_record_bench(const mw_bench_record* record) {
+    return json_result([&] {
+        if (!record) mw::fail(mw::ErrorKind::invalid_argument, "mw_device_record_bench: NULL");
+        mw::BenchFigures f;
+        f.model = record->model ? record->model : "";
+        f.n_threads = record->n_threads;
+        f.n_reps = record->n_reps;
+        f.decode_bytes_per_token = record->decode_bytes_per_token;
+        f.decode_tok_s = record->decode_tok_s;
+        f.decode_tok_s_sd = record->decode_tok_s_sd;
+        f.prompt_flops_per_token = record->prompt_flops_per_token;
+        f.prompt_tok_s = record->prompt_tok_s;
+        f.prompt_tok_s_sd = record->prompt_tok_s_sd;
+        if (f.n_threads <= 0) {
+            mw::fail(mw::ErrorKind::invalid_argument,
+                     "mw_device_record_bench: n_threads {} (the threads bench used)", f.n_threads);
+        }
+        return mw::record_result_to_json(mw::record_bench(f, record->force));
     });
 }
 

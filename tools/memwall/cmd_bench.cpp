@@ -65,6 +65,30 @@ double read_bandwidth(int threads) {
     return j.is_object() ? j.value("read_bandwidth_bytes_per_s", 0.0) : 0.0;
 }
 
+json take_record(char* text) {
+    if (!text) fail(std::string("bench --record: ") + mw_last_error());
+    json j = json::parse(text);
+    mw_free_string(text);
+    return j;
+}
+
+// One line on what --record did for one thread count.
+std::string record_message(const json& r, int threads) {
+    if (!r["recorded"].get<bool>()) {
+        return fmt::format("record ({} threads): not recorded: {}", threads,
+                           r["reason"].get<std::string>());
+    }
+    const json& d = r["device"];
+    const json& b = d["bench"];
+    return fmt::format(
+        "record ({} threads): decode {:.1f} % of the saved read bandwidth {:.1f} GB/s (measured "
+        "{:.1f} GB/s now), saved to {}: plans for this machine use it",
+        threads, 100 * b["decode_efficiency"].get<double>(),
+        d["read_bandwidth_bytes_per_s"].get<double>() / 1e9,
+        r["read_bandwidth_now_bytes_per_s"].get<double>() / 1e9,
+        r["cache_file"].get<std::string>());
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
@@ -81,6 +105,7 @@ void add_bench_command(CLI::App& app) {
         bool as_json = false;
         bool no_bandwidth = false;
         bool record = false;
+        bool force = false;
         std::string ctk = "f16", ctv = "f16";
     };
     auto opt = std::make_shared<Options>();
@@ -93,23 +118,24 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-t,--threads", opt->threads,
                     "Threads: counts or \"auto\", comma-separated (default: physical cores)");
     cmd->add_option("-r,--repetitions", opt->reps, "Repetitions of each test (after one warm-up)");
-    cmd->add_option("-b,--batch-size", opt->n_batch,
-                    "Prompt batch size (default: the whole prompt)");
+    cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt batch size (0: the whole prompt)");
     cmd->add_flag("--csv", opt->csv, "CSV output");
     cmd->add_flag("--json", opt->as_json, "JSON output (a list of results)");
     cmd->add_flag("--no-bandwidth", opt->no_bandwidth,
                   "Skip measuring the machine's read bandwidth");
-    cmd->add_flag(
-        "--record", opt->record,
-        "Record the measured speeds as this machine's efficiency for `plan --device this`");
-    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk)");
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    cmd->add_flag("--record", opt->record,
+                  "Record the measured speeds as this machine's efficiency for plans (`memwall`, "
+                  "plan --device this); refused when the machine looks contended");
+    cmd->add_flag("--force", opt->force, "With --record: record even when it looks contended");
+    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type");
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type");
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.n_prompt < 0 || o.n_gen < 0 || o.n_depth < 0)
             fail("bench: -p, -n and -d must be >= 0");
         if (o.n_prompt == 0 && o.n_gen == 0) fail("bench: nothing to measure (-p 0 -n 0)");
         if (o.reps < 1) fail("bench: -r must be at least 1");
+        if (o.force && !o.record) fail("bench: --force goes with --record");
         std::vector<int> thread_counts;
         if (o.threads.empty()) thread_counts = {0};
         std::stringstream list(o.threads);
@@ -123,6 +149,8 @@ void add_bench_command(CLI::App& app) {
         const std::string at_depth = o.n_depth > 0 ? fmt::format(" @ d{}", o.n_depth) : "";
 
         json results = json::array();
+        std::vector<std::string> record_messages;
+        bool any_recorded = false;
         if (o.csv) {
             fmt::print(
                 "model,threads,n_prompt,n_gen,pp_tok_s,pp_tok_s_sd,tg_tok_s,tg_tok_s_sd,"
@@ -187,13 +215,30 @@ void add_bench_command(CLI::App& app) {
                     ? tg_perf.decode_weight_bytes / uint64_t(tg_perf.n_decode_tokens)
                     : mw_model_bytes_per_token(model.get());
             const double tg_gb_s = ts.mean * double(bytes_per_token) / 1e9;
-            const double bandwidth =
-                o.no_bandwidth || o.n_gen == 0 ? 0.0 : read_bandwidth(used_threads);
-            const double bw_fraction = bandwidth > 0 ? tg_gb_s * 1e9 / bandwidth : 0.0;
+            json record;
             if (o.record) {
-                mw_device_record_bench(bytes_per_token, ts.mean,
-                                       2.0 * double(mw_model_n_params(model.get())), ps.mean);
+                mw_bench_record rec{};
+                rec.model = o.model.path.c_str();
+                rec.n_threads = used_threads;
+                rec.n_reps = o.reps;
+                rec.decode_bytes_per_token = bytes_per_token;
+                rec.decode_tok_s = ts.mean;
+                rec.decode_tok_s_sd = ts.sd;
+                rec.prompt_flops_per_token = 2.0 * double(mw_model_n_params(model.get()));
+                rec.prompt_tok_s = ps.mean;
+                rec.prompt_tok_s_sd = ps.sd;
+                rec.force = o.force;
+                record = take_record(mw_device_record_bench(&rec));
+                record_messages.push_back(record_message(record, used_threads));
+                any_recorded = any_recorded || record["recorded"].get<bool>();
             }
+            // The record measured the bandwidth now with these threads: no need to again.
+            const double record_bandwidth =
+                o.record ? record["read_bandwidth_now_bytes_per_s"].get<double>() : 0.0;
+            const double bandwidth = o.no_bandwidth || o.n_gen == 0 ? 0.0
+                                     : record_bandwidth > 0         ? record_bandwidth
+                                                                    : read_bandwidth(used_threads);
+            const double bw_fraction = bandwidth > 0 ? tg_gb_s * 1e9 / bandwidth : 0.0;
             const mw_perf perf = mw_context_perf(ctx.get());
 
             json r = {{"model", o.model.path},
@@ -218,6 +263,10 @@ void add_bench_command(CLI::App& app) {
                       {"peak_rss_bytes", perf.peak_rss_bytes},
                       {"major_faults", perf.major_faults},
                       {"minor_faults", perf.minor_faults}};
+            if (o.record) {
+                r["recorded"] = record["recorded"];
+                r["record_reason"] = record["reason"];
+            }
             results.push_back(r);
             if (o.csv) {
                 fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f},{}\n",
@@ -251,6 +300,8 @@ void add_bench_command(CLI::App& app) {
                 "(GB/s counts the weight bytes each decode step read: for a mixture of experts, "
                 "only the experts its router chose)\n");
         }
+        for (const std::string& m : record_messages) fmt::print(stderr, "{}\n", m);
+        if (o.record && !any_recorded) fail("bench: nothing recorded (--force records anyway)");
     });
 }
 

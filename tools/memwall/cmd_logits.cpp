@@ -25,9 +25,8 @@ void add_logits_command(CLI::App& app) {
         ->required();
     cmd->add_option("-t,--threads", opt->threads,
                     "Threads, or \"auto\" to measure (default: physical performance cores)");
-    cmd->add_option("--cache-type-k", opt->ctk,
-                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type: f16, f32, bf16, q8_0, q4_0");
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type");
     cmd->callback([opt] {
         if (opt->prompt.text.empty() && opt->prompt.file.empty())
             fail("logits: give -p TEXT or -f FILE");

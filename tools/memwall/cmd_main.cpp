@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "common.h"
 #include "plan_render.h"
@@ -35,14 +36,24 @@ bool has_flag(const std::vector<std::string>& args, std::initializer_list<const 
     return false;
 }
 
+// Where the bandwidth figure comes from, in words.
+std::string bandwidth_origin(const json& dev) {
+    const std::string source = dev["bandwidth_source"].get<std::string>();
+    if (source == "saved measurement") {
+        return fmt::format("saved measurement of {}",
+                           human_time(dev["measured_at"].get<int64_t>()));
+    }
+    return dev["note"].get<std::string>();
+}
+
 }  // namespace
 
 int run_main_job() {
     mw_probe_params facts_only = mw_probe_default_params();
     facts_only.measure = false;
-    facts_only.write_cache = false;
     const json facts = take_json(mw_probe_json(&facts_only), "probe");
-    // "this" uses the cached probe of this machine, or measures it now (about 1.5 s) and caches it.
+    // "this" uses the saved measurement of this machine, or measures it now (a few seconds) and
+    // saves it when nothing is saved and it does not look contended.
     const json request = {{"models", {{{"catalogue", "all"}}}},
                           {"devices", {"this"}},
                           {"ctx", 4096},
@@ -55,18 +66,33 @@ int run_main_job() {
                mw_version());
     fmt::print("This machine  {}, {} threads for decoding ({})\n", sys["cpu"].get<std::string>(),
                dev["threads"].get<int>(), sys["simd"].get<std::string>());
-    fmt::print("Memory        {} RAM, {} available now; read bandwidth {:.1f} GB/s (measured)\n",
+    fmt::print("Memory        {} RAM, {} available now\n",
                human_bytes(dev["ram_bytes"].get<double>()),
-               human_bytes(dev["usable_bytes"].get<double>()),
-               dev["bandwidth_bytes_per_s"].get<double>() / 1e9);
-    fmt::print("Decode        {:.0f} % of that bandwidth ({})\n\n",
-               100 * dev["decode_efficiency"].get<double>(),
-               dev["efficiency_source"] == "default" ? "default until `memwall bench` measures it"
-                                                     : dev["efficiency_source"].get<std::string>());
+               human_bytes(dev["usable_bytes"].get<double>()));
+    fmt::print("Bandwidth     {:.1f} GB/s read +- {:.1f} % (measured: {})\n",
+               dev["bandwidth_bytes_per_s"].get<double>() / 1e9,
+               100 * dev["bandwidth_spread"].get<double>(), bandwidth_origin(dev));
+    if (dev["efficiency_source"] == "default") {
+        fmt::print(
+            "Decode        {:.0f} % of that bandwidth (a default, until `memwall bench "
+            "--record -m FILE.gguf` measures it)\n",
+            100 * dev["decode_efficiency"].get<double>());
+    } else {
+        fmt::print("Decode        {:.0f} % of that bandwidth (measured by bench on {})\n",
+                   100 * dev["decode_efficiency"].get<double>(),
+                   human_time(dev["efficiency_measured_at"].get<int64_t>()));
+    }
+    fmt::print("Prefill       {:.0f} GFLOP/s ({})\n", dev["prefill_gflops"].get<double>(),
+               dev["prefill_source"].get<std::string>());
+    fmt::print(
+        "              `memwall probe` measures again and compares; `probe --save` "
+        "replaces the saved figures, `probe --reset` forgets them\n\n");
 
     struct Line {
+        bool runnable;
         double params;
         std::string text;
+        std::string name, repo, file;  // where to download the file ("" when unknown)
     };
     std::vector<Line> fits;
     std::vector<std::pair<double, std::string>> too_large;
@@ -75,26 +101,35 @@ int run_main_job() {
     for (const json& rec : plan["recommendations"]) {
         const json& m = *model_of[rec["model"].get<std::string>()];
         const double params = m["n_params"].get<double>();
+        const std::string name = rec["model"].get<std::string>();
         if (!rec["found"].get<bool>()) {
-            too_large.push_back({params, rec["model"].get<std::string>()});
+            too_large.push_back({params, name});
             continue;
         }
         const json& r = rec["row"];
+        const bool runnable = m["runnable"].get<bool>();
         fits.push_back(
-            {params,
+            {runnable, params,
              fmt::format("  {:<19}{:>7.2f} B  {:<7}{:>7} {:<5}{:>10}  {:>6} tok/s  {:>6} tok/s{}",
-                         rec["model"].get<std::string>() + (m["runnable"].get<bool>() ? "" : " +"),
-                         params / 1e9, r["quant"].get<std::string>(), r["ctx"].get<int>(),
-                         r["kv_type"].get<std::string>(),
+                         name + (runnable ? "" : " +"), params / 1e9, r["quant"].get<std::string>(),
+                         r["ctx"].get<int>(), r["kv_type"].get<std::string>(),
                          human_bytes(r["total_bytes"].get<double>()),
                          human_rate(r["decode_tok_s_expected"].get<double>()),
                          human_rate(r["prefill_tok_s_expected"].get<double>()),
-                         r["fits"] == "tight" ? "  (tight)" : "")});
+                         r["fits"] == "tight" ? "  (tight)" : ""),
+             name, r.value("hf_repo", ""), r.value("hf_file", "")});
     }
-    std::sort(fits.begin(), fits.end(),
-              [](const Line& a, const Line& b) { return a.params < b.params; });
+    // What memwall can run first, smallest first.
+    std::sort(fits.begin(), fits.end(), [](const Line& a, const Line& b) {
+        return a.runnable != b.runnable ? a.runnable : a.params < b.params;
+    });
     std::sort(too_large.begin(), too_large.end());
-    fmt::print("Models that fit (best quantization and context up to 4096 tokens):\n");
+    const bool any_unrunnable =
+        std::any_of(fits.begin(), fits.end(), [](const Line& l) { return !l.runnable; });
+    fmt::print(
+        "Models that fit (best quantization and context up to 4096 tokens; decode +- {:.0f} "
+        "%):\n",
+        100 * dev["decode_spread"].get<double>());
     fmt::print("  {:<19}{:>9}  {:<7}{:>7} {:<5}{:>10}  {:>12}  {:>12}\n", "model", "params",
                "quant", "ctx", "KV", "memory", "decode", "prefill");
     for (const Line& l : fits) fmt::print("{}\n", l.text);
@@ -104,9 +139,29 @@ int run_main_job() {
         for (const auto& [params, name] : too_large) names += (names.empty() ? "" : ", ") + name;
         fmt::print("Too large for the memory available now: {}\n", names);
     }
-    fmt::print("\n+ memwall cannot run this architecture yet; planned with its real shapes.\n");
-    fmt::print("Details:  memwall plan --model NAME --device this    (every quantization)\n");
-    fmt::print("Run one:  memwall -m MODEL.gguf -p \"Hello\"          (plans it, then runs it)\n");
+    if (any_unrunnable) {
+        fmt::print("+ memwall cannot run this architecture yet; planned with its real shapes.\n");
+    }
+    size_t repo_width = 0;
+    for (const Line& l : fits) {
+        if (l.runnable) repo_width = std::max(repo_width, l.repo.size());
+    }
+    if (repo_width > 0) {
+        fmt::print(
+            "\nWhere to get them (Hugging Face: huggingface.co/REPO, the file of the "
+            "quantization above):\n");
+        for (const Line& l : fits) {
+            if (l.runnable && !l.repo.empty())
+                fmt::print("  {:<19}{:<{}}  {}\n", l.name, l.repo, repo_width, l.file);
+        }
+    }
+    fmt::print(
+        "Any other GGUF file:  memwall plan -m FILE.gguf, or memwall plan URL before "
+        "downloading it\n\n");
+    fmt::print(
+        "Details:  memwall plan --model NAME    (every quantization; this machine and "
+        "phones)\n");
+    fmt::print("Run one:  memwall -m MODEL.gguf -p \"Hello\"    (plans it, then runs it)\n");
     fmt::print("All subcommands: memwall --help\n");
     return 0;
 }
@@ -118,12 +173,13 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
     request["ctx"] = ctx.empty() ? 0 : std::stoul(ctx);
     const std::string kv = flag_value(args, {"--cache-type-k"});
     if (!kv.empty()) request["kv_type"] = kv;
-    const json plan = take_json(mw_plan_json(request.dump().c_str()), "plan");
+    const json plan = take_json(mw_plan_json(request.dump().c_str()), "cannot load the model");
     for (const json& r : plan["rows"]) {
         if (!r["file_type"].get<bool>()) continue;
         fmt::print(stderr,
                    "plan: {} ({}) with {} tokens needs {} (weights {}, KV cache {}, compute {}, "
-                   "overhead {}); {} available: fits {}; decode ~{} tok/s expected (ceiling {})\n",
+                   "overhead {}); {} available: fits {}; decode ~{} tok/s +- {:.0f} % expected "
+                   "(ceiling {})\n",
                    path, r["quant"].get<std::string>(), r["ctx"].get<int>(),
                    human_bytes(r["total_bytes"].get<double>()),
                    human_bytes(r["weights_bytes"].get<double>()),
@@ -132,6 +188,7 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
                    human_bytes(r["overhead_bytes"].get<double>()),
                    human_bytes(r["usable_bytes"].get<double>()), r["fits"].get<std::string>(),
                    human_rate(r["decode_tok_s_expected"].get<double>()),
+                   100 * plan["devices"][0]["decode_spread"].get<double>(),
                    human_rate(r["decode_tok_s_ceiling"].get<double>()));
         if (!r["runnable"].get<bool>())
             fmt::print(stderr, "plan: {}\n", r["note"].get<std::string>());

@@ -61,16 +61,14 @@ void add_perplexity_command(CLI::App& app) {
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
     cmd->add_option("-f,--file", opt->file, "The text file")->required();
-    cmd->add_option("-c,--ctx-size", opt->n_ctx, "Tokens per chunk (default 512)");
-    cmd->add_option("-b,--batch-size", opt->n_batch,
-                    "Tokens per decode batch (default: the chunk)");
-    cmd->add_option("--chunks", opt->chunks, "At most this many chunks (default: all)");
+    cmd->add_option("-c,--ctx-size", opt->n_ctx, "Tokens per chunk");
+    cmd->add_option("-b,--batch-size", opt->n_batch, "Tokens per decode batch (0: the chunk)");
+    cmd->add_option("--chunks", opt->chunks, "At most this many chunks (0: all)");
     cmd->add_option("--kld-base", opt->base,
                     "Base model (e.g. the F16 original): also report the KL divergence from it");
     cmd->add_option("-t,--threads", opt->threads, "Threads, or \"auto\" (default: physical cores)");
-    cmd->add_option("--cache-type-k", opt->ctk,
-                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type: f16, f32, bf16, q8_0, q4_0");
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type");
     cmd->callback([opt] {
         mw_perplexity_params params = mw_perplexity_default_params();
         params.n_ctx = opt->n_ctx;

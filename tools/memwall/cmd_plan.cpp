@@ -15,8 +15,9 @@ using nlohmann::json;
 void add_plan_command(CLI::App& app) {
     auto* cmd = app.add_subcommand(
         "plan",
-        "Will a model fit a device, at which quantization and context, and how fast? "
-        "(no arguments: a 35B dense model and a 30B MoE on 12/16/24 GB phones)");
+        "Will a model fit a device, at which quantization and context, and how fast? (no "
+        "arguments: a 35B dense model and a 30B MoE; no --device: this machine and 12/16/24 GB "
+        "phones)");
     struct Options {
         std::vector<std::string> files, configs, models, devices, quants;
         std::string ram, bandwidth, os_reserve;
@@ -35,10 +36,12 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("--model", opt->models,
                     "Model from the built-in catalogue (see --list), or all");
     cmd->add_option("--device", opt->devices,
-                    "Device profile (see --list), or this (measured by probe)");
+                    "Device profile (see --list), or this (measured by probe; default: this, "
+                    "phone-12g, phone-16g, phone-24g)");
     cmd->add_option("--ram", opt->ram, "RAM of an explicit device, e.g. 16G (G = GiB)");
     cmd->add_option("--bandwidth", opt->bandwidth,
-                    "Memory bandwidth of an explicit device, e.g. 68G (GB/s)");
+                    "Memory bandwidth of an explicit device, e.g. 68G (GB/s; default: this "
+                    "machine's saved measurement, else 51.2G)");
     cmd->add_option("--os-reserve", opt->os_reserve,
                     "Memory the OS keeps on the explicit device (default: as a phone)");
     cmd->add_option("-c,--ctx-size", opt->n_ctx, "Context size in tokens");
@@ -46,7 +49,7 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("-q,--quant", opt->quants,
                     "Quantizations to plan (default F16 Q8_0 Q6_K Q5_K_M Q4_K_M Q3_K_M Q2_K)");
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
-    cmd->add_option("-t,--threads", opt->threads, "Threads (default: the device's)");
+    cmd->add_option("-t,--threads", opt->threads, "Threads (0: the device's)");
     cmd->add_flag("--best", opt->best_only, "Rows: only the recommended configuration");
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->add_flag("--list", opt->list, "List the catalogue's models and the device profiles");
@@ -84,12 +87,18 @@ void add_plan_command(CLI::App& app) {
             models.push_back({{is_file ? "file" : "catalogue", m}});
         }
         for (const std::string& d : o.devices) devices.push_back(d);
-        if (!o.ram.empty() || !o.bandwidth.empty()) {
-            if (o.ram.empty() || o.bandwidth.empty()) fail("plan: give both --ram and --bandwidth");
-            json d = {{"ram", o.ram}, {"bandwidth", o.bandwidth}};
+        if (o.ram.empty() && !o.bandwidth.empty())
+            fail("plan: --bandwidth describes an explicit device: give its --ram too");
+        if (o.ram.empty() && !o.os_reserve.empty())
+            fail("plan: --os-reserve describes an explicit device: give its --ram too");
+        if (!o.ram.empty()) {
+            json d = {{"ram", o.ram}};
+            if (!o.bandwidth.empty()) d["bandwidth"] = o.bandwidth;
             if (!o.os_reserve.empty()) d["os_reserve"] = o.os_reserve;
             devices.push_back(d);
         }
+        // Neither --device nor --ram: this machine, and the phones the seed plans target.
+        if (devices.empty()) devices = {"this", "phone-12g", "phone-16g", "phone-24g"};
         request["models"] = models;
         request["devices"] = devices;
         if (!o.quants.empty()) request["quants"] = o.quants;
@@ -105,7 +114,7 @@ void add_plan_command(CLI::App& app) {
 mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force) {
     mw_fit fit;
     if (const mw_status st = mw_check_fit(path.c_str(), &params, &fit); st != MW_OK) {
-        fail_status(st, "cannot plan the model's memory");
+        fail_status(st, "cannot load the model");
     }
     if (fit.verdict == MW_FIT_NO) {
         if (!force) fail(fmt::format("{}: {}", path, fit.message));

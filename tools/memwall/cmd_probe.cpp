@@ -1,6 +1,7 @@
 // memwall probe: what this machine is (cores, SIMD features, caches, RAM) and what it measures
-// (memory bandwidth, read-only and triad, multi-threaded; the engine's matmul throughput). The
-// result is kept for `memwall plan --device this`.
+// (memory bandwidth, read-only and triad, multi-threaded, as the median of several passes; the
+// engine's matmul throughput). `--save` keeps the measurement for `memwall plan --device this`
+// (refused when it looks contended), `--reset` forgets the saved one.
 #include <fmt/format.h>
 
 #include "common.h"
@@ -10,32 +11,67 @@ namespace cli {
 
 void add_probe_command(CLI::App& app) {
     auto* cmd = app.add_subcommand(
-        "probe", "This machine: cores, SIMD features, caches, RAM, measured memory bandwidth");
+        "probe",
+        "This machine: cores, SIMD features, caches, RAM, measured memory bandwidth (--save keeps "
+        "it for plans)");
     struct Options {
-        int threads = 0;
+        std::string threads;
         double seconds = 1.5;
+        std::string array_size;
         bool json_out = false;
         bool no_measure = false;
-        bool no_cache = false;
+        bool save = false;
+        bool reset = false;
+        bool force = false;
     };
     auto opt = std::make_shared<Options>();
     cmd->add_option("-t,--threads", opt->threads,
-                    "Threads for the measurements (default: decoding's)");
-    cmd->add_option("--seconds", opt->seconds, "Time budget of the measurements");
+                    "Threads for the measurements (default: decoding's, the physical cores)");
+    cmd->add_option("--seconds", opt->seconds,
+                    "Time budget of the measurements (at least 5 passes of each kernel)");
+    cmd->add_option("--array-size", opt->array_size,
+                    "Bytes per array of the bandwidth measurement, e.g. 512M (default: three "
+                    "arrays together 4 x the last-level cache, or 1 GiB when it is unknown)");
+    cmd->add_flag("--save", opt->save,
+                  "Keep this measurement as this machine's figures for plans (`memwall`, plan "
+                  "--device this); refused when it looks contended");
+    cmd->add_flag("--force", opt->force, "With --save: save even a contended measurement");
+    cmd->add_flag(
+        "--reset", opt->reset,
+        "Forget the saved measurement and bench's figures (then measure only with --save)");
     cmd->add_flag("--no-measure", opt->no_measure, "Only the facts; measure nothing");
-    cmd->add_flag("--no-cache", opt->no_cache, "Do not keep the result for plan --device this");
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->callback([opt] {
+        const Options& o = *opt;
+        if (o.force && !o.save) fail("--force goes with --save");
+        if (o.no_measure && o.save) fail("--save needs a measurement (drop --no-measure)");
+        if (o.reset) {
+            bool removed = false;
+            if (mw_device_reset(&removed) != MW_OK) fail(mw_last_error());
+            if (!o.json_out) {
+                fmt::print("{}\n", removed ? "Forgot the saved measurement of this machine"
+                                           : "No saved measurement to forget");
+            }
+            if (!o.save) return;
+        }
         mw_probe_params p = mw_probe_default_params();
-        p.n_threads = opt->threads;
-        p.seconds = opt->seconds;
-        p.measure = !opt->no_measure;
-        p.write_cache = !opt->no_cache;
-        const nlohmann::json probe = take_json(mw_probe_json(&p), "probe");
-        if (opt->json_out) {
+        p.n_threads = parse_threads(o.threads);
+        if (p.n_threads < 0) fail("-t auto: give a thread count for the probe");
+        p.seconds = o.seconds;
+        p.measure = !o.no_measure;
+        p.write_cache = o.save;
+        p.force = o.force;
+        if (!o.array_size.empty()) p.array_bytes = parse_bytes(o.array_size, "--array-size");
+        const nlohmann::json probe = take_json(mw_probe_json(&p), "");
+        if (o.json_out) {
             fmt::print("{}\n", probe.dump(1));
         } else {
             print_probe(probe);
+        }
+        if (o.save && !probe["saved"].get<bool>()) {
+            fail(fmt::format(
+                "probe: not saved: {}. Rerun on a quiet machine, or save it anyway with --force",
+                probe["not_saved"].get<std::string>()));
         }
     });
 }

@@ -144,7 +144,7 @@ void add_quantize_command(CLI::App& app) {
         params.allow_requantize = opt->allow_requantize;
         params.tensor_types = tensor_types.data();
         params.n_tensor_types = int32_t(tensor_types.size());
-        params.n_threads = opt->threads;
+        params.n_threads = cap_threads(opt->threads);
         params.progress = on_progress;
         params.user_data = &display;
         params.thorough = opt->thorough;
@@ -179,11 +179,10 @@ void add_imatrix_command(CLI::App& app) {
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
     cmd->add_option("-f,--file", opt->file, "The calibration text")->required();
-    cmd->add_option("-o,--output", opt->out,
-                    "The imatrix file to write (GGUF, default imatrix.gguf)");
-    cmd->add_option("-c,--ctx-size", opt->n_ctx, "Tokens per chunk (default 512)");
-    cmd->add_option("--chunks", opt->chunks, "At most this many chunks (default: all)");
-    cmd->add_option("-t,--threads", opt->threads, "Threads (default: physical performance cores)");
+    cmd->add_option("-o,--output", opt->out, "The imatrix file to write (GGUF)");
+    cmd->add_option("-c,--ctx-size", opt->n_ctx, "Tokens per chunk");
+    cmd->add_option("--chunks", opt->chunks, "At most this many chunks (0: all)");
+    cmd->add_option("-t,--threads", opt->threads, "Threads (0: physical performance cores)");
     cmd->add_flag("--process-output", opt->process_output, "Also collect output.weight");
     cmd->callback([opt] {
         PromptOptions text_file;
@@ -194,7 +193,7 @@ void add_imatrix_command(CLI::App& app) {
         mw_imatrix_params params = mw_imatrix_default_params();
         params.n_ctx = opt->n_ctx;
         params.n_chunks = opt->chunks;
-        params.n_threads = opt->threads;
+        params.n_threads = cap_threads(opt->threads);
         params.process_output = opt->process_output;
         params.dataset = opt->file.c_str();
         params.progress = on_chunk;

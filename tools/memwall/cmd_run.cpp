@@ -39,7 +39,7 @@ void add_run_command(CLI::App& app) {
     opt->model.add_to(*cmd);
     opt->prompt.add_to(*cmd);
     cmd->add_option("-n,--n-predict", opt->n_predict,
-                    "Tokens to generate (-1: until end of text or a full context)");
+                    "Tokens to generate (-1: until an end token or a full context)");
     cmd->add_option("-c,--ctx-size", opt->n_ctx,
                     "Context size in tokens (0: min(training context, 4096))");
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
@@ -64,13 +64,18 @@ void add_run_command(CLI::App& app) {
                   "continue (default: stop at a full context)");
     cmd->add_option("--keep", opt->n_keep,
                     "Prompt tokens kept by a context shift, besides BOS (-1: the whole prompt)");
-    cmd->add_option("--cache-type-k", opt->ctk,
-                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type: f16, f32, bf16, q8_0, q4_0");
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type");
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.prompt.text.empty() && o.prompt.file.empty())
             fail("run: give a prompt with -p TEXT or -f FILE");
+        if (o.n_predict < -1) {
+            fail(
+                fmt::format("run: -n {}: expected a token count, or -1 for until an end token or "
+                            "a full context",
+                            o.n_predict));
+        }
         mw_context_params cp = mw_context_default_params();
         cp.n_ctx = o.n_ctx;
         cp.n_batch = o.n_batch;

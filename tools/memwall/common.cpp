@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
+#include <thread>
 
 namespace cli {
 
@@ -14,7 +17,9 @@ void fail(const std::string& message, int exit_code) {
 
 void fail_status(mw_status, const std::string& doing) {
     const std::string why = mw_last_error();
-    fail(doing.empty() ? why : doing + ": " + why);
+    // The library's message may already start with what was being done ("quantize: ...").
+    const bool has_prefix = !doing.empty() && why.rfind(doing + ":", 0) == 0;
+    fail(doing.empty() || has_prefix ? why : doing + ": " + why);
 }
 
 void ModelOptions::add_to(CLI::App& app, bool required) {
@@ -52,17 +57,33 @@ ContextPtr create_context(mw_model* model, const mw_context_params& params) {
 
 void PromptOptions::add_to(CLI::App& app) {
     auto* p = app.add_option("-p,--prompt", text, "Prompt text");
-    auto* f = app.add_option("-f,--file", file, "Read the prompt from a file");
+    auto* f = app.add_option("-f,--file", file, "Read the prompt from a file (- : standard input)");
     p->excludes(f);
 }
 
 std::string PromptOptions::read() const {
     if (file.empty()) return text;
+    if (file == "-") {
+        std::stringstream ss;
+        ss << std::cin.rdbuf();
+        if (std::cin.bad()) fail("-f -: cannot read standard input");
+        return ss.str();
+    }
     std::ifstream in(file, std::ios::binary);
     if (!in) fail(fmt::format("{}: cannot read the prompt file", file));
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+int cap_threads(int n) {
+    const int hardware = int(std::thread::hardware_concurrency());
+    if (hardware > 0 && n > hardware) {
+        fmt::print(stderr, "warning: -t {}: this machine has {} hardware threads; using {}\n", n,
+                   hardware, hardware);
+        return hardware;
+    }
+    return n;
 }
 
 int parse_threads(const std::string& text) {
@@ -71,10 +92,54 @@ int parse_threads(const std::string& text) {
     try {
         size_t used = 0;
         const int n = std::stoi(text, &used);
-        if (used == text.size() && n >= 0 && n <= 1024) return n;
+        if (used == text.size() && n >= 0 && n <= 1024) return cap_threads(n);
     } catch (const std::exception&) {
     }
-    fail(fmt::format("-t {}: expected a thread count or \"auto\"", text));
+    fail(fmt::format("-t {}: expected a thread count (0: the default) or \"auto\"", text));
+}
+
+uint64_t parse_bytes(const std::string& text, const char* flag) {
+    size_t used = 0;
+    double value = -1;
+    try {
+        value = std::stod(text, &used);
+    } catch (const std::exception&) {
+    }
+    std::string unit = text.substr(std::min(used, text.size()));
+    if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+    if (!unit.empty() && (unit.back() == 'i')) unit.pop_back();
+    const std::string units = "KMGT";
+    const size_t power = unit.empty() ? 0 : units.find(char(std::toupper((unsigned char)unit[0])));
+    if (!(value > 0) || unit.size() > 1 || power == std::string::npos) {
+        fail(fmt::format("{} {}: expected a size such as 512M or 1G", flag, text));
+    }
+    return uint64_t(value * double(uint64_t(1) << (10 * (unit.empty() ? 0 : power + 1))));
+}
+
+namespace {
+
+// CLI11 cannot declare multi-letter single-dash flags; main() rewrites -ctk/-ctv before parsing,
+// and the help shows them under those names.
+class Formatter final : public CLI::Formatter {
+  public:
+    std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+        std::string name = CLI::Formatter::make_option_name(opt, positional);
+        if (opt->check_lname("cache-type-k")) return "-ctk," + name;
+        if (opt->check_lname("cache-type-v")) return "-ctv," + name;
+        return name;
+    }
+    // A repeatable option's empty list is no default worth showing ("TEXT=[] ...").
+    std::string make_option_opts(const CLI::Option* opt) const override {
+        std::string opts = CLI::Formatter::make_option_opts(opt);
+        if (const size_t at = opts.find("=[]"); at != std::string::npos) opts.erase(at, 3);
+        return opts;
+    }
+};
+
+}  // namespace
+
+std::shared_ptr<CLI::Formatter> help_formatter() {
+    return std::make_shared<Formatter>();
 }
 
 mw_type parse_kv_type(const std::string& name, const char* flag) {

@@ -53,7 +53,7 @@ ModelPtr load_model(const ModelOptions& options, bool vocab_only = false, bool q
 // Creates a context or fails with the library's message.
 ContextPtr create_context(mw_model* model, const mw_context_params& params);
 
-// The prompt: -p TEXT or -f FILE (exactly one).
+// The prompt: -p TEXT or -f FILE (exactly one; -f - reads standard input).
 struct PromptOptions {
     std::string text;
     std::string file;
@@ -61,8 +61,17 @@ struct PromptOptions {
     std::string read() const;
 };
 
-// -t: a thread count, or "auto" (-1: measure a few counts on the model, keep the fastest).
+// -t: a thread count, or "auto" (-1: measure a few counts on the model, keep the fastest); 0 or
+// "" = the default. A count above this machine's hardware threads is capped with a warning.
 int parse_threads(const std::string& text);
+// The same cap for a count already parsed (options declared as int).
+int cap_threads(int n);
+
+// "512M", "1G", "4096": bytes (K, M, G, T binary); fails naming the flag otherwise.
+uint64_t parse_bytes(const std::string& text, const char* flag);
+
+// Help that shows -ctk/-ctv (llama.cpp's spellings, rewritten before parsing) as flags.
+std::shared_ptr<CLI::Formatter> help_formatter();
 
 // A KV cache type name (f32, f16, bf16, q8_0, q4_0) as used by llama.cpp's -ctk/-ctv.
 mw_type parse_kv_type(const std::string& name, const char* flag);

@@ -31,8 +31,17 @@ std::vector<std::string> expand_aliases(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     CLI::App app{fmt::format(
-        "memwall {}: run large language models on devices under the memory wall", mw_version())};
+        "memwall {}: run large language models on devices under the memory wall\n\n"
+        "  memwall                     the main job: measure this machine, then list which models\n"
+        "                              it can run, at which quantization and context, how fast\n"
+        "  memwall -m FILE -p TEXT     plan FILE for this machine, then run it (memwall run's\n"
+        "                              options apply)\n"
+        "  memwall COMMAND --help      every option of a command, with its default",
+        mw_version())};
     app.set_version_flag("--version", mw_version());
+    // Every option's default appears in --help (subcommands inherit both).
+    app.option_defaults()->always_capture_default();
+    app.formatter(cli::help_formatter());
     app.require_subcommand(0, 1);
     app.fallthrough(false);
     cli::add_run_command(app);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <vector>
 
@@ -52,15 +53,21 @@ std::string model_summary(const json& m, const std::string& kv_type) {
 }
 
 std::string device_line(const json& d) {
-    return fmt::format(
-        "{}: {}; {} usable = {} RAM - {} {}, {:.1f} GB/s, decode efficiency {:.0f} % "
-        "({})",
+    const bool measured = d["source"] == "measured";
+    std::string bandwidth = d.value("bandwidth_source", "");
+    if (d.value("measured_at", int64_t(0)) > 0) {
+        bandwidth = fmt::format("+- {:.1f} %, {} of {}", 100 * d["bandwidth_spread"].get<double>(),
+                                bandwidth, human_time(d["measured_at"].get<int64_t>()));
+    }
+    std::string line = fmt::format(
+        "{}: {}; {} usable = {} RAM - {} {}, {:.1f} GB/s ({}), decode efficiency {:.0f} % ({})",
         d["id"].get<std::string>(), d["name"].get<std::string>(),
         human_bytes(d["usable_bytes"].get<double>()), human_bytes(d["ram_bytes"].get<double>()),
-        human_bytes(d["os_reserve_bytes"].get<double>()),
-        d["source"] == "measured" ? "in use now" : "OS reserve",
-        d["bandwidth_bytes_per_s"].get<double>() / 1e9, 100 * d["decode_efficiency"].get<double>(),
-        d["efficiency_source"].get<std::string>());
+        human_bytes(d["os_reserve_bytes"].get<double>()), measured ? "in use now" : "OS reserve",
+        d["bandwidth_bytes_per_s"].get<double>() / 1e9, bandwidth,
+        100 * d["decode_efficiency"].get<double>(), d["efficiency_source"].get<std::string>());
+    if (!d.value("note", "").empty()) line += "\n    " + d["note"].get<std::string>();
+    return line;
 }
 
 std::string recommendation_line(const json& rec) {
@@ -147,10 +154,58 @@ void print_plan(const json& plan) {
             if (rec["model"] == name) fmt::print("{}\n", recommendation_line(rec));
         }
     }
+    // The legend says only what applies to the tables above.
+    bool file_rows = false;
+    for (const json& r : plan["rows"]) file_rows = file_rows || r["file_type"].get<bool>();
     fmt::print(
         "\nfits: yes = at most 90 % of the usable memory, tight = at most all of it. tok/s: decode "
-        "expected (ceiling = bandwidth / weight bytes read per token). * = the file's own type.\n");
+        "expected (ceiling = bandwidth / weight bytes read per token).{}\n",
+        file_rows ? " * = the file's own type." : "");
+    for (const json& d : plan["devices"]) {
+        if (d["source"] != "measured") continue;
+        fmt::print("tok/s on {}: +- {:.1f} % (the spread of the measurements behind it)\n",
+                   d["id"].get<std::string>(), 100 * d["decode_spread"].get<double>());
+    }
 }
+
+std::string human_time(int64_t unix_seconds) {
+    if (unix_seconds <= 0) return "never";
+    const std::time_t t = std::time_t(unix_seconds);
+    std::tm local{};
+    localtime_r(&t, &local);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", &local);
+    return text;
+}
+
+namespace {
+
+// "40.1 GB/s +- 2.1 % (median of 9 passes, 1 outlier)"
+std::string rate_line(const json& stats, double scale, const char* unit) {
+    const int n = stats.value("passes", 0), outliers = stats.value("outliers", 0);
+    return fmt::format(
+        "{:.1f} {} +- {:.1f} % (median of {} passes{})", stats.value("median", 0.0) / scale, unit,
+        100 * stats.value("spread", 0.0), n,
+        outliers
+            ? fmt::format(", {} outlier{} in {:.1f}-{:.1f}", outliers, outliers > 1 ? "s" : "",
+                          stats["min"].get<double>() / scale, stats["max"].get<double>() / scale)
+            : "");
+}
+
+std::string bench_line(const json& m) {
+    if (!m.contains("bench"))
+        return "no bench record (memwall bench --record -m FILE measures the decode efficiency)";
+    const json& b = m["bench"];
+    const bool matches = b["probe_measured_at"] == m["measured_at"] &&
+                         b["probe_read_bandwidth_bytes_per_s"] == m["read_bandwidth_bytes_per_s"];
+    if (!matches) return "bench's figures belong to another measurement: not used";
+    return fmt::format("bench: decode {:.0f} % of it (recorded {}, {} threads, {})",
+                       100 * b["decode_efficiency"].get<double>(),
+                       human_time(b["recorded_at"].get<int64_t>()), b["threads"].get<int>(),
+                       b["model"].get<std::string>());
+}
+
+}  // namespace
 
 void print_probe(const json& p) {
     const json& s = p["system"];
@@ -168,28 +223,60 @@ void print_probe(const json& p) {
                                   ? fmt::format(" (shared by {})", c["shared_by"].get<int>())
                                   : "");
     }
-    fmt::print("Caches     {}\n", caches.empty() ? "unknown" : caches);
+    const std::string source = s.value("caches_source", "");
+    fmt::print("Caches     {}\n",
+               caches.empty()
+                   ? "unknown (neither sysfs nor CPUID lists them)"
+                   : caches + (source == "CPUID" ? " (from CPUID: sysfs lists none)" : ""));
     fmt::print("RAM        {}, {} available now ({})\n",
                human_bytes(s["ram_total_bytes"].get<double>()),
                human_bytes(s["ram_available_bytes"].get<double>()),
                s["ram_available_source"].get<std::string>());
-    if (p["read_bandwidth_bytes_per_s"].get<double>() > 0) {
+    const bool measured = p["read_bandwidth_bytes_per_s"].get<double>() > 0;
+    if (measured) {
+        fmt::print("Bandwidth  read  {}\n", rate_line(p["read_bandwidth"], 1e9, "GB/s"));
+        fmt::print("           triad {}\n", rate_line(p["triad_bandwidth"], 1e9, "GB/s"));
+        const double llc = p["last_level_cache_bytes"].get<double>();
+        const double buffer = p["bandwidth_buffer_bytes"].get<double>();
         fmt::print(
-            "Bandwidth  read {:.1f} GB/s, triad {:.1f} GB/s ({} threads, {} per array, {:.1f} s)\n",
-            p["read_bandwidth_bytes_per_s"].get<double>() / 1e9,
-            p["triad_bandwidth_bytes_per_s"].get<double>() / 1e9, p["bandwidth_threads"].get<int>(),
-            human_bytes(p["bandwidth_buffer_bytes"].get<double>()),
-            p["bandwidth_seconds"].get<double>());
-        fmt::print("Matmul     {:.1f} GFLOP/s (the engine's Q4_K matmul, 32 tokens)\n",
-                   p["matmul_gflops"].get<double>());
+            "           {} threads, 3 arrays of {}{}, {:.1f} s; other work took {:.0f} % of "
+            "the CPU time\n",
+            p["bandwidth_threads"].get<int>(), human_bytes(buffer),
+            llc > 0 ? fmt::format(" ({:.1f} x the last-level cache)", 3 * buffer / llc)
+                    : std::string(" (last-level cache unknown)"),
+            p["bandwidth_seconds"].get<double>(), 100 * p["others_cpu_share"].get<double>());
+        fmt::print("Matmul     {} (the engine's Q4_K matmul, 32 tokens)\n",
+                   rate_line(p["matmul"], 1, "GFLOP/s"));
+        const std::string contention = p["contention"].get<std::string>();
+        fmt::print("Contention {}\n", contention.empty() ? "none seen" : "LIKELY: " + contention);
     }
-    if (p.contains("decode_efficiency")) {
-        fmt::print("Decode     {:.0f} % of the read bandwidth (measured by bench)\n",
-                   100 * p["decode_efficiency"].get<double>());
-    }
-    if (!p["cache_file"].get<std::string>().empty()) {
-        fmt::print("Saved to   {} (used by `memwall plan --device this`)\n",
+    const json& before = p["saved_before"];
+    if (p["saved"].get<bool>()) {
+        fmt::print("Saved      this measurement, to {}: plans for this machine use it\n",
                    p["cache_file"].get<std::string>());
+        if (p["dropped_bench"].get<bool>()) {
+            fmt::print(
+                "           bench's figures of the previous measurement were dropped: "
+                "rerun memwall bench --record -m FILE\n");
+        }
+    } else if (before.is_object()) {
+        const double saved_bw = before["read_bandwidth_bytes_per_s"].get<double>();
+        fmt::print(
+            "Saved      read {:.1f} GB/s +- {:.1f} %, measured {} ({}): what plans for "
+            "this machine use\n",
+            saved_bw / 1e9, 100 * before["read_bandwidth"]["spread"].get<double>(),
+            human_time(before["measured_at"].get<int64_t>()), p["cache_file"].get<std::string>());
+        fmt::print("           {}\n", bench_line(before));
+        if (measured && saved_bw > 0) {
+            fmt::print("           this run: {:+.1f} % read bandwidth against it{}\n",
+                       100 * (p["read_bandwidth_bytes_per_s"].get<double>() / saved_bw - 1),
+                       p["save_requested"].get<bool>() ? "" : " (--save replaces it)");
+        }
+    } else {
+        fmt::print("Saved      nothing yet{}\n", p["save_requested"].get<bool>() ? ""
+                                                 : measured
+                                                     ? " (--save keeps this measurement for plans)"
+                                                     : "");
     }
 }
 

@@ -1,6 +1,7 @@
 // Rendering of the planner's and the probe's JSON (from the C API) as text for people.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -11,6 +12,8 @@ nlohmann::json take_json(char* text, const std::string& doing);
 
 // 1536 -> "1.5 KiB", 3.2e9 -> "2.98 GiB".
 std::string human_bytes(double bytes);
+// A unix time as local "2025-01-31 14:05" ("never" for 0).
+std::string human_time(int64_t unix_seconds);
 // Tokens per second with sensible precision ("0.42", "7.3", "153").
 std::string human_rate(double tok_s);
 

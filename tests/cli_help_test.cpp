@@ -1,0 +1,193 @@
+// What a newcomer meets first: help that shows every default and llama.cpp's flag spellings,
+// values refused with a message, messages that say what failed, and the main job's and plan's
+// choices when nothing is given.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/test_support.h"
+
+namespace mw {
+namespace {
+
+using nlohmann::json;
+
+// The CLI with a device cache of its own, holding a small saved measurement (so that plans for
+// this machine are instant and the user's cache is untouched).
+std::string cli(const std::string& args) {
+    static const std::string cache = [] {
+        const std::string dir = test::temp_dir();
+        const test::CommandResult r =
+            test::run_command("XDG_CACHE_HOME=" + dir + " " + test::cli_path() +
+                              " probe --save --force --seconds 0.1 --array-size 8M");
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return dir;
+    }();
+    return "XDG_CACHE_HOME=" + cache + " " + test::cli_path() + " " + args;
+}
+
+void expect_contains(const std::string& text, const std::string& part) {
+    EXPECT_NE(text.find(part), std::string::npos) << "missing \"" << part << "\" in:\n" << text;
+}
+
+TEST(CliHelp, TopLevelSaysWhatBareMemwallDoes) {
+    const test::CommandResult r = test::run_command(cli("--help"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    expect_contains(r.out, "the main job");
+    expect_contains(r.out, "memwall -m FILE -p TEXT     plan FILE for this machine, then run it");
+    for (const char* cmd : {"run", "tokenize", "logits", "plan", "probe", "bench", "convert",
+                            "perplexity", "synth", "quantize", "imatrix"}) {
+        expect_contains(r.out, std::string("  ") + cmd);
+    }
+}
+
+TEST(CliHelp, EverySubcommandShowsItsDefaults) {
+    struct Expect {
+        const char* command;
+        std::vector<std::string> parts;
+    };
+    const Expect expects[] = {
+        {"run",
+         {"--temp FLOAT=0.8", "-n,--n-predict INT=-1", "until an end token or a full context",
+          "--top-k INT=40", "--top-p FLOAT=0.95", "--min-p FLOAT=0.05", "-b,--batch-size UINT=512",
+          "-s,--seed INT=-1", "-ctk,--cache-type-k TEXT=f16", "-ctv,--cache-type-v TEXT=f16",
+          "(- : standard input)"}},
+        {"bench",
+         {"-p,--n-prompt INT=512", "-n,--n-gen INT=128", "-r,--repetitions INT=5",
+          "-ctk,--cache-type-k TEXT=f16", "--record", "--force"}},
+        {"perplexity", {"-c,--ctx-size UINT=512", "--chunks INT=0", "(0: all)", "-ctv"}},
+        {"logits", {"-ctk,--cache-type-k TEXT=f16"}},
+        {"plan", {"-c,--ctx-size UINT=4096", "--kv-type TEXT=f16", "-b,--batch-size UINT=512"}},
+        {"probe", {"--seconds FLOAT=1.5", "--save", "--reset", "--array-size"}},
+        {"synth", {"--type TEXT=Q4_K_M", "--seed UINT=1"}},
+        {"imatrix", {"-o,--output TEXT=imatrix.gguf", "-c,--ctx-size UINT=512"}},
+        {"quantize", {"-t,--threads INT=0"}},
+        {"tokenize", {"-p,--prompt"}},
+        {"convert", {"--outtype"}},
+    };
+    for (const Expect& e : expects) {
+        SCOPED_TRACE(e.command);
+        const test::CommandResult r = test::run_command(cli(std::string(e.command) + " --help"));
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        for (const std::string& part : e.parts) expect_contains(r.out, part);
+    }
+}
+
+TEST(CliInput, PromptFromStandardInput) {
+    const std::string model = test::shared_path("models/stories260K.gguf");
+    const std::string args = "run -m " + model + " -n 12 --temp 0 -t 1";
+    const test::CommandResult text = test::run_command(cli(args + " -p 'Once upon a time'"));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    const test::CommandResult piped =
+        test::run_command("printf 'Once upon a time' | " + cli(args + " -f -"));
+    ASSERT_EQ(piped.exit_code, 0) << piped.err;
+    EXPECT_FALSE(piped.out.empty());
+    EXPECT_EQ(piped.out, text.out);
+}
+
+TEST(CliInput, ValuesAreRefusedOrCappedWithAMessage) {
+    const std::string model = test::shared_path("models/stories260K.gguf");
+    // Only -1 means "until done".
+    const test::CommandResult n = test::run_command(cli("run -m " + model + " -p hi -n -5"));
+    EXPECT_EQ(n.exit_code, 1);
+    expect_contains(n.err, "-n -5: expected a token count, or -1");
+    EXPECT_TRUE(n.out.empty()) << n.out;
+
+    // More threads than the machine has: a warning, and the machine's count.
+    const unsigned hardware = std::thread::hardware_concurrency();
+    ASSERT_GT(hardware, 0u);
+    const std::string many = std::to_string(hardware + 7);
+    const test::CommandResult t =
+        test::run_command(cli("run -m " + model + " -p hi -n 2 --temp 0 -t " + many));
+    EXPECT_EQ(t.exit_code, 0) << t.err;
+    expect_contains(t.err, "warning: -t " + many + ": this machine has " +
+                               std::to_string(hardware) + " hardware threads; using " +
+                               std::to_string(hardware));
+
+    // A library message that already names the step is not prefixed twice.
+    const std::string dir = test::temp_dir();
+    const test::CommandResult q =
+        test::run_command(cli("quantize " + model + " " + dir + "/out.gguf Q9_X"));
+    EXPECT_EQ(q.exit_code, 1);
+    expect_contains(q.err, "quantize: unknown type");
+    EXPECT_EQ(q.err.find("quantize: quantize:"), std::string::npos) << q.err;
+
+    // A missing file cannot be loaded (it is not a planning failure).
+    const test::CommandResult missing =
+        test::run_command(cli("run -m " + dir + "/missing.gguf -p hi"));
+    EXPECT_EQ(missing.exit_code, 1);
+    expect_contains(missing.err, "cannot load the model: " + dir + "/missing.gguf: cannot open");
+    EXPECT_EQ(missing.err.find("cannot plan"), std::string::npos) << missing.err;
+    // The same through `memwall -m FILE` (plan, then run).
+    const test::CommandResult main_job =
+        test::run_command(cli("-m " + dir + "/missing.gguf -p hi"));
+    EXPECT_EQ(main_job.exit_code, 1);
+    expect_contains(main_job.err, "cannot load the model: " + dir + "/missing.gguf: cannot open");
+}
+
+TEST(CliPlan, DefaultDevicesRamAloneAndALegendThatApplies) {
+    const std::string model = test::shared_path("reference/models/kq-tiny-Q4_K_M.gguf");
+    // No --device: this machine and the phones.
+    const test::CommandResult r = test::run_command(cli("plan -m " + model + " --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json plan = json::parse(r.out);
+    std::vector<std::string> devices;
+    for (const json& d : plan["devices"]) devices.push_back(d["id"]);
+    EXPECT_EQ(devices, (std::vector<std::string>{"this", "phone-12g", "phone-16g", "phone-24g"}));
+    const double this_bandwidth = plan["devices"][0]["bandwidth_bytes_per_s"].get<double>();
+    EXPECT_GT(this_bandwidth, 0);
+    EXPECT_EQ(plan["devices"][0]["bandwidth_source"], "saved measurement");
+
+    // --ram alone: this machine's saved bandwidth.
+    const test::CommandResult ram = test::run_command(cli("plan -m " + model + " --ram 8G --json"));
+    ASSERT_EQ(ram.exit_code, 0) << ram.err;
+    const json e = json::parse(ram.out)["devices"][0];
+    EXPECT_EQ(e["ram_bytes"].get<uint64_t>(), uint64_t(8) << 30);
+    EXPECT_DOUBLE_EQ(e["bandwidth_bytes_per_s"].get<double>(), this_bandwidth);
+    EXPECT_EQ(e["bandwidth_source"], "this machine's saved measurement");
+    const test::CommandResult bw = test::run_command(cli("plan -m " + model + " --bandwidth 20G"));
+    EXPECT_EQ(bw.exit_code, 1);
+    expect_contains(bw.err, "--bandwidth describes an explicit device: give its --ram too");
+
+    // The legend: the file's own type is marked only where a file is planned.
+    const test::CommandResult file = test::run_command(cli("plan -m " + model));
+    ASSERT_EQ(file.exit_code, 0) << file.err;
+    expect_contains(file.out, "* = the file's own type");
+    expect_contains(file.out, "tok/s on this: +- ");
+    const test::CommandResult catalogue =
+        test::run_command(cli("plan --model qwen3-8b --device phone-12g"));
+    ASSERT_EQ(catalogue.exit_code, 0) << catalogue.err;
+    EXPECT_EQ(catalogue.out.find("* = the file's own type"), std::string::npos) << catalogue.out;
+    EXPECT_EQ(catalogue.out.find("tok/s on this"), std::string::npos) << catalogue.out;
+}
+
+TEST(CliMainJob, SaysWhereFiguresAndFilesComeFromRunnableFirst) {
+    const test::CommandResult r = test::run_command(cli(""));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string& out = r.out;
+    expect_contains(out, "(measured: saved measurement of ");
+    expect_contains(out, "a default, until `memwall bench --record -m FILE.gguf` measures it");
+    expect_contains(out, "0.85 x the measured matmul");
+    expect_contains(out, "probe --reset");
+    expect_contains(out, "Where to get them (Hugging Face");
+    const size_t source = out.find("bartowski/Qwen2.5-0.5B-Instruct-GGUF");
+    ASSERT_NE(source, std::string::npos) << out;
+    const std::string line = out.substr(source, out.find('\n', source) - source);
+    expect_contains(line, " Qwen2.5-0.5B-Instruct-");
+    expect_contains(line, ".gguf");
+    expect_contains(out, "memwall plan URL");
+    // Rows memwall can run come before those it cannot ("+").
+    const size_t table = out.find("Models that fit");
+    ASSERT_NE(table, std::string::npos) << out;
+    const size_t first_plus = out.find(" + ", table);
+    const size_t qwen = out.find("\n  Qwen2.5 0.5B ", table);
+    ASSERT_NE(qwen, std::string::npos) << out;
+    if (first_plus != std::string::npos) {
+        EXPECT_LT(qwen, first_plus) << out;
+        expect_contains(out, "+ memwall cannot run this architecture yet");
+    }
+}
+
+}  // namespace
+}  // namespace mw
