@@ -276,6 +276,8 @@ TEST_F(Remote, InterruptedPullContinuesWhereItStopped) {
     server_->set_control({{"drop_after", 500000}, {"drops", 1}});
     const test::CommandResult first = pull(url, "--retries 0");
     EXPECT_EQ(first.exit_code, 1);
+    EXPECT_NE(first.err.find("no retry is left"), std::string::npos) << first.err;
+    EXPECT_NE(first.err.find("keeps 500000 of"), std::string::npos) << first.err;
     EXPECT_NE(first.err.find("pull again to continue"), std::string::npos) << first.err;
     EXPECT_EQ(size_of(out(".part")), 500000u);
     EXPECT_FALSE(exists(out()));
@@ -300,7 +302,7 @@ TEST_F(Remote, AFileThatChangedStartsOverInsteadOfSplicing) {
     ASSERT_EQ(second.exit_code, 0) << second.err;
     EXPECT_NE(second.out.find("starting again from byte 0"), std::string::npos) << second.out;
     EXPECT_NE(second.out.find("ETag"), std::string::npos) << second.out;
-    EXPECT_NE(second.out.find("1 restarts"), std::string::npos) << second.out;
+    EXPECT_NE(second.out.find("1 restart)"), std::string::npos) << second.out;
     EXPECT_EQ(test::read_file(out()),
               test::read_file(test::shared_path("models/llama-2-tiny-random.gguf")));
     EXPECT_EQ(ranges(), (std::vector<std::string>{"bytes=0-"}));
@@ -356,6 +358,26 @@ TEST_F(Remote, TooLittleDiskIsRefusedBeforeStarting) {
         << resumed.out;
     EXPECT_EQ(test::read_file(out()),
               test::read_file(test::shared_path("models/stories260K.gguf")));
+}
+
+// The free space of the target's file system, on a real small one: a 256 KiB tmpfs mounted in a
+// user and mount namespace of its own (unshare), which the download would overflow.
+TEST_F(Remote, SmallFileSystemIsRefusedBeforeStarting) {
+    const std::string mnt = out_ + "/small";
+    ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+    const std::string mount = "unshare -Urm sh -c 'mount -t tmpfs -o size=256k tmpfs " + mnt;
+    if (test::run_command(mount + "'").exit_code != 0) {
+        GTEST_SKIP() << "cannot mount a tmpfs in a user namespace here (unshare -Urm)";
+    }
+    const test::CommandResult r = test::run_command(
+        mount + " && " + test::cli_path() + " pull " + server_->url("stories260K.gguf") + " -o " +
+        mnt + "/model.gguf; status=$?; ls -a " + mnt + "; exit $status'");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("not enough disk space"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("1185376 more bytes"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nothing was downloaded"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("model.gguf"), std::string::npos) << "written anyway: " << r.out;
+    EXPECT_TRUE(ranges().empty());
 }
 
 TEST_F(Remote, ModelThatDoesNotFitIsNotDownloaded) {

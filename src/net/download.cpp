@@ -284,7 +284,11 @@ DownloadResult Download::run() {
     if (const auto size = file_size(r_.path)) {
         if (*size == file_.size && !expected_.empty()) {
             tell(fmt::format("{} is there already: checking its SHA-256", r_.path), true);
-            r_.sha256 = sha256_file(r_.path);
+            if (!hash_file(hash_, r_.path, UINT64_MAX, [&](uint64_t) { return tell(); })) {
+                r_.seconds = since(start_);
+                return r_;  // cancelled
+            }
+            r_.sha256 = hash_.finish();
             if (r_.sha256 == expected_) {
                 r_.already_complete = true;
                 r_.seconds = since(start_);
@@ -345,7 +349,10 @@ DownloadResult Download::run() {
         tell(fmt::format("resuming {} at byte {} of {}: checking the bytes already there", part_,
                          have_, file_.size),
              true);
-        hash_file(hash_, part_, have_);
+        if (!hash_file(hash_, part_, have_, [&](uint64_t) { return tell(); })) {
+            r_.seconds = since(start_);
+            return r_;  // cancelled
+        }
         if (::lseek(out_.fd, off_t(have_), SEEK_SET) != off_t(have_)) {
             fail(ErrorKind::io, "{}: cannot seek: {}", part_, std::strerror(errno));
         }
@@ -360,9 +367,9 @@ DownloadResult Download::run() {
         if (have_ > before) failures = 0;
         if (++failures > o_.retries) {
             fail(ErrorKind::io,
-                 "{}: gave up after {} attempts in a row without progress: {}; {} keeps {} of "
-                 "{} bytes: pull again to continue",
-                 what_, failures, why, part_, have_, file_.size);
+                 "{}: {} at byte {} of {}, and no retry is left ({} in a row without progress "
+                 "allowed); {} keeps {} of {} bytes: pull again to continue",
+                 what_, why, have_, file_.size, o_.retries, part_, have_, file_.size);
         }
         ++r_.retries;
         const double delay = std::min(60.0, o_.retry_delay_s * std::pow(2.0, failures - 1));

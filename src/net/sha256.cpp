@@ -62,8 +62,8 @@ struct FileDescriptor {
 
 }  // namespace
 
-void hash_file(Sha256& hash, const std::string& path, uint64_t length,
-               const std::function<void(uint64_t done)>& progress) {
+bool hash_file(Sha256& hash, const std::string& path, uint64_t length,
+               const std::function<bool(uint64_t done)>& progress) {
     const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     const int fd = file.fd;
     if (fd < 0) fail(ErrorKind::io, "{}: cannot open: {}", path, std::strerror(errno));
@@ -80,17 +80,21 @@ void hash_file(Sha256& hash, const std::string& path, uint64_t length,
         if (n == 0) break;
         hash.update({buffer.data(), size_t(n)});
         done += uint64_t(n);
-        if (progress) progress(done);
+        if (progress && !progress(done)) return false;
     }
     if (length != UINT64_MAX && done != length) {
         fail(ErrorKind::io, "{}: has {} bytes, expected at least {}", path, done, length);
     }
+    return true;
 }
 
 std::string sha256_file(const std::string& path, uint64_t length,
                         const std::function<void(uint64_t done)>& progress) {
     Sha256 hash;
-    hash_file(hash, path, length, progress);
+    hash_file(hash, path, length, [&](uint64_t done) {
+        if (progress) progress(done);
+        return true;
+    });
     return hash.finish();
 }
 

@@ -28,10 +28,10 @@ class Sha256 {
 };
 
 // Adds the first `length` bytes of the file to `hash` (all of it when length is UINT64_MAX), read
-// in large pieces; `progress(done)` after each. Throws ErrorKind::io naming the file, also when
-// it is shorter than `length`.
-void hash_file(Sha256& hash, const std::string& path, uint64_t length = UINT64_MAX,
-               const std::function<void(uint64_t done)>& progress = {});
+// in large pieces; `progress(done)` after each, and false from it stops early (hash_file then
+// returns false). Throws ErrorKind::io naming the file, also when it is shorter than `length`.
+bool hash_file(Sha256& hash, const std::string& path, uint64_t length = UINT64_MAX,
+               const std::function<bool(uint64_t done)>& progress = {});
 
 // The SHA-256 of the first `length` bytes of the file (all of it when length is UINT64_MAX),
 // read in large pieces; `progress(done)` after each. Throws ErrorKind::io naming the file.

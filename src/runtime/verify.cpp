@@ -321,9 +321,9 @@ VerifyReport Verifier::run() {
     std::atomic<uint64_t> hashed{0};
     std::atomic<bool> hash_done{false};
     std::string hash, hash_error;
-    std::thread hasher;
+    std::jthread hasher;  // joined however this function ends
     if (!expected.empty()) {
-        hasher = std::thread([&] {
+        hasher = std::jthread([&] {
             try {
                 hash = net::sha256_file(path_, UINT64_MAX, [&](uint64_t d) { hashed = d; });
             } catch (const Error& e) {

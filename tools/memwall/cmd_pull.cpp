@@ -155,11 +155,16 @@ void add_pull_command(CLI::App& app) {
                                     : std::strcmp(r.sha256_source, "server") == 0
                                         ? "matches the server's ETag"
                                         : "not checked: no SHA-256 known";
-        fmt::print("pull: {} ({} bytes; {} downloaded in {:.1f} s{}{}{}); SHA-256 {} {}\n", r.path,
-                   r.file_bytes, human_bytes(double(r.downloaded_bytes)), r.seconds,
-                   r.resumed_from ? fmt::format(", resumed at byte {}", r.resumed_from) : "",
-                   r.retries ? fmt::format(", {} retries", r.retries) : "",
-                   r.restarts ? fmt::format(", {} restarts", r.restarts) : "", r.sha256, checked);
+        fmt::print(
+            "pull: {} ({} bytes; {} downloaded in {:.1f} s{}{}{}); SHA-256 {} {}\n", r.path,
+            r.file_bytes, human_bytes(double(r.downloaded_bytes)), r.seconds,
+            r.resumed_from ? fmt::format(", resumed at byte {}", r.resumed_from) : "",
+            r.retries ? fmt::format(", {} {}", r.retries, r.retries == 1 ? "retry" : "retries")
+                      : "",
+            r.restarts
+                ? fmt::format(", {} {}", r.restarts, r.restarts == 1 ? "restart" : "restarts")
+                : "",
+            r.sha256, checked);
     });
 }
 
