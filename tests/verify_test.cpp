@@ -173,7 +173,8 @@ TEST(Verify, NonFiniteValuesAndScalesAreFoundPerTensor) {
     EXPECT_EQ(bad[3]["name"], "d.q4_k");
     EXPECT_EQ(bad[3]["blocks"], 1);
     EXPECT_EQ(bad[3]["first_element"], 256);
-    const gguf::GgufFile f = gguf::GgufFile::parse(test::read_file(path), path);
+    const std::vector<uint8_t> bytes = test::read_file(path);  // outlives the parse
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, path);
     EXPECT_EQ(bad[2]["first_offset"].get<uint64_t>(),
               f.data_offset() + f.find_tensor("c.q8_0")->offset + 2 * 34);
     EXPECT_NE(detail(r, "values").find("4 tensors with values that are not finite"),
