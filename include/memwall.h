@@ -282,11 +282,14 @@ MW_API mw_status mw_device_reset(bool* removed);
 
 /* Memory and speed plans for models x devices x quantizations. The request is JSON, every key
  * optional (none: the seeds' case, a 35B dense model and a 30B MoE on 12/16/24 GB phones):
- * {"models": [{"file": PATH} | {"hf_config": PATH} | {"catalogue": NAME or "all"}],
+ * {"models": [{"file": PATH} | {"url": URL} | {"hf_config": PATH}
+ *             | {"catalogue": NAME or "all"}],
  *  "devices": ["this" | PROFILE | {"ram": "16G", "bandwidth": "68G", "os_reserve": "4G"}],
  *  "ctx": 4096, "kv_type": "f16", "quants": ["Q4_K_M", ...], "batch": 512, "threads": 0,
  *  "best_only": false}
- * A GGUF file is read up to its header only: a partial download works. */
+ * A GGUF file is read up to its header only: a partial download works; a URL (see mw_pull) is
+ * read with range requests, and its model gains "remote": {"url", "resolved_url", "file_bytes",
+ * "bytes_read", "requests", "etag", "sha256"}. */
 MW_API char* mw_plan_json(const char* request_json);
 /* The built-in model catalogue and device profiles. */
 MW_API char* mw_plan_catalogue_json(void);
@@ -310,9 +313,9 @@ typedef struct mw_fit {
                                  that do (smaller context, quantized KV cache, smaller quant) */
 } mw_fit;
 
-/* Refuse or fit: plans the model file (its header only) with these context parameters against
- * the memory available now, before anything is allocated. MW_OK with *out filled in (check
- * out->verdict); an error status when the file cannot be read. */
+/* Refuse or fit: plans the model file (its header only; a path or a URL, see mw_pull) with these
+ * context parameters against the memory available now, before anything is allocated. MW_OK with
+ * *out filled in (check out->verdict); an error status when the file cannot be read. */
 MW_API mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit* out);
 
 /* For bench: the speeds measured on this machine, recorded so that plans for this device use
@@ -519,6 +522,82 @@ MW_API mw_imatrix_params mw_imatrix_default_params(void);
  * (per expert for MoE) to out_path in llama.cpp's imatrix GGUF format. */
 MW_API mw_status mw_imatrix(const char* model_path, const char* text, size_t text_len,
                             const char* out_path, const mw_imatrix_params* params);
+
+/* ---- Remote models and file integrity: plan a URL, pull, verify ------------------------- */
+/* A URL is http://, https:// or hf://OWNER/REPO[@REVISION]/FILE, which stands for
+ * https://huggingface.co/OWNER/REPO/resolve/REVISION/FILE ($MEMWALL_HF_ENDPOINT replaces the
+ * host; $HF_TOKEN is sent as a bearer token). mw_plan_json takes {"url": URL} among its models
+ * and mw_check_fit a URL for its path: both read only the file's header, with HTTP range
+ * requests (a server that ignores ranges is refused, not downloaded from). Built without libcurl
+ * and OpenSSL (MEMWALL_NET=OFF), the remote calls and SHA-256 return MW_ERR_UNSUPPORTED. */
+
+typedef struct mw_pull_progress {
+    uint64_t done;         /* bytes of the file on disk */
+    uint64_t total;        /* the file's size */
+    uint64_t resumed_from; /* bytes that were already there (an earlier, interrupted pull) */
+    double elapsed_s;
+    double bytes_per_s; /* over the last few seconds */
+    int32_t attempt;    /* of the current request (retries after dropped connections) */
+    const char* note;   /* an event to tell (resume, retry, restart), else NULL */
+} mw_pull_progress;
+
+typedef struct mw_pull_params {
+    const char* sha256; /* expected, 64 hex digits; NULL: the server's ETag or X-Linked-Etag
+                           when it is a SHA-256 (as Hugging Face serves it), else size only */
+    bool check_fit;     /* plan the header first; MW_ERR_OUT_OF_MEMORY when the model does not
+                           fit the memory available now (default true) */
+    bool force;         /* download even when the plan says it does not fit (default false) */
+    mw_context_params fit_params; /* the context to plan for */
+    uint64_t max_bytes;           /* refuse a file larger than this; 0: the free disk space */
+    int32_t retries;      /* attempts in a row without progress before giving up (default 5) */
+    double retry_delay_s; /* back-off before the first retry, doubled each time (default 1) */
+    /* About ten times a second and for each note (may be NULL); false stops the download,
+     * which mw_pull reports as MW_ERR_IO with out->cancelled set (the .part stays). */
+    bool (*progress)(const mw_pull_progress* progress, void* user_data);
+    void* user_data;
+} mw_pull_params;
+
+typedef struct mw_pull_result {
+    char path[4096]; /* the file written (or that would have been) */
+    uint64_t file_bytes;
+    uint64_t downloaded_bytes;  /* received in this call */
+    uint64_t resumed_from;      /* bytes of an earlier .part kept */
+    uint64_t header_bytes_read; /* to plan it */
+    int32_t retries;
+    int32_t restarts;       /* an earlier .part thrown away: the file changed on the server */
+    char sha256[65];        /* of the file (lowercase hex), when computed */
+    char sha256_source[16]; /* "given", "server", or "" when no SHA-256 was known */
+    bool already_complete;  /* the file was there already, with the expected SHA-256 */
+    bool cancelled;
+    mw_fit fit; /* the plan, when check_fit */
+    double seconds;
+} mw_pull_result;
+
+MW_API mw_pull_params mw_pull_default_params(void);
+/* Downloads url to out_path (NULL: the URL's last path segment in the current directory) by
+ * way of out_path.part, resumable by calling again: a .part is continued with a range request
+ * when the server's ETag and size are still those it was started with, else started over. The
+ * free disk space is checked before anything is written, dropped connections are retried with
+ * back-off, and the size and SHA-256 are checked before the file is renamed into place (a
+ * mismatch keeps the .part and creates nothing). out may be NULL. */
+MW_API mw_status mw_pull(const char* url, const char* out_path, const mw_pull_params* params,
+                         mw_pull_result* out);
+
+typedef struct mw_verify_params {
+    const char* sha256; /* compare the whole file's SHA-256 with this (64 hex digits); NULL */
+    int32_t n_threads;  /* for the value pass; 0 = physical performance cores */
+    /* Now and then during the long passes ("values", "sha256"); may be NULL. */
+    void (*progress)(const char* pass, uint64_t done, uint64_t total, void* user_data);
+    void* user_data;
+} mw_verify_params;
+
+MW_API mw_verify_params mw_verify_default_params(void);
+/* Checks a GGUF file on disk: its structure, its size against the tensor table (truncation:
+ * where and how many bytes are missing), every tensor's bounds and type, every value decoded
+ * (non-finite floats and block scales), the model and vocabulary as mw_model_load binds them,
+ * and the SHA-256 when given. Returns the report as JSON (keys in docs/verify.md; "ok" is true
+ * only when every check passes); NULL when the file cannot be opened or sha256 is malformed. */
+MW_API char* mw_verify_json(const char* path, const mw_verify_params* params);
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,8 @@ const Command kCommands[] = {
     // quantize copies the metadata it does not interpret (vocabulary, hyper-parameters) as it is,
     // and reads the weights without the binder's alignment rule.
     {"quantize", "quantize {model} {out}.gguf Q8_0", header | data},
+    // verify checks everything the loader does, and says which check failed.
+    {"verify", "verify {model}", header | data | vocab | model},
 };
 
 // The command line of `cmd` on the model at `path`, writing into `dir`.

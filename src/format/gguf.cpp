@@ -16,23 +16,34 @@ constexpr size_t kMaxTensorNameLength = 255;
 constexpr size_t kMaxKeyLength = 65535;
 
 // Reads little-endian values from the file with a bounds check on every read. `field` names what
-// is being read so that every error can say exactly where the file went wrong.
+// is being read so that every error can say exactly where the file went wrong. The bytes may be
+// the first part of a longer file (`file_size`): bounds are the file's, and a read past the bytes
+// present but inside the file throws NeedMoreBytes.
 class Cursor {
   public:
-    Cursor(std::span<const uint8_t> bytes, const std::string& name) : bytes_(bytes), name_(name) {}
+    Cursor(std::span<const uint8_t> bytes, uint64_t file_size, const std::string& name)
+        : bytes_(bytes), file_size_(std::max<uint64_t>(file_size, bytes.size())), name_(name) {}
 
     uint64_t pos() const { return pos_; }
-    uint64_t remaining() const { return bytes_.size() - pos_; }
+    // Bytes left in the file (not only in the bytes present).
+    uint64_t remaining() const { return file_size_ - pos_; }
+    // Bytes left in the bytes present.
+    uint64_t present() const { return bytes_.size() - pos_; }
     const uint8_t* here() const { return bytes_.data() + pos_; }
 
     [[noreturn]] void truncated(std::string_view field, uint64_t need) const {
         fail(ErrorKind::bad_file,
              "{}: truncated file: {} needs {} bytes at offset {}, but the file has only {} bytes",
-             name_, field, need, pos_, bytes_.size());
+             name_, field, need, pos_, file_size_);
     }
 
     const uint8_t* take(uint64_t n, std::string_view field) {
         if (n > remaining()) truncated(field, n);
+        if (n > present()) {
+            throw NeedMoreBytes(fmt::format("{}: {} at offset {} lies beyond the {} bytes read",
+                                            name_, field, pos_, bytes_.size()),
+                                pos_ + n);
+        }
         const uint8_t* p = here();
         pos_ += n;
         return p;
@@ -56,12 +67,13 @@ class Cursor {
     }
 
     // read_string without building a field name: false (nothing consumed) when the string does
-    // not fit, so that hot loops (vocab arrays) format the name only for the error message.
+    // not fit in the bytes present, so that hot loops (vocab arrays) format the name only for
+    // the error message.
     bool try_read_string(std::string_view& out) {
-        if (remaining() < 8) return false;
+        if (present() < 8) return false;
         uint64_t length;
         std::memcpy(&length, here(), 8);
-        if (length > remaining() - 8) return false;
+        if (length > present() - 8) return false;
         out = {reinterpret_cast<const char*>(here() + 8), length};
         pos_ += 8 + length;
         return true;
@@ -69,6 +81,7 @@ class Cursor {
 
   private:
     std::span<const uint8_t> bytes_;
+    uint64_t file_size_;
     const std::string& name_;
     uint64_t pos_ = 0;
 };
@@ -102,8 +115,8 @@ std::string printable(std::string_view s) {
 
 class Parser {
   public:
-    Parser(std::span<const uint8_t> bytes, const std::string& name)
-        : cur_(bytes, name), name_(name) {}
+    Parser(std::span<const uint8_t> bytes, uint64_t file_size, const std::string& name)
+        : cur_(bytes, file_size, name), name_(name) {}
 
     Value parse_value(ValueType type, const std::string& field, int depth) {
         Value v;
@@ -141,8 +154,9 @@ class Parser {
         }
         v.data = cur_.here();
         if (v.elem_type == ValueType::string) {
-            // count <= remaining / 8, so this reserves at most twice the file's size.
-            v.strings.reserve(v.count);
+            // count <= remaining / 8, so this reserves at most twice the size of the bytes
+            // present (of a prefix, the count is only checked against the whole file).
+            v.strings.reserve(std::min(v.count, cur_.present() / 8));
             for (uint64_t i = 0; i < v.count; ++i) {
                 std::string_view s;
                 if (!cur_.try_read_string(s)) s = cur_.read_string(fmt::format("{}[{}]", field, i));
@@ -406,9 +420,12 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
     GgufFile file;
     file.name_ = std::move(name);
     const std::string& fname = file.name_;
-    Parser parser(bytes, fname);
+    // A prefix of a longer file: sizes are checked against the whole file, data is not there.
+    const bool prefix = options.file_size > bytes.size();
+    const bool header_only = options.header_only || prefix;
+    const uint64_t file_size = prefix ? options.file_size : bytes.size();
+    Parser parser(bytes, file_size, fname);
     Cursor& cur = parser.cur_;
-    const uint64_t file_size = bytes.size();
 
     check_header(cur, fname, file_size, file.version_);
 
@@ -433,8 +450,10 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
     }
 
     // Metadata.
-    file.kv_.reserve(kv_count);
-    file.kv_index_.reserve(kv_count);
+    // Reserved for what the bytes present can hold: of a prefix, the counts are only checked
+    // against the whole file.
+    file.kv_.reserve(std::min(kv_count, cur.present() / kMinKvBytes));
+    file.kv_index_.reserve(std::min(kv_count, cur.present() / kMinKvBytes));
     for (uint64_t i = 0; i < kv_count; ++i) {
         KeyValue kv;
         kv.key = cur.read_string(fmt::format("metadata[{}].key", i));
@@ -475,8 +494,8 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
              "hold at most {} tensor infos",
              fname, tensor_count, cur.remaining(), cur.remaining() / kMinTensorInfoBytes);
     }
-    file.tensors_.reserve(tensor_count);
-    file.tensor_index_.reserve(tensor_count);
+    file.tensors_.reserve(std::min(tensor_count, cur.present() / kMinTensorInfoBytes));
+    file.tensor_index_.reserve(std::min(tensor_count, cur.present() / kMinTensorInfoBytes));
     for (uint64_t i = 0; i < tensor_count; ++i) {
         TensorInfo t;
         t.name = cur.read_string(fmt::format("tensor[{}].name", i));
@@ -555,8 +574,8 @@ GgufFile GgufFile::parse(std::span<const uint8_t> bytes, std::string name,
         const uint64_t begin = file.data_offset_ + t.offset;
         const uint64_t end = begin + t.n_bytes;
         file.data_end_ = std::max(file.data_end_, end);
-        if (end > file_size) {
-            if (options.header_only) continue;
+        if (end > bytes.size()) {
+            if (header_only) continue;
             fail(ErrorKind::bad_file,
                  "{}: tensor \"{}\" data [{}, {}) lies outside the file ({} bytes): the file is "
                  "truncated or the offset is wrong",

@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/error.h"
+
 namespace mw::gguf {
 
 inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as little-endian u32
@@ -86,6 +88,23 @@ struct ParseOptions {
     // Accept a file whose tensor data lies (partly) beyond the bytes given: for reading the header
     // of a partial download. Tensor data pointers are then null.
     bool header_only = false;
+    // Nonzero: the bytes given are the first bytes of a file of this size (a remote file read
+    // with range requests). Sizes and counts are checked against the whole file, as when it is
+    // all there, and a header that goes on past the bytes given throws NeedMoreBytes instead of
+    // a truncation error. Implies header_only.
+    uint64_t file_size = 0;
+};
+
+// Thrown by GgufFile::parse with ParseOptions::file_size when the header continues beyond the
+// bytes given: `needed` is the length of prefix that the failed read needed (more may follow).
+class NeedMoreBytes : public Error {
+  public:
+    NeedMoreBytes(const std::string& message, uint64_t needed)
+        : Error(ErrorKind::bad_file, message), needed_(needed) {}
+    uint64_t needed() const { return needed_; }
+
+  private:
+    uint64_t needed_;
 };
 
 class GgufFile {

@@ -60,29 +60,40 @@ json row_json(const PlanRow& r) {
 
 json model_json(const PlannedModel& m) {
     const HParams& hp = m.facts.hp;
-    return {{"name", m.name},
-            {"source", m.source},
-            {"origin", m.origin},
-            {"arch", hp.arch},
-            {"quant", m.facts.quant},
-            {"n_params", m.facts.n_params},
-            {"n_vocab", hp.n_vocab},
-            {"n_ctx_train", hp.n_ctx_train},
-            {"n_embd", hp.n_embd},
-            {"n_layer", hp.n_layer},
-            {"n_head", hp.n_head},
-            {"n_head_kv", hp.n_head_kv},
-            {"head_dim_k", hp.head_dim_k},
-            {"head_dim_v", hp.head_dim_v},
-            {"n_expert", hp.n_expert},
-            {"n_expert_used", hp.n_expert_used},
-            {"weights_bytes", m.facts.weights_bytes},
-            {"header_bytes", m.facts.header_bytes},
-            {"decode_bytes_per_token", m.facts.bytes_per_token},
-            {"prefill_flops_per_token", m.facts.flops_per_token},
-            {"kv_bytes_per_token", m.kv_bytes_per_token},
-            {"runnable", m.facts.runnable},
-            {"note", m.facts.note}};
+    json j = {{"name", m.name},
+              {"source", m.source},
+              {"origin", m.origin},
+              {"arch", hp.arch},
+              {"quant", m.facts.quant},
+              {"n_params", m.facts.n_params},
+              {"n_vocab", hp.n_vocab},
+              {"n_ctx_train", hp.n_ctx_train},
+              {"n_embd", hp.n_embd},
+              {"n_layer", hp.n_layer},
+              {"n_head", hp.n_head},
+              {"n_head_kv", hp.n_head_kv},
+              {"head_dim_k", hp.head_dim_k},
+              {"head_dim_v", hp.head_dim_v},
+              {"n_expert", hp.n_expert},
+              {"n_expert_used", hp.n_expert_used},
+              {"weights_bytes", m.facts.weights_bytes},
+              {"header_bytes", m.facts.header_bytes},
+              {"decode_bytes_per_token", m.facts.bytes_per_token},
+              {"prefill_flops_per_token", m.facts.flops_per_token},
+              {"kv_bytes_per_token", m.kv_bytes_per_token},
+              {"runnable", m.facts.runnable},
+              {"note", m.facts.note}};
+    if (m.remote) {
+        const RemoteSource& r = *m.remote;
+        j["remote"] = {{"url", r.url},
+                       {"resolved_url", r.resolved_url},
+                       {"file_bytes", r.file_bytes},
+                       {"bytes_read", r.bytes_read},
+                       {"requests", r.requests},
+                       {"etag", r.etag},
+                       {"sha256", r.sha256}};
+    }
+    return j;
 }
 
 std::string key_string(const json& j, const char* key) {
@@ -155,7 +166,7 @@ PlanRequest plan_request_from_json(const std::string& text) {
     for (const json& m : j.value("models", json::array())) {
         if (!m.is_object() || m.size() != 1) {
             fail(ErrorKind::invalid_argument,
-                 "plan request: a model is {{\"file\": PATH}}, "
+                 "plan request: a model is {{\"file\": PATH}}, {{\"url\": URL}}, "
                  "{{\"hf_config\": PATH}} or {{\"catalogue\": NAME}}, not {}",
                  m.dump());
         }
@@ -165,6 +176,8 @@ PlanRequest plan_request_from_json(const std::string& text) {
         const std::string v = key_string(value, kind.c_str());
         if (kind == "file") {
             r.models.push_back({ModelSource::Kind::file, v});
+        } else if (kind == "url") {
+            r.models.push_back({ModelSource::Kind::url, v});
         } else if (kind == "hf_config") {
             r.models.push_back({ModelSource::Kind::hf_config, v});
         } else if (kind == "catalogue" && v == "all") {

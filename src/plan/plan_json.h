@@ -10,7 +10,7 @@
 
 namespace mw {
 
-// {"models": [{"file": P} | {"hf_config": P} | {"catalogue": NAME | "all"}],
+// {"models": [{"file": P} | {"url": URL} | {"hf_config": P} | {"catalogue": NAME | "all"}],
 //  "devices": ["this" | PROFILE_ID | {"ram": "16G", "bandwidth": "68G", "os_reserve": "4G"}],
 //  "ctx": 4096, "kv_type": "f16", "quants": ["Q4_K_M"], "batch": 512, "threads": 0,
 //  "best_only": false}; every key optional. Throws ErrorKind::invalid_argument naming the key.

@@ -10,6 +10,7 @@
 #include "format/gguf_writer.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
+#include "net/remote_header.h"
 #include "plan/catalogue.h"
 #include "plan/device_cache.h"
 #include "plan/probe.h"
@@ -213,8 +214,9 @@ Header parse_file_header(const std::string& path) {
     try {
         const gguf::GgufFile full =
             gguf::GgufFile::parse(h.file.bytes(), path, {.header_only = true});
-        h.gguf = gguf::GgufFile::parse(h.file.bytes().first(size_t(full.data_offset())), path,
-                                       {.header_only = true});
+        // A file cut off in the padding before its data has only the bytes that are there.
+        const size_t end = size_t(std::min<uint64_t>(full.data_offset(), h.file.bytes().size()));
+        h.gguf = gguf::GgufFile::parse(h.file.bytes().first(end), path, {.header_only = true});
     } catch (const Error& e) {
         fail(e.kind(),
              "{} (planning needs the whole GGUF header; a partial download must hold at "
@@ -223,6 +225,22 @@ Header parse_file_header(const std::string& path) {
              e.what(), h.file.file_size());
     }
     return h;
+}
+
+// Reads the header of a remote file with range requests and parses it as parse_file_header
+// does (the bytes up to the tensor data); `remote` says what it cost.
+Header parse_remote_header(const std::string& url, RemoteSource* remote) {
+    net::RemoteHeader r = net::fetch_gguf_header(url);
+    if (remote) {
+        remote->url = r.file.name.url;
+        remote->resolved_url = r.file.resolved_url;
+        remote->file_bytes = r.file.size;
+        remote->bytes_read = r.bytes_read;
+        remote->requests = r.requests;
+        remote->etag = r.file.etag;
+        remote->sha256 = r.file.sha256;
+    }
+    return parse_written(std::move(r.bytes), url);
 }
 
 // The recipe a file says it was made with (general.file_type), else its mix of tensor types.
@@ -379,15 +397,18 @@ Recommendation recommend(const std::string& model, const std::vector<Variant>& v
 std::vector<Variant> variants_of(const ModelSource& src, const std::vector<QuantRecipe>& quants,
                                  PlannedModel& planned) {
     std::vector<Variant> out;
-    if (src.kind == ModelSource::Kind::file) {
-        const Header h = parse_file_header(src.value);
+    if (src.kind == ModelSource::Kind::file || src.kind == ModelSource::Kind::url) {
+        const bool remote = src.kind == ModelSource::Kind::url;
+        if (remote) planned.remote.emplace();
+        const Header h = remote ? parse_remote_header(src.value, &*planned.remote)
+                                : parse_file_header(src.value);
         Variant own;
         own.facts = model_facts(h.gguf, "");
         own.label = file_type_label(h.gguf, own.facts);
         own.facts.quant = own.label;
         own.file_type = true;
         planned.name = own.facts.name;
-        planned.source = "gguf";
+        planned.source = remote ? "url" : "gguf";
         planned.origin = src.value;
         const HParams hp = own.facts.hp;
         for (QuantRecipe q : quants) {
@@ -637,9 +658,17 @@ PlanResult make_plan(const PlanRequest& request) {
 }
 
 FitCheck check_fit(const std::string& path, const RunSettings& run) {
-    const Header h = parse_file_header(path);
-    Variant own{"", true, model_facts(h.gguf, "")};
-    own.label = file_type_label(h.gguf, own.facts);
+    const Header h =
+        net::is_remote(path) ? parse_remote_header(path, nullptr) : parse_file_header(path);
+    FitCheck c = check_fit(h.gguf, run);
+    if (c.fit == Fit::no) c.message += "\nUse --force to run anyway.";
+    return c;
+}
+
+FitCheck check_fit(const gguf::GgufFile& header, const RunSettings& run) {
+    const std::string& path = header.name();
+    Variant own{"", true, model_facts(header, "")};
+    own.label = file_type_label(header, own.facts);
 
     FitCheck c;
     c.memory = plan_memory(own.facts, run);
@@ -696,7 +725,7 @@ FitCheck check_fit(const std::string& path, const RunSettings& run) {
     }
     const HParams hp = own.facts.hp;
     for (QuantRecipe q : {QuantRecipe::Q4_K_M, QuantRecipe::Q3_K_M, QuantRecipe::Q2_K}) {
-        const Header rh = parse_written(requantized_header(h.gguf, hp, q), path);
+        const Header rh = parse_written(requantized_header(header, hp, q), path);
         ModelFacts f = model_facts(rh.gguf, recipe_name(q));
         f.header_bytes = own.facts.header_bytes;
         f.n_merges = own.facts.n_merges;
@@ -717,7 +746,6 @@ FitCheck check_fit(const std::string& path, const RunSettings& run) {
         c.message += "Configurations that fit:";
         for (const std::string& o : options) c.message += "\n  " + o;
     }
-    c.message += "\nUse --force to run anyway.";
     return c;
 }
 

@@ -80,9 +80,20 @@ SpeedEstimate estimate_speed(const ModelFacts& facts, const MemoryPlan& memory,
 // ---- Plans over models x devices x quantizations --------------------------------------------
 
 struct ModelSource {
-    enum class Kind { file, hf_config, catalogue };
+    enum class Kind { file, url, hf_config, catalogue };
     Kind kind;
-    std::string value;  // path, or catalogue name
+    std::string value;  // path, URL (http, https, hf://), or catalogue name
+};
+
+// A model planned from a server: its header read with range requests, nothing else.
+struct RemoteSource {
+    std::string url;           // fetched (an hf:// name mapped to its resolve URL)
+    std::string resolved_url;  // after redirects
+    uint64_t file_bytes = 0;   // the whole file, as the server says
+    uint64_t bytes_read = 0;   // to read the header, in all requests
+    int requests = 0;
+    std::string etag;
+    std::string sha256;  // from the server's ETag or X-Linked-Etag, when it is one
 };
 
 struct PlanRequest {
@@ -121,10 +132,11 @@ struct Recommendation {
 
 struct PlannedModel {
     std::string name;
-    std::string source;               // "gguf", "hf_config", "catalogue"
-    std::string origin;               // path or catalogue id
-    ModelFacts facts;                 // of its own type (file) or of Q4_K_M
-    uint64_t kv_bytes_per_token = 0;  // at the requested KV type
+    std::string source;                  // "gguf", "url", "hf_config", "catalogue"
+    std::string origin;                  // path, URL or catalogue id
+    std::optional<RemoteSource> remote;  // for a URL
+    ModelFacts facts;                    // of its own type (file) or of Q4_K_M
+    uint64_t kv_bytes_per_token = 0;     // at the requested KV type
 };
 
 struct PlanResult {
@@ -146,8 +158,11 @@ struct FitCheck {
     std::string
         message;  // the numbers, and when it does not fit the nearest configurations that do
 };
-// Plans the file (header only) with these settings against the memory available now.
+// Plans the file (header only; a path or a URL) with these settings against the memory
+// available now. When it does not fit, the message ends by pointing at --force.
 FitCheck check_fit(const std::string& path, const RunSettings& run);
+// The same for a parsed header (named by header.name()), without the --force line.
+FitCheck check_fit(const gguf::GgufFile& header, const RunSettings& run);
 
 // "f16", "q8_0": the KV cache type names the CLI uses.
 std::optional<GgmlType> kv_type_from_name(const std::string& name);

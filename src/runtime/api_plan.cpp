@@ -1,5 +1,6 @@
 // The C API of the planner and the probe (include/memwall.h, "Planning"): JSON in and out, every
 // exception turned into NULL or a status plus mw_last_error().
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -13,6 +14,7 @@
 #include "plan/plan_json.h"
 #include "plan/planner.h"
 #include "runtime/api_error.h"
+#include "runtime/api_fit.h"
 
 namespace {
 
@@ -46,6 +48,35 @@ mw::GgmlType kv_type(mw_type t, const char* which) {
 }
 
 }  // namespace
+
+namespace mw {
+
+RunSettings run_settings_from(const mw_context_params& p) {
+    RunSettings run;
+    run.n_ctx = p.n_ctx;
+    run.n_batch = p.n_batch;
+    run.n_threads = p.n_threads;
+    run.type_k = kv_type(p.type_k, "keys");
+    run.type_v = kv_type(p.type_v, "values");
+    return run;
+}
+
+void fit_to_c(const FitCheck& c, mw_fit* out) {
+    std::memset(out, 0, sizeof *out);
+    out->verdict = c.fit == Fit::yes ? MW_FIT_YES : c.fit == Fit::tight ? MW_FIT_TIGHT : MW_FIT_NO;
+    out->n_ctx = c.memory.n_ctx;
+    out->weights_bytes = c.memory.weights_bytes;
+    out->kv_bytes = c.memory.kv_bytes;
+    out->compute_bytes = c.memory.compute_bytes;
+    out->overhead_bytes = c.memory.overhead_bytes;
+    out->total_bytes = c.memory.total_bytes();
+    out->available_bytes = c.available_bytes;
+    const size_t n = std::min(c.message.size(), sizeof out->message - 1);
+    std::memcpy(out->message, c.message.data(), n);
+    out->message[n] = '\0';
+}
+
+}  // namespace mw
 
 extern "C" {
 
@@ -106,28 +137,7 @@ mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit
     }
     std::memset(out, 0, sizeof *out);
     const mw_context_params p = params ? *params : mw_context_default_params();
-    return guarded([&] {
-        mw::RunSettings run;
-        run.n_ctx = p.n_ctx;
-        run.n_batch = p.n_batch;
-        run.n_threads = p.n_threads;
-        run.type_k = kv_type(p.type_k, "keys");
-        run.type_v = kv_type(p.type_v, "values");
-        const mw::FitCheck c = mw::check_fit(path, run);
-        out->verdict = c.fit == mw::Fit::yes     ? MW_FIT_YES
-                       : c.fit == mw::Fit::tight ? MW_FIT_TIGHT
-                                                 : MW_FIT_NO;
-        out->n_ctx = c.memory.n_ctx;
-        out->weights_bytes = c.memory.weights_bytes;
-        out->kv_bytes = c.memory.kv_bytes;
-        out->compute_bytes = c.memory.compute_bytes;
-        out->overhead_bytes = c.memory.overhead_bytes;
-        out->total_bytes = c.memory.total_bytes();
-        out->available_bytes = c.available_bytes;
-        const size_t n = std::min(c.message.size(), sizeof out->message - 1);
-        std::memcpy(out->message, c.message.data(), n);
-        out->message[n] = '\0';
-    });
+    return guarded([&] { mw::fit_to_c(mw::check_fit(path, mw::run_settings_from(p)), out); });
 }
 
 char* mw_device_record_bench(const mw_bench_record* record) {

@@ -19,7 +19,7 @@ void add_plan_command(CLI::App& app) {
         "arguments: a 35B dense model and a 30B MoE; no --device: this machine and 12/16/24 GB "
         "phones)");
     struct Options {
-        std::vector<std::string> files, configs, models, devices, quants;
+        std::vector<std::string> files, configs, models, devices, quants, positional;
         std::string ram, bandwidth, os_reserve;
         uint32_t n_ctx = 4096;
         uint32_t n_batch = 512;
@@ -30,8 +30,11 @@ void add_plan_command(CLI::App& app) {
         bool best_only = false;
     };
     auto opt = std::make_shared<Options>();
+    cmd->add_option("model", opt->positional,
+                    "GGUF file, URL (http, https, hf://OWNER/REPO/FILE) or catalogue model");
     cmd->add_option("-m,--file", opt->files,
-                    "GGUF file (only its header is read: a partial download works)");
+                    "GGUF file or URL (only its header is read: a partial download works; a "
+                    "remote file is read with range requests)");
     cmd->add_option("--config", opt->configs, "Hugging Face config.json");
     cmd->add_option("--model", opt->models,
                     "Model from the built-in catalogue (see --list), or all");
@@ -80,11 +83,19 @@ void add_plan_command(CLI::App& app) {
                         {"kv_type", o.kv_type},
                         {"best_only", o.best_only}};
         json models = json::array(), devices = json::array();
-        for (const std::string& f : o.files) models.push_back({{"file", f}});
+        auto is_url = [](const std::string& m) {
+            for (const char* scheme : {"http://", "https://", "hf://"}) {
+                if (m.rfind(scheme, 0) == 0) return true;
+            }
+            return false;
+        };
+        for (const std::string& f : o.files) models.push_back({{is_url(f) ? "url" : "file", f}});
         for (const std::string& c : o.configs) models.push_back({{"hf_config", c}});
-        for (const std::string& m : o.models) {
+        std::vector<std::string> names = o.positional;
+        names.insert(names.end(), o.models.begin(), o.models.end());
+        for (const std::string& m : names) {
             const bool is_file = m.size() > 5 && m.compare(m.size() - 5, 5, ".gguf") == 0;
-            models.push_back({{is_file ? "file" : "catalogue", m}});
+            models.push_back({{is_url(m) ? "url" : is_file ? "file" : "catalogue", m}});
         }
         for (const std::string& d : o.devices) devices.push_back(d);
         if (o.ram.empty() && !o.bandwidth.empty())

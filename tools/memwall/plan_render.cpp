@@ -97,6 +97,16 @@ void print_plan(const json& plan) {
     for (const json& m : plan["models"]) {
         const std::string name = m["name"].get<std::string>();
         fmt::print("\n{}\n", model_summary(m, kv_type));
+        if (m.contains("remote")) {
+            const json& r = m["remote"];
+            fmt::print("  remote: read {} of the {} file ({} bytes in {} range request{}){}\n",
+                       human_bytes(r["bytes_read"].get<double>()),
+                       human_bytes(r["file_bytes"].get<double>()), r["bytes_read"].get<uint64_t>(),
+                       r["requests"].get<int>(), r["requests"].get<int>() == 1 ? "" : "s",
+                       r["sha256"].get<std::string>().empty()
+                           ? ""
+                           : ", SHA-256 " + r["sha256"].get<std::string>() + " (server)");
+        }
         if (!m["runnable"].get<bool>()) fmt::print("  note: {}\n", m["note"].get<std::string>());
         // Rows of this model, grouped by quantization in plan order, one cell per device.
         std::vector<std::string> quants;
