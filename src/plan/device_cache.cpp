@@ -115,6 +115,8 @@ std::string measured_device_to_json(const MeasuredDevice& m) {
               {"measured_at", m.measured_at}};
     if (m.decode_efficiency) j["decode_efficiency"] = *m.decode_efficiency;
     if (m.prefill_gflops) j["prefill_gflops"] = *m.prefill_gflops;
+    if (m.decode_tok_s) j["decode_tok_s"] = *m.decode_tok_s;
+    if (m.decode_bytes_per_token) j["decode_bytes_per_token"] = *m.decode_bytes_per_token;
     return j.dump(1);
 }
 
@@ -134,6 +136,10 @@ MeasuredDevice measured_device_from_json(const std::string& text) {
     m.measured_at = j.value("measured_at", int64_t(0));
     if (j.contains("decode_efficiency")) m.decode_efficiency = j["decode_efficiency"].get<double>();
     if (j.contains("prefill_gflops")) m.prefill_gflops = j["prefill_gflops"].get<double>();
+    if (j.contains("decode_tok_s")) m.decode_tok_s = j["decode_tok_s"].get<double>();
+    if (j.contains("decode_bytes_per_token")) {
+        m.decode_bytes_per_token = j["decode_bytes_per_token"].get<uint64_t>();
+    }
     return m;
 }
 
@@ -170,6 +176,8 @@ MeasuredDevice probe_device(const ProbeOptions& options) {
     if (const auto old = cached_device()) {
         m.decode_efficiency = old->decode_efficiency;
         m.prefill_gflops = old->prefill_gflops;
+        m.decode_tok_s = old->decode_tok_s;
+        m.decode_bytes_per_token = old->decode_bytes_per_token;
     }
     if (options.write_cache) write_cache(m);
     return m;
@@ -189,6 +197,10 @@ DeviceProfile device_from_measurement(const MeasuredDevice& m, const MemoryNow& 
     d.prefill_gflops = m.prefill_gflops.value_or(m.matmul_gflops * 0.85);
     d.source = "measured";
     d.n_threads = m.bandwidth.n_threads ? m.bandwidth.n_threads : m.system.engine_threads;
+    if (m.decode_tok_s && m.decode_bytes_per_token) {
+        d.measured_decode_tok_s = *m.decode_tok_s;
+        d.measured_decode_bytes_per_token = *m.decode_bytes_per_token;
+    }
     return d;
 }
 
@@ -205,6 +217,8 @@ std::string record_bench_result(double decode_tok_s, uint64_t decode_bytes_per_t
     if (decode_tok_s > 0 && decode_bytes_per_token > 0 && m->bandwidth.read_bytes_per_s > 0) {
         const double ceiling = m->bandwidth.read_bytes_per_s / double(decode_bytes_per_token);
         m->decode_efficiency = decode_tok_s / ceiling;
+        m->decode_tok_s = decode_tok_s;
+        m->decode_bytes_per_token = decode_bytes_per_token;
     }
     if (prompt_tok_s > 0 && prompt_flops_per_token > 0) {
         m->prefill_gflops = prompt_tok_s * prompt_flops_per_token / 1e9;

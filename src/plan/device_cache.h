@@ -24,6 +24,9 @@ struct MeasuredDevice {
     std::optional<double> decode_efficiency;
     // Written by `bench`: measured prompt tok/s x FLOPs per token.
     std::optional<double> prefill_gflops;
+    // Written by `bench`: the decode speed measured and the bytes per token of its model.
+    std::optional<double> decode_tok_s;
+    std::optional<uint64_t> decode_bytes_per_token;
 };
 
 // The engine's decode efficiency before `bench` has measured it: the share of the probe's read

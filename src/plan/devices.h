@@ -28,6 +28,10 @@ struct DeviceProfile {
     double prefill_gflops = 0;
     std::string source;  // "built-in", "explicit", "measured"
     int n_threads = 0;   // threads decoding uses there (sizes the per-thread scratch)
+    // This machine: the decode speed `bench --record` measured, and the weight bytes per token
+    // of that model (0 when none was recorded); the measured point of `plan --plot`.
+    double measured_decode_tok_s = 0;
+    uint64_t measured_decode_bytes_per_token = 0;
 
     uint64_t usable_bytes() const {
         return ram_bytes > os_reserve_bytes ? ram_bytes - os_reserve_bytes : 0;

@@ -1,9 +1,12 @@
 #include "plan/plan_json.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "plan/catalogue.h"
+#include "runtime/speed_label.h"
+#include "runtime/thread_pool.h"
 
 namespace mw {
 namespace {
@@ -11,17 +14,22 @@ namespace {
 using nlohmann::json;
 
 json device_json(const DeviceProfile& d) {
-    return {{"id", d.id},
-            {"name", d.name},
-            {"source", d.source},
-            {"ram_bytes", d.ram_bytes},
-            {"os_reserve_bytes", d.os_reserve_bytes},
-            {"usable_bytes", d.usable_bytes()},
-            {"bandwidth_bytes_per_s", d.bandwidth_bytes_per_s},
-            {"decode_efficiency", d.decode_efficiency},
-            {"efficiency_source", d.efficiency_source},
-            {"prefill_gflops", d.prefill_gflops},
-            {"threads", d.n_threads}};
+    json j = {{"id", d.id},
+              {"name", d.name},
+              {"source", d.source},
+              {"ram_bytes", d.ram_bytes},
+              {"os_reserve_bytes", d.os_reserve_bytes},
+              {"usable_bytes", d.usable_bytes()},
+              {"bandwidth_bytes_per_s", d.bandwidth_bytes_per_s},
+              {"decode_efficiency", d.decode_efficiency},
+              {"efficiency_source", d.efficiency_source},
+              {"prefill_gflops", d.prefill_gflops},
+              {"threads", d.n_threads}};
+    if (d.measured_decode_tok_s > 0 && d.measured_decode_bytes_per_token > 0) {
+        j["measured_decode_tok_s"] = d.measured_decode_tok_s;
+        j["measured_decode_bytes_per_token"] = d.measured_decode_bytes_per_token;
+    }
+    return j;
 }
 
 json row_json(const PlanRow& r) {
@@ -192,11 +200,30 @@ std::string plan_result_to_json(const PlanResult& result) {
          recs = json::array();
     for (const PlannedModel& m : result.models) models.push_back(model_json(m));
     for (const DeviceProfile& d : result.devices) devices.push_back(device_json(d));
-    for (const PlanRow& r : result.rows) rows.push_back(row_json(r));
+    // The conditions the predicted speeds hold for, stated as a measured speed states them.
+    auto with_conditions = [&result](const PlanRow& r) {
+        json j = row_json(r);
+        SpeedConditions c;
+        c.type_k = result.run.type_k;
+        c.type_v = result.run.type_v;
+        // The threads the plan assumed, resolved as the planner resolves them.
+        c.threads = result.run.n_threads;
+        for (const DeviceProfile& d : result.devices) {
+            if (d.id == r.device && c.threads <= 0) c.threads = d.n_threads;
+        }
+        if (c.threads <= 0) c.threads = default_thread_count();
+        c.n_gen = -1;  // one token at a time, from an empty cache
+        j["decode_conditions"] = speed_label(c);
+        c.n_gen = 0;
+        c.n_prompt = int(std::min<uint32_t>(r.memory.n_ctx, 512));
+        j["prefill_conditions"] = speed_label(c);
+        return j;
+    };
+    for (const PlanRow& r : result.rows) rows.push_back(with_conditions(r));
     for (const Recommendation& r : result.recommendations) {
         json rec = {
             {"model", r.model}, {"device", r.device}, {"found", r.found}, {"advice", r.advice}};
-        if (r.found) rec["row"] = row_json(r.row);
+        if (r.found) rec["row"] = with_conditions(r.row);
         recs.push_back(rec);
     }
     const json out = {{"ctx", result.run.n_ctx},

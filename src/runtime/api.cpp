@@ -10,6 +10,7 @@
 #include "memwall.h"
 #include "model/sampler.h"
 #include "runtime/api_error.h"
+#include "runtime/api_model.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 #include "tensor/cpu_features.h"
@@ -79,6 +80,9 @@ void set_api_last_error(const std::string& message) {
 }
 const LoadedModel* loaded_model_of(const mw_model* m) {
     return m ? m->loaded.get() : nullptr;
+}
+Context* context_of(mw_context* c) {
+    return c ? c->ctx.get() : nullptr;
 }
 }  // namespace mw
 

@@ -9,5 +9,7 @@ namespace mw {
 
 // Null for a null handle. Defined in api.cpp.
 const LoadedModel* loaded_model_of(const mw_model* model);
+class Context;
+Context* context_of(mw_context* ctx);
 
 }  // namespace mw
