@@ -104,6 +104,13 @@ int run_main_job() {
         for (const auto& [params, name] : too_large) names += (names.empty() ? "" : ", ") + name;
         fmt::print("Too large for the memory available now: {}\n", names);
     }
+    if (!plan["rows"].empty()) {
+        const json& r = plan["rows"][0];
+        fmt::print(
+            "Speeds at {} (decode: one token after an empty cache) and {} (prefill), each "
+            "row's KV type\n",
+            r.value("decode_conditions", ""), r.value("prefill_conditions", ""));
+    }
     fmt::print("\n+ memwall cannot run this architecture yet; planned with its real shapes.\n");
     fmt::print("Details:  memwall plan --model NAME --device this    (every quantization)\n");
     fmt::print("Run one:  memwall -m MODEL.gguf -p \"Hello\"          (plans it, then runs it)\n");
@@ -121,18 +128,19 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
     const json plan = take_json(mw_plan_json(request.dump().c_str()), "plan");
     for (const json& r : plan["rows"]) {
         if (!r["file_type"].get<bool>()) continue;
-        fmt::print(stderr,
-                   "plan: {} ({}) with {} tokens needs {} (weights {}, KV cache {}, compute {}, "
-                   "overhead {}); {} available: fits {}; decode ~{} tok/s expected (ceiling {})\n",
-                   path, r["quant"].get<std::string>(), r["ctx"].get<int>(),
-                   human_bytes(r["total_bytes"].get<double>()),
-                   human_bytes(r["weights_bytes"].get<double>()),
-                   human_bytes(r["kv_bytes"].get<double>()),
-                   human_bytes(r["compute_bytes"].get<double>()),
-                   human_bytes(r["overhead_bytes"].get<double>()),
-                   human_bytes(r["usable_bytes"].get<double>()), r["fits"].get<std::string>(),
-                   human_rate(r["decode_tok_s_expected"].get<double>()),
-                   human_rate(r["decode_tok_s_ceiling"].get<double>()));
+        fmt::print(
+            stderr,
+            "plan: {} ({}) with {} tokens needs {} (weights {}, KV cache {}, compute {}, "
+            "overhead {}); {} available: fits {}; decode ~{} tok/s expected (ceiling {}; "
+            "{})\n",
+            path, r["quant"].get<std::string>(), r["ctx"].get<int>(),
+            human_bytes(r["total_bytes"].get<double>()),
+            human_bytes(r["weights_bytes"].get<double>()), human_bytes(r["kv_bytes"].get<double>()),
+            human_bytes(r["compute_bytes"].get<double>()),
+            human_bytes(r["overhead_bytes"].get<double>()),
+            human_bytes(r["usable_bytes"].get<double>()), r["fits"].get<std::string>(),
+            human_rate(r["decode_tok_s_expected"].get<double>()),
+            human_rate(r["decode_tok_s_ceiling"].get<double>()), r.value("decode_conditions", ""));
         if (!r["runnable"].get<bool>())
             fmt::print(stderr, "plan: {}\n", r["note"].get<std::string>());
     }
