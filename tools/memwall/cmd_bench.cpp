@@ -124,6 +124,7 @@ void add_bench_command(CLI::App& app) {
         if (thread_counts.empty()) fail("-t: empty list");
         if (o.sustained.requested()) {
             if (thread_counts.size() > 1) fail("bench --duration: give one thread count (-t)");
+            if (o.record) fail("bench: --record stores what -p/-n measure, not --duration");
             run_sustained_bench(
                 {o.model, o.n_prompt, o.n_gen, o.n_depth, thread_counts[0], o.n_batch,
                  parse_kv_type(o.ctk, "-ctk"), parse_kv_type(o.ctv, "-ctv"), o.csv, o.as_json},
