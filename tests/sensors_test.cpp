@@ -127,8 +127,8 @@ TEST(Sensors, MissingSensorsAreReportedNotErrors) {
 }
 
 TEST(Sensors, UnreadableSensorsAreReportedAsMissing) {
-    // A sensor file that cannot be read: here a folder where the file should be (EISDIR), which
-    // works whoever runs the test; permission bits below, when not running as root.
+    // A sensor file that cannot be read: a folder where the file should be (EISDIR), which works
+    // whoever runs the test (permission bits: the next test, when not running as root).
     const std::string root = test::temp_dir();
     mkdirs(root + "/class/powercap/intel-rapl:0/energy_uj");
     put(root, "class/thermal/thermal_zone0/type", "cpu\n");
@@ -143,7 +143,9 @@ TEST(Sensors, UnreadableSensorsAreReportedAsMissing) {
     const auto w = r.take_warnings();
     ASSERT_EQ(w.size(), 1u);
     EXPECT_NE(w[0].find("cannot be read"), std::string::npos) << w[0];
+}
 
+TEST(Sensors, PermissionDeniedIsReportedAsMissing) {
     if (::geteuid() == 0) {
         GTEST_SKIP() << "running as root: permission bits do not stop reads, so the chmod 000 "
                         "case (RAPL counters are root-only since Linux 5.10) is not exercised";
