@@ -107,7 +107,7 @@ function plot(file) {
     const value = (peer, field) => keys.map(k => results.find(r => `${r.model}|${r.threads}` === k && (peer === null || r.peer === peer))?.[field] ?? null);
     const panel = (title, y, mine, theirs) => ({title, y_label: y, groups,
         series: [{name: "memwall", values: value(null, mine)}, ...peers.map(([name]) => ({name, values: value(name, theirs)}))]});
-    const ratios = results.map(r => `${basename(r.model, ".gguf")} t=${r.threads}: pp x${r.pp_ratio.toFixed(2)}, tg x${r.tg_ratio.toFixed(2)} vs ${r.peer.split(" ")[0]}`);
+    const ratios = results.map(r => `${basename(r.model, ".gguf")} t=${r.threads}: pp x${r.pp_ratio.toFixed(2)}, tg x${r.tg_ratio.toFixed(2)} vs ${r.peer.match(/\((.*)\)/)?.[1] ?? r.peer}`);
     const spec = {chart: "bars", title: "memwall against llama.cpp, same files, same threads",
         subtitle: [`median of ${opt.rounds} alternating rounds of ${opt.r} repetitions; prompt pp${opt.p} d0, decode tg${opt.n} d0, kv f16, no sampler`],
         footer: ["ratio memwall / peer (> 1: memwall faster): " + ratios.join("; ")],
