@@ -4,14 +4,17 @@
 // compare ratios, not absolute numbers from different moments).
 //
 // usage: node compare.mjs [--memwall BIN] [--llama-bench BIN] [-p 512] [-n 128] [-t 1,2]
-//                         [-r 3] [--rounds 3] [--json] MODEL.gguf...
+//                         [-r 3] [--rounds 3] [--json] [--plot FILE.svg] MODEL.gguf...
+// --plot draws the medians as bars with `memwall plot` (the chart code is the library's).
 import {execFileSync} from "node:child_process";
-import {dirname, join} from "node:path";
+import {mkdtempSync, rmSync, writeFileSync} from "node:fs";
+import {tmpdir} from "node:os";
+import {basename, dirname, join} from "node:path";
 import {fileURLToPath} from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const opt = {memwall: join(here, "..", "build", "release", "bin", "memwall"), llamaBench: null,
-             p: 512, n: 128, t: "1,2", r: 3, rounds: 3, json: false, models: []};
+             p: 512, n: 128, t: "1,2", r: 3, rounds: 3, json: false, plot: null, models: []};
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = argv[i + 1];
@@ -23,11 +26,12 @@ for (let i = 0; i < argv.length; i++) {
     else if (a === "-r") { opt.r = Number(v); i++; }
     else if (a === "--rounds") { opt.rounds = Number(v); i++; }
     else if (a === "--json") { opt.json = true; }
+    else if (a === "--plot") { opt.plot = v; i++; }
     else if (a.startsWith("-")) { console.error(`compare: unknown option ${a}`); process.exit(2); }
     else opt.models.push(a);
 }
 if (opt.models.length === 0) {
-    console.error("usage: bench/compare [--memwall BIN] [--llama-bench BIN] [-p N] [-n N] [-t 1,2] [-r N] [--rounds N] MODEL.gguf...");
+    console.error("usage: bench/compare [--memwall BIN] [--llama-bench BIN] [-p N] [-n N] [-t 1,2] [-r N] [--rounds N] [--json] [--plot FILE.svg] MODEL.gguf...");
     process.exit(2);
 }
 
@@ -91,3 +95,31 @@ if (opt.json) {
     }
     console.log(`\nratios are medians over ${opt.rounds} alternating rounds (memwall / peer; > 1 means memwall is faster)`);
 }
+
+// Bars of the medians: prompt and decode tok/s per model and thread count, memwall beside each peer.
+function plot(file) {
+    const groups = [];
+    const keys = [];
+    for (const r of results) {
+        const key = `${r.model}|${r.threads}`;
+        if (!keys.includes(key)) { keys.push(key); groups.push(`${basename(r.model, ".gguf")}\nt=${r.threads}`); }
+    }
+    const value = (peer, field) => keys.map(k => results.find(r => `${r.model}|${r.threads}` === k && (peer === null || r.peer === peer))?.[field] ?? null);
+    const panel = (title, y, mine, theirs) => ({title, y_label: y, groups,
+        series: [{name: "memwall", values: value(null, mine)}, ...peers.map(([name]) => ({name, values: value(name, theirs)}))]});
+    const ratios = results.map(r => `${basename(r.model, ".gguf")} t=${r.threads}: pp x${r.pp_ratio.toFixed(2)}, tg x${r.tg_ratio.toFixed(2)} vs ${r.peer.match(/\((.*)\)/)?.[1] ?? r.peer}`);
+    const spec = {chart: "bars", title: "memwall against llama.cpp, same files, same threads",
+        subtitle: [`median of ${opt.rounds} alternating rounds of ${opt.r} repetitions; prompt pp${opt.p} d0, decode tg${opt.n} d0, kv f16, no sampler`],
+        footer: ["ratio memwall / peer (> 1: memwall faster): " + ratios.join("; ")],
+        panels: [panel(`prompt processing (pp${opt.p})`, "prompt (tok/s)", "memwall_pp", "peer_pp"),
+                 panel(`decode (tg${opt.n})`, "decode (tok/s)", "memwall_tg", "peer_tg")]};
+    const dir = mkdtempSync(join(tmpdir(), "memwall-compare-"));
+    try {
+        writeFileSync(join(dir, "bars.json"), JSON.stringify(spec));
+        run(opt.memwall, ["plot", join(dir, "bars.json"), "-o", file]);
+    } finally {
+        rmSync(dir, {recursive: true, force: true});
+    }
+    if (!opt.json) console.log(`chart: ${file}`);
+}
+if (opt.plot) plot(opt.plot);

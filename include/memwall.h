@@ -253,6 +253,128 @@ typedef struct mw_perf {
 MW_API mw_perf mw_context_perf(const mw_context* ctx);
 MW_API void mw_context_perf_reset(mw_context* ctx);
 
+/* The conditions behind a tok/s figure, stated beside it: "pp512 d0 t2 kv f16 no sampler",
+ * "tg64 d12 t2 kv f16 temp 0.8 top-k 40 top-p 0.95 min-p 0.05". */
+typedef struct mw_speed_conditions {
+    int32_t n_prompt;    /* prompt tokens processed in batches ("pp"); 0: none */
+    int32_t n_gen;       /* tokens generated one at a time ("tg"); 0: none; < 0: open-ended */
+    int32_t n_depth;     /* tokens in the KV cache when the measurement began */
+    int32_t n_depth_max; /* > n_depth: the cache grew to this (or shifted between the two) */
+    int32_t n_threads;
+    mw_type type_k;
+    mw_type type_v;
+    const mw_sampler_params* sampling; /* NULL: token ids were fed, no sampler ran */
+} mw_speed_conditions;
+
+/* Writes the label (NUL-terminated, truncated to buf_size); returns its full length. */
+MW_API int32_t mw_speed_label(const mw_speed_conditions* conditions, char* buf, size_t buf_size);
+
+/* ---- Pacing and sensors ------------------------------------------------------------------ */
+/* Sensors are read from sysfs: /sys, or the folder $MEMWALL_SYSFS_ROOT names, laid out the same
+ * way (tests, and replays of a phone's trace, use it): CPU frequency per core, thermal zones with
+ * their types, energy (powercap RAPL package counters, else a battery's power_now or
+ * current_now x voltage_now). A sensor that is absent or unreadable is reported as missing, never
+ * an error; a sensor file holding garbage (empty, negative, not a number) is skipped with a
+ * warning. */
+
+/* The sensors now, as JSON (free with mw_free_string()): {"root", "cpus": [0, 1, ...],
+ * "cpu_mhz": [...], "thermal_zones": [{"zone", "type", "celsius"}], "energy_source",
+ * "missing": [...], "warnings": [...]}; unreadable values are null. */
+MW_API char* mw_sensors_json(void);
+
+/* Sets the threads ctx decodes with, 1 to the count it was created with (pacing backs off so). */
+MW_API mw_status mw_context_set_threads(mw_context* ctx, int32_t n_threads);
+
+/* A pacer decides, after each decoded token, how the next one runs: with how many threads and
+ * after how long an idle gap. max_temp_c: at or above it, back off one level (one thread fewer,
+ * down to min_threads; then idle gaps of 1/4 to 8 times the token's time), again at once while
+ * the temperature still rises; recover one level per settle_s once hysteresis_c below it.
+ * max_tps: token starts at least 1/max_tps apart (a steady rate instead of bursts). */
+typedef struct mw_pacer mw_pacer;
+
+typedef struct mw_pacer_params {
+    double max_temp_c;     /* limit for the hottest thermal zone, °C; <= 0: none */
+    double hysteresis_c;   /* recover once this far below the limit (default 3) */
+    double max_tps;        /* tokens per second at most; <= 0: none */
+    const char* temp_zone; /* only zones whose type contains this text; NULL or "": all */
+    int32_t max_threads;   /* 0: the context's thread count at the first mw_pacer_pace() */
+    int32_t min_threads;   /* fewest threads a back-off leaves (default 1) */
+    double settle_s;       /* time between two recovery steps (default 2) */
+} mw_pacer_params;
+
+typedef struct mw_pace {
+    int32_t n_threads; /* threads for the next token */
+    double sleep_s;    /* idle gap before the next token (mw_pacer_pace() has slept it) */
+    double temp_c;     /* the temperature paced by; NaN when none was read */
+    int32_t level;     /* back-off level: 0 is full speed */
+    bool changed;      /* the level changed at this call: message says why */
+    char message[256]; /* e.g. "46.0 °C >= 45.0 °C (thermal_zone0 cpu): back off to 1 thread" */
+} mw_pace;
+
+MW_API mw_pacer_params mw_pacer_default_params(void);
+/* Finds the thermal zones (params may be NULL: no limits, which paces nothing). */
+MW_API mw_status mw_pacer_create(const mw_pacer_params* params, mw_pacer** out);
+MW_API void mw_pacer_free(mw_pacer* pacer);
+/* Why the pacer cannot do what it was asked (no readable thermal zone for max_temp_c), or NULL. */
+MW_API const char* mw_pacer_warning(const mw_pacer* pacer);
+/* Call after each token ctx decodes (out may be NULL): reads the clock and the sensors, decides,
+ * sets ctx's threads and sleeps the gap. */
+MW_API mw_status mw_pacer_pace(mw_pacer* pacer, mw_context* ctx, mw_pace* out);
+/* The decision alone, for loops that apply it themselves and for tests: now_s on any monotonic
+ * clock, temp_c the temperature to pace by or NaN to read the sensors. Nothing is slept. */
+MW_API mw_status mw_pacer_decide(mw_pacer* pacer, double now_s, double temp_c, mw_pace* out);
+/* One line for the end of a run: back-offs, recoveries, time backed off, the hottest reading,
+ * tok/s over the wall time. Valid until the next call on the pacer. */
+MW_API const char* mw_pacer_summary(mw_pacer* pacer);
+/* Sensor warnings raised since the last call, one per line ("" if none); valid until the next
+ * call on the pacer. */
+MW_API const char* mw_pacer_take_warnings(mw_pacer* pacer);
+
+/* Sustained speed: decode without pause (token ids in turn; a context shift keeping n_keep
+ * tokens when the cache is full) from the context's current cache for duration_s, recording per
+ * interval tok/s, CPU frequency per core, thermal zones, energy and RSS. */
+typedef struct mw_sustained_sample {
+    double t_s; /* end of the interval, seconds since the start */
+    int32_t n_tokens;
+    double tok_s;
+    int32_t n_threads;
+    double temp_c_max;   /* hottest thermal zone; NaN if none */
+    double cpu_mhz_mean; /* NaN if no frequency could be read */
+    double power_w;      /* mean over the interval; NaN without an energy sensor */
+    uint64_t rss_bytes;
+} mw_sustained_sample;
+
+typedef struct mw_sustained_params {
+    double duration_s;      /* default 60 */
+    double interval_s;      /* default 5 */
+    const mw_token* tokens; /* ids decoded in turn (required) */
+    int32_t n_tokens;
+    uint32_t n_keep;               /* tokens each context shift keeps (default 0) */
+    const mw_pacer_params* pacing; /* NULL: unpaced */
+    const char* model_path;        /* recorded in the document (may be NULL) */
+    /* Called after each interval (may be NULL); returning false stops the run there. */
+    bool (*progress)(const mw_sustained_sample* sample, void* user_data);
+    void* user_data;
+} mw_sustained_params;
+
+MW_API mw_sustained_params mw_sustained_default_params(void);
+/* The series and its summary as JSON (free with mw_free_string()); NULL on failure. Keys:
+ * "conditions" (mw_speed_label), "sensors" {"cpus", "thermal_zones", "energy_source", "missing",
+ * "warnings"}, "samples" [{"t_s", "seconds", "tokens", "tok_s", "n_past", "threads", "idle_s",
+ * "cpu_mhz", "temp_c", "power_w", "energy_j", "rss_bytes"}], "summary" {"tok_s", "window_s",
+ * "first_tok_s", "last_tok_s" (first and last min(60 s, half the run)), "drop_pct", "energy_j",
+ * "j_per_token", "mean_power_w", "temp_c_max", ...}. */
+MW_API char* mw_bench_sustained_json(mw_context* ctx, const mw_sustained_params* params);
+
+/* ---- Charts ------------------------------------------------------------------------------ */
+
+/* An SVG chart of a JSON document (free with mw_free_string()); NULL with mw_last_error() when
+ * the document is not one of: a sustained bench (mw_bench_sustained_json: speed, temperature,
+ * frequency and power over time); a plan (mw_plan_json: the decode roofline of each model); a bar
+ * chart {"chart": "bars", "title", "subtitle": [...], "footer": [...], "panels": [{"title",
+ * "y_label", "groups": [...], "series": [{"name", "values": [...]}]}]}. */
+MW_API char* mw_chart_svg(const char* document_json);
+
 /* ---- Planning: will a model fit, and how fast will it run -------------------------------- */
 /* The functions returning char* return a JSON document (UTF-8, NUL-terminated) that the caller
  * frees with mw_free_string(); NULL on failure, with mw_last_error() saying why. The keys are
@@ -405,6 +527,7 @@ typedef struct mw_perplexity_progress {
     double top1_agreement; /* so far, fraction */
     double elapsed_s;
     double tokens_per_s; /* chunk tokens per second (each model) */
+    int32_t n_threads;   /* threads evaluating */
 } mw_perplexity_progress;
 
 typedef struct mw_perplexity_params {
@@ -437,6 +560,7 @@ typedef struct mw_perplexity_result {
     double top1_agreement; /* fraction of scored positions where both models' argmax agree */
     double ppl_ratio;      /* PPL(model) / PPL(base) */
     double seconds;
+    int32_t n_threads;
 } mw_perplexity_result;
 
 MW_API mw_perplexity_params mw_perplexity_default_params(void);

@@ -28,6 +28,10 @@ struct DeviceProfile {
     double prefill_gflops = 0;
     std::string source;  // "built-in", "explicit", "measured"
     int n_threads = 0;   // threads decoding uses there (sizes the per-thread scratch)
+    // This machine: the decode speed `bench --record` measured, and the weight bytes per token
+    // of that model (0 when none was recorded); the measured point of `plan --plot`.
+    double measured_decode_tok_s = 0;
+    uint64_t measured_decode_bytes_per_token = 0;
 
     // Where the figures come from, so that a plan can say what is measured and what is assumed.
     std::string bandwidth_source;  // "spec peak", "given", "saved measurement", "measured now"

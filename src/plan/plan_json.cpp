@@ -1,11 +1,14 @@
 #include "plan/plan_json.h"
 
 #include <map>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "plan/catalogue.h"
 #include "plan/device_cache.h"
+#include "runtime/speed_label.h"
+#include "runtime/thread_pool.h"
 
 namespace mw {
 namespace {
@@ -13,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 json device_json(const DeviceProfile& d) {
-    return {{"id", d.id},
+    json j = {{"id", d.id},
             {"name", d.name},
             {"source", d.source},
             {"ram_bytes", d.ram_bytes},
@@ -31,6 +34,11 @@ json device_json(const DeviceProfile& d) {
             {"efficiency_measured_at", d.efficiency_measured_at},
             {"decode_spread", d.decode_spread},
             {"note", d.note}};
+    if (d.measured_decode_tok_s > 0 && d.measured_decode_bytes_per_token > 0) {
+        j["measured_decode_tok_s"] = d.measured_decode_tok_s;
+        j["measured_decode_bytes_per_token"] = d.measured_decode_bytes_per_token;
+    }
+    return j;
 }
 
 json row_json(const PlanRow& r) {
@@ -239,7 +247,8 @@ std::string plan_result_to_json(const PlanResult& result) {
     for (const PlannedModel& m : result.models) {
         if (m.source == "catalogue") catalogue_id[m.name] = m.origin;
     }
-    auto with_source = [&](const PlanRow& r) {
+    // The conditions the predicted speeds hold for, stated as a measured speed states them.
+    auto with_details = [&](const PlanRow& r) {
         json j = row_json(r);
         const auto it = catalogue_id.find(r.model);
         if (it != catalogue_id.end()) {
@@ -249,13 +258,27 @@ std::string plan_result_to_json(const PlanResult& result) {
                 j["hf_file"] = f.file;
             }
         }
+        SpeedConditions c;
+        c.type_k = result.run.type_k;
+        c.type_v = result.run.type_v;
+        // The threads the plan assumed, resolved as the planner resolves them.
+        c.threads = result.run.n_threads;
+        for (const DeviceProfile& d : result.devices) {
+            if (d.id == r.device && c.threads <= 0) c.threads = d.n_threads;
+        }
+        if (c.threads <= 0) c.threads = default_thread_count();
+        c.n_gen = -1;  // one token at a time, from an empty cache
+        j["decode_conditions"] = speed_label(c);
+        c.n_gen = 0;
+        c.n_prompt = int(std::min<uint32_t>(r.memory.n_ctx, 512));
+        j["prefill_conditions"] = speed_label(c);
         return j;
     };
-    for (const PlanRow& r : result.rows) rows.push_back(with_source(r));
+    for (const PlanRow& r : result.rows) rows.push_back(with_details(r));
     for (const Recommendation& r : result.recommendations) {
         json rec = {
             {"model", r.model}, {"device", r.device}, {"found", r.found}, {"advice", r.advice}};
-        if (r.found) rec["row"] = with_source(r.row);
+        if (r.found) rec["row"] = with_details(r.row);
         recs.push_back(rec);
     }
     const json out = {{"ctx", result.run.n_ctx},

@@ -10,6 +10,7 @@
 #include "memwall.h"
 #include "model/sampler.h"
 #include "runtime/api_error.h"
+#include "runtime/api_model.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 #include "tensor/cpu_features.h"

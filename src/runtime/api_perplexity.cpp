@@ -72,6 +72,7 @@ mw_status mw_perplexity(mw_model* model, mw_model* base, const char* text, size_
                 c.top1_agreement = pr.top1_agreement;
                 c.elapsed_s = pr.elapsed_s;
                 c.tokens_per_s = pr.tokens_per_s;
+                c.n_threads = pr.n_threads;
                 return p.progress(&c, p.user_data);
             };
         }
@@ -97,6 +98,7 @@ mw_status mw_perplexity(mw_model* model, mw_model* base, const char* text, size_
         out->top1_agreement = r.top1_agreement;
         out->ppl_ratio = r.ppl_ratio;
         out->seconds = r.seconds;
+        out->n_threads = r.n_threads;
     });
 }
 

@@ -48,6 +48,11 @@ class Context {
     uint32_t n_ctx() const { return kv_.n_ctx(); }
     uint32_t n_past() const { return kv_.n_past(); }
     int n_threads() const { return pool_.n_threads(); }
+    // Threads the pool was created with; set_threads() uses 1 to that many (pacing backs off).
+    int max_threads() const { return pool_.max_threads(); }
+    void set_threads(int n) { pool_.set_active(n); }
+    GgmlType type_k() const { return kv_.k_traits().type; }
+    GgmlType type_v() const { return kv_.v_traits().type; }
     uint64_t kv_bytes() const { return kv_.bytes(); }
     uint64_t scratch_bytes() const { return scratch_.bytes() + logits_.capacity() * sizeof(float); }
     Perf& perf() { return perf_; }

@@ -121,6 +121,7 @@ PerplexityResult perplexity(const LoadedModel& model, const LoadedModel* base,
     r.n_text_tokens = int64_t(tokens.size());
     r.n_ctx = n_ctx;
     r.has_base = base != nullptr;
+    r.n_threads = ctx->n_threads();
     const bool add_bos = vocab.add_bos() && vocab.bos() != kNoToken;
     const uint32_t first = n_ctx / 2;
     double nll = 0.0, nll2 = 0.0, base_nll = 0.0, base_nll2 = 0.0, kld = 0.0, kld2 = 0.0;
@@ -170,6 +171,7 @@ PerplexityResult perplexity(const LoadedModel& model, const LoadedModel* base,
             p.elapsed_s =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             p.tokens_per_s = p.elapsed_s > 0 ? double(r.n_chunks) * n_ctx / p.elapsed_s : 0.0;
+            p.n_threads = r.n_threads;
             if (!on_chunk(p)) break;
         }
     }

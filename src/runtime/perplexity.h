@@ -39,6 +39,7 @@ struct PerplexityProgress {
     double top1_agreement = 0.0;  // so far, fraction
     double elapsed_s = 0.0;
     double tokens_per_s = 0.0;  // chunk tokens evaluated per second (each model)
+    int n_threads = 0;          // threads evaluating
 };
 
 struct PerplexityResult {
@@ -61,6 +62,7 @@ struct PerplexityResult {
     double top1_agreement = 0.0;  // fraction of scored positions with the same argmax
     double ppl_ratio = 0.0;       // PPL(model) / PPL(base)
     double seconds = 0.0;
+    int n_threads = 0;
 };
 
 // Called after each chunk; returning false stops after that chunk (the result covers the chunks

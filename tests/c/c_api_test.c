@@ -162,6 +162,30 @@ int main(int argc, char** argv) {
     mw_token bad = 100000;
     CHECK(mw_decode(ctx, &bad, 1, false) == MW_ERR_INVALID_ARGUMENT, "%s", mw_last_error());
 
+    /* Pacing from C, as an app's decode loop calls it: a speed limit, so no sensor is needed;
+     * the context's threads are what a pace sets. */
+    mw_pacer_params pp = mw_pacer_default_params();
+    pp.max_tps = 1000.0;
+    mw_pacer* pacer = NULL;
+    CHECK(mw_pacer_create(&pp, &pacer) == MW_OK, "%s", mw_last_error());
+    mw_pace pace;
+    CHECK(mw_pacer_pace(pacer, ctx, &pace) == MW_OK, "%s", mw_last_error());
+    CHECK(pace.n_threads == mw_context_n_threads(ctx), "threads %d", pace.n_threads);
+    CHECK(mw_context_set_threads(ctx, 0) == MW_ERR_INVALID_ARGUMENT, "set_threads 0 accepted");
+    mw_pacer_free(pacer);
+
+    mw_speed_conditions sc;
+    memset(&sc, 0, sizeof sc);
+    sc.n_gen = 12;
+    sc.n_depth = 5;
+    sc.n_threads = 1;
+    sc.type_k = MW_TYPE_F16;
+    sc.type_v = MW_TYPE_F16;
+    sc.sampling = &sp;
+    char label[128];
+    mw_speed_label(&sc, label, sizeof label);
+    CHECK(strcmp(label, "tg12 d5 t1 kv f16 greedy") == 0, "label \"%s\"", label);
+
     mw_detokenizer_free(detok);
     mw_sampler_free(sampler);
     mw_context_free(ctx);

@@ -91,6 +91,10 @@ std::string record_message(const json& r, int threads) {
 
 }  // namespace
 
+std::vector<mw_token> bench_prompt_ids(int n, int32_t n_vocab) {
+    return bench_prompt(n, n_vocab);
+}
+
 void add_bench_command(CLI::App& app) {
     auto* cmd = app.add_subcommand("bench", "Measure prompt and decode speed (like llama-bench)");
     struct Options {
@@ -107,6 +111,7 @@ void add_bench_command(CLI::App& app) {
         bool record = false;
         bool force = false;
         std::string ctk = "f16", ctv = "f16";
+        SustainedOptions sustained;
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
@@ -127,8 +132,9 @@ void add_bench_command(CLI::App& app) {
                   "Record the measured speeds as this machine's efficiency for plans (`memwall`, "
                   "plan --device this); refused when the machine looks contended");
     cmd->add_flag("--force", opt->force, "With --record: record even when it looks contended");
-    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type");
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type");
+    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk)");
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    opt->sustained.add_to(*cmd);
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.n_prompt < 0 || o.n_gen < 0 || o.n_depth < 0)
@@ -142,11 +148,21 @@ void add_bench_command(CLI::App& app) {
         for (std::string item; std::getline(list, item, ',');)
             thread_counts.push_back(parse_threads(item));
         if (thread_counts.empty()) fail("-t: empty list");
+        if (o.sustained.requested()) {
+            if (thread_counts.size() > 1) fail("bench --duration: give one thread count (-t)");
+            if (o.record) fail("bench: --record stores what -p/-n measure, not --duration");
+            run_sustained_bench(
+                {o.model, o.n_prompt, o.n_gen, o.n_depth, thread_counts[0], o.n_batch,
+                 parse_kv_type(o.ctk, "-ctk"), parse_kv_type(o.ctv, "-ctv"), o.csv, o.as_json},
+                o.sustained);
+            return;
+        }
+        if (!o.sustained.plot.empty() || o.sustained.pacing.enabled())
+            fail("bench: --plot, --max-temp and --max-tps go with --duration");
         ModelPtr model = load_model(o.model, false, /*quiet=*/o.as_json || o.csv);
         const std::vector<mw_token> prompt =
             bench_prompt(o.n_prompt, mw_model_n_vocab(model.get()));
         const std::vector<mw_token> depth = bench_prompt(o.n_depth, mw_model_n_vocab(model.get()));
-        const std::string at_depth = o.n_depth > 0 ? fmt::format(" @ d{}", o.n_depth) : "";
 
         json results = json::array();
         std::vector<std::string> record_messages;
@@ -154,9 +170,10 @@ void add_bench_command(CLI::App& app) {
         if (o.csv) {
             fmt::print(
                 "model,threads,n_prompt,n_gen,pp_tok_s,pp_tok_s_sd,tg_tok_s,tg_tok_s_sd,"
-                "model_bytes,bytes_per_token,tg_gb_s,bw_fraction,n_depth\n");
+                "model_bytes,bytes_per_token,tg_gb_s,bw_fraction,n_depth,pp_conditions,"
+                "tg_conditions\n");
         } else if (!o.as_json) {
-            fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9} {:>9}\n", "model", "threads", "test",
+            fmt::print("{:<40} {:>7} {:>30} {:>18} {:>9} {:>9}\n", "model", "threads", "test",
                        "tok/s", "GB/s", "% of bw");
         }
         for (int threads : thread_counts) {
@@ -240,6 +257,16 @@ void add_bench_command(CLI::App& app) {
                                                                     : read_bandwidth(used_threads);
             const double bw_fraction = bandwidth > 0 ? tg_gb_s * 1e9 / bandwidth : 0.0;
             const mw_perf perf = mw_context_perf(ctx.get());
+            mw_speed_conditions pp_c{};
+            pp_c.n_prompt = o.n_prompt;
+            pp_c.n_depth = o.n_depth;
+            pp_c.n_threads = used_threads;
+            pp_c.type_k = cp.type_k;
+            pp_c.type_v = cp.type_v;
+            mw_speed_conditions tg_c = pp_c;
+            tg_c.n_prompt = 0;
+            tg_c.n_gen = o.n_gen;
+            const std::string pp_label = speed_label(pp_c), tg_label = speed_label(tg_c);
 
             json r = {{"model", o.model.path},
                       {"model_desc", mw_model_desc(model.get())},
@@ -262,29 +289,30 @@ void add_bench_command(CLI::App& app) {
                       {"scratch_bytes", perf.scratch_bytes},
                       {"peak_rss_bytes", perf.peak_rss_bytes},
                       {"major_faults", perf.major_faults},
-                      {"minor_faults", perf.minor_faults}};
+                      {"minor_faults", perf.minor_faults},
+                      {"pp_conditions", pp_label},
+                      {"tg_conditions", tg_label}};
             if (o.record) {
                 r["recorded"] = record["recorded"];
                 r["record_reason"] = record["reason"];
             }
             results.push_back(r);
             if (o.csv) {
-                fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f},{}\n",
+                fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f},{},{},{}\n",
                            o.model.path, used_threads, o.n_prompt, o.n_gen, ps.mean, ps.sd, ts.mean,
-                           ts.sd, model_bytes, bytes_per_token, tg_gb_s, bw_fraction, o.n_depth);
+                           ts.sd, model_bytes, bytes_per_token, tg_gb_s, bw_fraction, o.n_depth,
+                           pp_label, tg_label);
             } else if (!o.as_json) {
                 const std::string name = o.model.path.size() > 40
                                              ? "..." + o.model.path.substr(o.model.path.size() - 37)
                                              : o.model.path;
                 if (o.n_prompt > 0) {
-                    fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9} {:>9}\n", name, used_threads,
-                               fmt::format("pp{}{}", o.n_prompt, at_depth),
-                               fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd), "", "");
+                    fmt::print("{:<40} {:>7} {:>30} {:>18} {:>9} {:>9}\n", name, used_threads,
+                               pp_label, fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd), "", "");
                 }
                 if (o.n_gen > 0) {
-                    fmt::print("{:<40} {:>7} {:>14} {:>18} {:>9.2f} {:>9}\n", name, used_threads,
-                               fmt::format("tg{}{}", o.n_gen, at_depth),
-                               fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd), tg_gb_s,
+                    fmt::print("{:<40} {:>7} {:>30} {:>18} {:>9.2f} {:>9}\n", name, used_threads,
+                               tg_label, fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd), tg_gb_s,
                                bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
                 }
             }

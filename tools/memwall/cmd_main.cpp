@@ -139,6 +139,13 @@ int run_main_job() {
         for (const auto& [params, name] : too_large) names += (names.empty() ? "" : ", ") + name;
         fmt::print("Too large for the memory available now: {}\n", names);
     }
+    if (!plan["rows"].empty()) {
+        const json& r = plan["rows"][0];
+        fmt::print(
+            "Speeds at {} (decode: one token after an empty cache) and {} (prefill), each "
+            "row's KV type\n",
+            r.value("decode_conditions", ""), r.value("prefill_conditions", ""));
+    }
     if (any_unrunnable) {
         fmt::print("+ memwall cannot run this architecture yet; planned with its real shapes.\n");
     }
@@ -179,7 +186,7 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
         fmt::print(stderr,
                    "plan: {} ({}) with {} tokens needs {} (weights {}, KV cache {}, compute {}, "
                    "overhead {}); {} available: fits {}; decode ~{} tok/s +- {:.0f} % expected "
-                   "(ceiling {})\n",
+                   "(ceiling {}; {})\n",
                    path, r["quant"].get<std::string>(), r["ctx"].get<int>(),
                    human_bytes(r["total_bytes"].get<double>()),
                    human_bytes(r["weights_bytes"].get<double>()),
@@ -189,7 +196,8 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
                    human_bytes(r["usable_bytes"].get<double>()), r["fits"].get<std::string>(),
                    human_rate(r["decode_tok_s_expected"].get<double>()),
                    100 * plan["devices"][0]["decode_spread"].get<double>(),
-                   human_rate(r["decode_tok_s_ceiling"].get<double>()));
+                   human_rate(r["decode_tok_s_ceiling"].get<double>()),
+                   r.value("decode_conditions", ""));
         if (!r["runnable"].get<bool>())
             fmt::print(stderr, "plan: {}\n", r["note"].get<std::string>());
     }

@@ -13,6 +13,7 @@ namespace {
 
 struct Display {
     bool terminal = false;
+    mw_speed_conditions conditions{};  // n_threads filled in from the progress
 };
 
 std::string duration(double s) {
@@ -23,13 +24,14 @@ std::string duration(double s) {
 
 // A live line on a terminal; one plain line per chunk otherwise (logs, pipes).
 bool on_chunk(const mw_perplexity_progress* p, void* user_data) {
-    const auto& d = *static_cast<const Display*>(user_data);
+    auto& d = *static_cast<Display*>(user_data);
+    d.conditions.n_threads = p->n_threads;
     const double eta = p->chunk > 0 ? p->elapsed_s / p->chunk * (p->n_chunks - p->chunk) : 0.0;
     std::string line = fmt::format("[{}/{}] PPL {:.4f}", p->chunk, p->n_chunks, p->ppl);
     if (p->has_base) {
         line += fmt::format("  KLD {:.6f}  top-1 {:.2f}%", p->kld_mean, 100.0 * p->top1_agreement);
     }
-    line += fmt::format("  {:.0f} tok/s", p->tokens_per_s);
+    line += fmt::format("  {:.0f} tok/s ({})", p->tokens_per_s, speed_label(d.conditions));
     if (d.terminal) {
         constexpr int kBar = 20;
         const int filled = p->n_chunks > 0 ? p->chunk * kBar / p->n_chunks : kBar;
@@ -89,6 +91,10 @@ void add_perplexity_command(CLI::App& app) {
             base = load_model(base_options);
         }
         Display display{isatty(STDERR_FILENO) != 0};
+        // Each chunk is one batch from an empty cache, all logits kept, no sampler.
+        display.conditions.n_prompt = int32_t(params.n_ctx ? params.n_ctx : 512);
+        display.conditions.type_k = params.type_k;
+        display.conditions.type_v = params.type_v;
         params.progress = on_chunk;
         params.user_data = &display;
         mw_perplexity_result r;
@@ -96,8 +102,13 @@ void add_perplexity_command(CLI::App& app) {
             mw_perplexity(model.get(), base.get(), text.data(), text.size(), &params, &r);
         if (st != MW_OK) fail_status(st, "perplexity");
 
-        fmt::print("perplexity: {} tokens, {} chunks of {}, {} predictions scored, {:.2f} s\n",
-                   r.n_text_tokens, r.n_chunks, r.n_ctx, r.n_scored, r.seconds);
+        display.conditions.n_threads = r.n_threads;
+        fmt::print(
+            "perplexity: {} tokens, {} chunks of {}, {} predictions scored, {:.2f} s, {:.0f} "
+            "tok/s{} ({})\n",
+            r.n_text_tokens, r.n_chunks, r.n_ctx, r.n_scored, r.seconds,
+            r.seconds > 0 ? double(r.n_chunks) * r.n_ctx / r.seconds : 0.0,
+            r.has_base ? " per model" : "", speed_label(display.conditions));
         fmt::print("Final estimate: PPL = {:.4f} +/- {:.5f}\n", r.ppl, r.ppl_err);
         if (r.has_base) {
             fmt::print("Base PPL               = {:.4f} +/- {:.5f}\n", r.base_ppl, r.base_ppl_err);

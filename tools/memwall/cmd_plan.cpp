@@ -28,6 +28,7 @@ void add_plan_command(CLI::App& app) {
         bool json_out = false;
         bool list = false;
         bool best_only = false;
+        std::string plot;
     };
     auto opt = std::make_shared<Options>();
     cmd->add_option("model", opt->positional,
@@ -56,6 +57,9 @@ void add_plan_command(CLI::App& app) {
     cmd->add_flag("--best", opt->best_only, "Rows: only the recommended configuration");
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->add_flag("--list", opt->list, "List the catalogue's models and the device profiles");
+    cmd->add_option("--plot", opt->plot,
+                    "Also write the roofline as SVG: per quantization, each device's bandwidth "
+                    "ceiling and expected tok/s, and the point `bench --record` measured");
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.list) {
@@ -114,6 +118,7 @@ void add_plan_command(CLI::App& app) {
         request["devices"] = devices;
         if (!o.quants.empty()) request["quants"] = o.quants;
         const json plan = take_json(mw_plan_json(request.dump().c_str()), "plan");
+        if (!o.plot.empty()) write_chart(plan.dump(), o.plot);
         if (o.json_out) {
             fmt::print("{}\n", plan.dump(1));
         } else {

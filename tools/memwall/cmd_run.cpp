@@ -34,6 +34,7 @@ void add_run_command(CLI::App& app) {
         bool context_shift = false;
         int n_keep = 0;
         std::string ctk = "f16", ctv = "f16";
+        PacingOptions pacing;
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
@@ -58,14 +59,17 @@ void add_run_command(CLI::App& app) {
     cmd->add_flag("--echo", opt->echo, "Print the prompt before the generated text");
     cmd->add_flag("--force", opt->force, "Run even when the plan says the model does not fit");
     cmd->add_flag("--verbose", opt->verbose,
-                  "Report memory: mapped, resident, KV, scratch, RSS, page faults");
+                  "Report memory (mapped, resident, KV, scratch, RSS, page faults) and pacing "
+                  "decisions");
     cmd->add_flag("--context-shift", opt->context_shift,
                   "When the context is full, drop the oldest half of the tokens after --keep and "
                   "continue (default: stop at a full context)");
     cmd->add_option("--keep", opt->n_keep,
                     "Prompt tokens kept by a context shift, besides BOS (-1: the whole prompt)");
-    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type: f16, f32, bf16, q8_0, q4_0");
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type");
+    cmd->add_option("--cache-type-k", opt->ctk,
+                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    opt->pacing.add_to(*cmd);
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.prompt.text.empty() && o.prompt.file.empty())
@@ -132,10 +136,14 @@ void add_run_command(CLI::App& app) {
             std::fwrite(prompt.data(), 1, prompt.size(), stdout);
             std::fflush(stdout);
         }
+        const int n_threads = mw_context_n_threads(ctx.get());
+        Pacing pacing(o.pacing, o.verbose);
         if (mw_status st = mw_decode(ctx.get(), tokens.data(), int32_t(tokens.size()), false);
             st != MW_OK) {
             fail_status(st, "run");
         }
+        pacing.after_token(ctx.get());
+        uint32_t depth_max = mw_context_n_past(ctx.get());
         const int n_vocab = mw_model_n_vocab(model.get());
         int generated = 0;
         int n_shifts = 0;
@@ -170,6 +178,8 @@ void add_run_command(CLI::App& app) {
             }
             if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK)
                 fail_status(st, "run");
+            depth_max = std::max(depth_max, mw_context_n_past(ctx.get()));
+            pacing.after_token(ctx.get());
         }
         size_t len = 0;
         const char* rest = mw_detokenizer_flush(detok.get(), &len);
@@ -185,10 +195,26 @@ void add_run_command(CLI::App& app) {
         }
         fmt::print(stderr, "seed: {}\n", sp.seed);
         fmt::print(stderr, "load:    {:9.1f} ms\n", perf.load_ms);
-        fmt::print(stderr, "prompt:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s\n", perf.prompt_ms,
-                   perf.n_prompt_tokens, rate(perf.n_prompt_tokens, perf.prompt_ms));
-        fmt::print(stderr, "decode:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s\n", perf.decode_ms,
-                   perf.n_decode_tokens, rate(perf.n_decode_tokens, perf.decode_ms));
+        // Each speed with its conditions: prompt length, cache depth, threads, KV type, sampling.
+        mw_speed_conditions pc{};
+        pc.n_prompt = perf.n_prompt_tokens;
+        pc.n_threads = n_threads;
+        pc.type_k = cp.type_k;
+        pc.type_v = cp.type_v;
+        mw_speed_conditions dc = pc;
+        dc.n_prompt = 0;
+        dc.n_gen = perf.n_decode_tokens;
+        dc.n_depth = int32_t(tokens.size());
+        dc.n_depth_max = int32_t(depth_max);
+        dc.sampling = &sp;
+        fmt::print(stderr, "prompt:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s ({})\n",
+                   perf.prompt_ms, perf.n_prompt_tokens, rate(perf.n_prompt_tokens, perf.prompt_ms),
+                   speed_label(pc));
+        fmt::print(stderr, "decode:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s ({}{})\n",
+                   perf.decode_ms, perf.n_decode_tokens, rate(perf.n_decode_tokens, perf.decode_ms),
+                   speed_label(dc),
+                   pacing.enabled() ? "; time decoding, without the paced gaps" : "");
+        pacing.print_summary();
         fmt::print(stderr,
                    "memory:  weights {:.1f} MiB ({:.1f} MiB resident), KV cache {:.1f} MiB, "
                    "scratch {:.1f} MiB, peak RSS {:.1f} MiB\n",

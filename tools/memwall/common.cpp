@@ -151,6 +151,64 @@ mw_type parse_kv_type(const std::string& name, const char* flag) {
     fail(fmt::format("{} {}: unknown KV cache type (f32, f16, bf16, q8_0, q4_0)", flag, name));
 }
 
+std::string speed_label(const mw_speed_conditions& conditions) {
+    char buf[256];
+    const int32_t n = mw_speed_label(&conditions, buf, sizeof buf);
+    return n < int32_t(sizeof buf) ? std::string(buf) : std::string(buf, sizeof buf - 1);
+}
+
+void PacingOptions::add_to(CLI::App& app) {
+    app.add_option("--max-temp", max_temp,
+                   "Pace to keep the hottest thermal zone at or below this temperature (°C): "
+                   "fewer threads, then idle gaps between tokens; recovers when cool");
+    app.add_option("--max-tps", max_tps,
+                   "Generate at most this many tokens per second, evenly spaced");
+    app.add_option("--temp-zone", temp_zone,
+                   "--max-temp reads only thermal zones whose type contains this text "
+                   "(default: all)");
+}
+
+Pacing::Pacing(const PacingOptions& options, bool verbose) : verbose_(verbose) {
+    if (!options.enabled()) return;
+    if (options.max_temp < 0 || options.max_tps < 0) fail("--max-temp and --max-tps must be >= 0");
+    mw_pacer_params p = mw_pacer_default_params();
+    p.max_temp_c = options.max_temp;
+    p.max_tps = options.max_tps;
+    p.temp_zone = options.temp_zone.c_str();
+    mw_pacer* pacer = nullptr;
+    if (mw_status st = mw_pacer_create(&p, &pacer); st != MW_OK) fail_status(st, "pacing");
+    pacer_.reset(pacer);
+    if (const char* w = mw_pacer_warning(pacer)) fmt::print(stderr, "warning: {}\n", w);
+}
+
+void Pacing::after_token(mw_context* ctx) {
+    if (!pacer_) return;
+    mw_pace pace;
+    if (mw_status st = mw_pacer_pace(pacer_.get(), ctx, &pace); st != MW_OK) {
+        fail_status(st, "pacing");
+    }
+    if (verbose_ && pace.changed) fmt::print(stderr, "pacing: {}\n", pace.message);
+    std::stringstream warnings(mw_pacer_take_warnings(pacer_.get()));
+    for (std::string line; std::getline(warnings, line);) {
+        fmt::print(stderr, "warning: {}\n", line);
+    }
+}
+
+void Pacing::print_summary() {
+    if (pacer_) fmt::print(stderr, "pacing:  {}\n", mw_pacer_summary(pacer_.get()));
+}
+
+void write_chart(const std::string& document_json, const std::string& path) {
+    char* svg = mw_chart_svg(document_json.c_str());
+    if (!svg) fail(fmt::format("{}: {}", path, mw_last_error()));
+    const std::string text = svg;
+    mw_free_string(svg);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) fail(fmt::format("{}: cannot write the chart", path));
+}
+
 std::vector<mw_token> tokenize(const mw_model* model, const std::string& text, bool add_special,
                                bool parse_special) {
     if (text.size() > size_t(INT32_MAX)) fail("the text is larger than 2 GiB");

@@ -38,6 +38,10 @@ using ModelPtr = std::unique_ptr<mw_model, ModelDeleter>;
 using ContextPtr = std::unique_ptr<mw_context, ContextDeleter>;
 using SamplerPtr = std::unique_ptr<mw_sampler, SamplerDeleter>;
 using DetokenizerPtr = std::unique_ptr<mw_detokenizer, DetokenizerDeleter>;
+struct PacerDeleter {
+    void operator()(mw_pacer* p) const { mw_pacer_free(p); }
+};
+using PacerPtr = std::unique_ptr<mw_pacer, PacerDeleter>;
 
 // Options every command that loads a model takes (-m, --mlock, --no-mmap, --no-repack).
 struct ModelOptions {
@@ -76,6 +80,37 @@ std::shared_ptr<CLI::Formatter> help_formatter();
 // A KV cache type name (f32, f16, bf16, q8_0, q4_0) as used by llama.cpp's -ctk/-ctv.
 mw_type parse_kv_type(const std::string& name, const char* flag);
 
+// The conditions of a tok/s, as printed beside it ("pp512 d0 t2 kv f16 no sampler").
+std::string speed_label(const mw_speed_conditions& conditions);
+
+// --max-temp, --max-tps, --temp-zone: pacing, for run (and chat, serve).
+struct PacingOptions {
+    double max_temp = 0;
+    double max_tps = 0;
+    std::string temp_zone;
+    void add_to(CLI::App& app);
+    bool enabled() const { return max_temp > 0 || max_tps > 0; }
+};
+
+// Paces a decode loop: after_token() once per decoded token; decisions are printed to stderr
+// with verbose, warnings (no sensor, garbage in a sensor file) always. Does nothing when the
+// options ask for no pacing.
+class Pacing {
+  public:
+    Pacing(const PacingOptions& options, bool verbose);
+    void after_token(mw_context* ctx);
+    // The pacer's summary line on stderr (nothing when unpaced).
+    void print_summary();
+    bool enabled() const { return pacer_ != nullptr; }
+
+  private:
+    PacerPtr pacer_;
+    bool verbose_;
+};
+
+// Writes the SVG chart of a JSON document (mw_chart_svg) to path, or fails naming the file.
+void write_chart(const std::string& document_json, const std::string& path);
+
 std::vector<mw_token> tokenize(const mw_model* model, const std::string& text, bool add_special,
                                bool parse_special);
 std::string token_piece(const mw_model* model, mw_token token, bool special);
@@ -94,6 +129,29 @@ void add_quantize_command(CLI::App& app);  // and imatrix (cmd_quantize.cpp)
 void add_imatrix_command(CLI::App& app);
 void add_pull_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
+void add_plot_command(CLI::App& app);  // cmd_plot.cpp
+
+// bench --duration: the sustained bench (cmd_bench_sustained.cpp). Its options are registered on
+// bench's subcommand; run_sustained_bench() runs when --duration is given.
+struct SustainedOptions {
+    std::string duration;
+    std::string interval = "5s";
+    std::string plot;
+    PacingOptions pacing;
+    void add_to(CLI::App& bench);
+    bool requested() const { return !duration.empty(); }
+};
+struct SustainedBench {
+    ModelOptions model;
+    int n_prompt = 0, n_gen = 0, n_depth = 0;
+    int threads = 0;
+    uint32_t n_batch = 0;
+    mw_type type_k = MW_TYPE_F16, type_v = MW_TYPE_F16;
+    bool csv = false, json = false;
+};
+void run_sustained_bench(const SustainedBench& bench, const SustainedOptions& options);
+// bench's pseudo-random prompt ids (the ones bench/llamacpp-bench.mjs uses), cmd_bench.cpp.
+std::vector<mw_token> bench_prompt_ids(int n, int32_t n_vocab);
 
 // `memwall` without arguments: probe this machine, then plan the catalogue for it (cmd_main.cpp).
 int run_main_job();

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     cli::add_imatrix_command(app);
     cli::add_pull_command(app);
     cli::add_verify_command(app);
+    cli::add_plot_command(app);
 
     std::vector<std::string> args = expand_aliases(argc, argv);
     std::vector<char*> cargs;

@@ -76,12 +76,13 @@ std::string recommendation_line(const json& rec) {
                            rec["advice"].get<std::string>());
     }
     const json& r = rec["row"];
-    return fmt::format("  {}: {} -> {}, decode ~{} tok/s (ceiling {}), prefill ~{} tok/s",
-                       rec["device"].get<std::string>(), rec["advice"].get<std::string>(),
-                       human_bytes(r["total_bytes"].get<double>()),
-                       human_rate(r["decode_tok_s_expected"].get<double>()),
-                       human_rate(r["decode_tok_s_ceiling"].get<double>()),
-                       human_rate(r["prefill_tok_s_expected"].get<double>()));
+    return fmt::format(
+        "  {}: {} -> {}, decode ~{} tok/s (ceiling {}; {}), prefill ~{} tok/s ({})",
+        rec["device"].get<std::string>(), rec["advice"].get<std::string>(),
+        human_bytes(r["total_bytes"].get<double>()),
+        human_rate(r["decode_tok_s_expected"].get<double>()),
+        human_rate(r["decode_tok_s_ceiling"].get<double>()), r.value("decode_conditions", ""),
+        human_rate(r["prefill_tok_s_expected"].get<double>()), r.value("prefill_conditions", ""));
 }
 
 }  // namespace
@@ -158,6 +159,15 @@ void print_plan(const json& plan) {
                 }
                 fmt::print("{}\n", line);
             }
+            // The conditions those speeds hold for, per device (its threads differ).
+            std::string at;
+            for (const std::string& id : device_ids) {
+                const auto it = cells[quants[0]].find(id);
+                if (it == cells[quants[0]].end()) continue;
+                at += fmt::format("{}{}: {}", at.empty() ? "" : "; ", id,
+                                  it->second->value("decode_conditions", ""));
+            }
+            fmt::print("  tok/s at {}\n", at);
         }
         fmt::print("  Recommendation:\n");
         for (const json& rec : plan["recommendations"]) {
