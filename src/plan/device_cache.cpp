@@ -358,10 +358,6 @@ RecordResult record_bench(const BenchFigures& f, bool force, BandwidthPasses* ch
             base.bandwidth.n_threads, f.n_threads, base.bandwidth.n_threads, f.n_threads,
             f.n_threads);
         return r;
-    if (m.bench_matches() && m.bench->decode_tok_s > 0 && m.bench->decode_bytes_per_token > 0) {
-        d.measured_decode_tok_s = m.bench->decode_tok_s;
-        d.measured_decode_bytes_per_token = m.bench->decode_bytes_per_token;
-    }
     }
     std::vector<std::string> why;
     const double decode_spread = f.decode_tok_s > 0 ? f.decode_tok_s_sd / f.decode_tok_s : 0.0;
