@@ -383,9 +383,9 @@ MW_API char* mw_chart_svg(const char* document_json);
 MW_API void mw_free_string(char* s);
 
 typedef struct mw_probe_params {
-    int32_t n_threads;    /* threads for the measurements; 0 (default) = the engine's default */
-    double seconds;       /* measurement budget (at least 5 passes of each kernel); <= 0 = 1.5 s */
-    bool measure;         /* default true; false: only facts (CPU, SIMD, caches, RAM), nothing measured */
+    int32_t n_threads; /* threads for the measurements; 0 (default) = the engine's default */
+    double seconds;    /* measurement budget (at least 5 passes of each kernel); <= 0 = 1.5 s */
+    bool measure; /* default true; false: only facts (CPU, SIMD, caches, RAM), nothing measured */
     bool write_cache;     /* save the measurement as this machine's device for plans, unless it
                              looks contended (docs/plan.md); default false */
     bool force;           /* with write_cache: save even a measurement that looks contended */

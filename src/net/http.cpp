@@ -1,24 +1,13 @@
 #include "net/http.h"
 
-#include <curl/curl.h>
-
 #include <cctype>
 #include <charconv>
-#include <mutex>
 
 #include "base/error.h"
+#include "net/libraries.h"
 
 namespace mw::net {
 namespace {
-
-void global_init() {
-    static std::once_flag once;
-    std::call_once(once, [] {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-            fail(ErrorKind::unsupported, "libcurl: global initialisation failed");
-        }
-    });
-}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -114,7 +103,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
         t->head.linked_etag = t->linked_etag;
         t->head.linked_size = t->linked_size;
         char* url = nullptr;
-        if (curl_easy_getinfo(t->curl, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url) {
+        if (curl_library().easy_getinfo(t->curl, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url) {
             t->head.url = url;
         }
     }
@@ -155,14 +144,15 @@ bool is_transient(CURLcode code) {
 }
 
 struct EasyHandle {
-    CURL* curl = curl_easy_init();
+    const CurlLibrary& lib = curl_library();
+    CURL* curl = lib.easy_init();
     curl_slist* headers = nullptr;
     ~EasyHandle() {
-        curl_slist_free_all(headers);
-        if (curl) curl_easy_cleanup(curl);
+        lib.slist_free_all(headers);
+        if (curl) lib.easy_cleanup(curl);
     }
     void add_header(const std::string& h) {
-        curl_slist* next = curl_slist_append(headers, h.c_str());
+        curl_slist* next = lib.slist_append(headers, h.c_str());
         if (!next) fail(ErrorKind::out_of_memory, "libcurl: cannot add a header");
         headers = next;
     }
@@ -171,45 +161,45 @@ struct EasyHandle {
 }  // namespace
 
 HttpResult http_get(const HttpRequest& request, const BodySink& body, const KeepGoing& keep_going) {
-    global_init();
+    const CurlLibrary& lib = curl_library();
     EasyHandle easy;
     CURL* curl = easy.curl;
     if (!curl) fail(ErrorKind::out_of_memory, "libcurl: cannot create a transfer");
     Transfer t{&body, &keep_going, curl};
     char error[CURL_ERROR_SIZE] = {};
 
-    curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(curl, CURLOPT_USERAGENT, "memwall");
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, request.connect_timeout_s);
+    lib.easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+    lib.easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    lib.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    lib.easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    lib.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    lib.easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
+    lib.easy_setopt(curl, CURLOPT_USERAGENT, "memwall");
+    lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, request.connect_timeout_s);
     // Fewer than 1 byte/s for stall_timeout_s: the connection is dead.
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, request.stall_timeout_s);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
+    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, request.stall_timeout_s);
+    lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    lib.easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+    lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    lib.easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+    lib.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    lib.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+    lib.easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
     if (request.range_first) {
         const std::string range =
             request.range_last ? fmt::format("{}-{}", *request.range_first, *request.range_last)
                                : fmt::format("{}-", *request.range_first);
-        curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+        lib.easy_setopt(curl, CURLOPT_RANGE, range.c_str());
     }
     if (!request.if_range.empty()) easy.add_header("If-Range: " + request.if_range);
     if (!request.bearer_token.empty()) {
         easy.add_header("Authorization: Bearer " + request.bearer_token);
     }
-    if (easy.headers) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, easy.headers);
+    if (easy.headers) lib.easy_setopt(curl, CURLOPT_HTTPHEADER, easy.headers);
 
-    const CURLcode code = curl_easy_perform(curl);
+    const CURLcode code = lib.easy_perform(curl);
 
     HttpResult r;
     r.head = std::move(t.head);
@@ -217,7 +207,7 @@ HttpResult http_get(const HttpRequest& request, const BodySink& body, const Keep
     if (!r.head.linked_size) r.head.linked_size = t.linked_size;
     if (r.head.url.empty()) {
         char* url = nullptr;
-        if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url) {
+        if (lib.easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &url) == CURLE_OK && url) {
             r.head.url = url;
         }
     }
@@ -232,7 +222,7 @@ HttpResult http_get(const HttpRequest& request, const BodySink& body, const Keep
         r.outcome = error_page ? HttpOutcome::done : HttpOutcome::stopped;
     } else {
         r.outcome = HttpOutcome::failed;
-        r.error = error[0] ? std::string(error) : std::string(curl_easy_strerror(code));
+        r.error = error[0] ? std::string(error) : std::string(lib.easy_strerror(code));
         r.transient = is_transient(code);
     }
     return r;

@@ -1,7 +1,6 @@
 #include "net/sha256.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,32 +8,34 @@
 #include <vector>
 
 #include "base/error.h"
+#include "net/libraries.h"
 
 namespace mw::net {
 
 struct Sha256::State {
+    const CryptoLibrary& lib = crypto_library();
     EVP_MD_CTX* ctx = nullptr;
 };
 
 Sha256::Sha256() : state_(std::make_unique<State>()) {
-    state_->ctx = EVP_MD_CTX_new();
+    state_->ctx = state_->lib.md_ctx_new();
     if (!state_->ctx) fail(ErrorKind::out_of_memory, "SHA-256: cannot allocate a digest context");
     reset();
 }
 
 Sha256::~Sha256() {
-    EVP_MD_CTX_free(state_->ctx);
+    state_->lib.md_ctx_free(state_->ctx);
 }
 
 void Sha256::reset() {
-    if (EVP_DigestInit_ex(state_->ctx, EVP_sha256(), nullptr) != 1) {
+    if (state_->lib.digest_init_ex(state_->ctx, state_->lib.sha256(), nullptr) != 1) {
         fail(ErrorKind::unsupported, "SHA-256: OpenSSL refused to start a digest");
     }
 }
 
 void Sha256::update(std::span<const uint8_t> bytes) {
     if (bytes.empty()) return;
-    if (EVP_DigestUpdate(state_->ctx, bytes.data(), bytes.size()) != 1) {
+    if (state_->lib.digest_update(state_->ctx, bytes.data(), bytes.size()) != 1) {
         fail(ErrorKind::unsupported, "SHA-256: OpenSSL refused to hash");
     }
 }
@@ -42,7 +43,7 @@ void Sha256::update(std::span<const uint8_t> bytes) {
 std::string Sha256::finish() {
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    if (EVP_DigestFinal_ex(state_->ctx, digest, &n) != 1 || n != 32) {
+    if (state_->lib.digest_final_ex(state_->ctx, digest, &n) != 1 || n != 32) {
         fail(ErrorKind::unsupported, "SHA-256: OpenSSL refused to finish the digest");
     }
     std::string hex;

@@ -1,7 +1,7 @@
 #include "plan/plan_json.h"
 
-#include <map>
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -17,23 +17,23 @@ using nlohmann::json;
 
 json device_json(const DeviceProfile& d) {
     json j = {{"id", d.id},
-            {"name", d.name},
-            {"source", d.source},
-            {"ram_bytes", d.ram_bytes},
-            {"os_reserve_bytes", d.os_reserve_bytes},
-            {"usable_bytes", d.usable_bytes()},
-            {"bandwidth_bytes_per_s", d.bandwidth_bytes_per_s},
-            {"decode_efficiency", d.decode_efficiency},
-            {"efficiency_source", d.efficiency_source},
-            {"prefill_gflops", d.prefill_gflops},
-            {"prefill_source", d.prefill_source},
-            {"threads", d.n_threads},
-            {"bandwidth_source", d.bandwidth_source},
-            {"bandwidth_spread", d.bandwidth_spread},
-            {"measured_at", d.measured_at},
-            {"efficiency_measured_at", d.efficiency_measured_at},
-            {"decode_spread", d.decode_spread},
-            {"note", d.note}};
+              {"name", d.name},
+              {"source", d.source},
+              {"ram_bytes", d.ram_bytes},
+              {"os_reserve_bytes", d.os_reserve_bytes},
+              {"usable_bytes", d.usable_bytes()},
+              {"bandwidth_bytes_per_s", d.bandwidth_bytes_per_s},
+              {"decode_efficiency", d.decode_efficiency},
+              {"efficiency_source", d.efficiency_source},
+              {"prefill_gflops", d.prefill_gflops},
+              {"prefill_source", d.prefill_source},
+              {"threads", d.n_threads},
+              {"bandwidth_source", d.bandwidth_source},
+              {"bandwidth_spread", d.bandwidth_spread},
+              {"measured_at", d.measured_at},
+              {"efficiency_measured_at", d.efficiency_measured_at},
+              {"decode_spread", d.decode_spread},
+              {"note", d.note}};
     if (d.measured_decode_tok_s > 0 && d.measured_decode_bytes_per_token > 0) {
         j["measured_decode_tok_s"] = d.measured_decode_tok_s;
         j["measured_decode_bytes_per_token"] = d.measured_decode_bytes_per_token;

@@ -183,21 +183,20 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
     const json plan = take_json(mw_plan_json(request.dump().c_str()), "cannot load the model");
     for (const json& r : plan["rows"]) {
         if (!r["file_type"].get<bool>()) continue;
-        fmt::print(stderr,
-                   "plan: {} ({}) with {} tokens needs {} (weights {}, KV cache {}, compute {}, "
-                   "overhead {}); {} available: fits {}; decode ~{} tok/s +- {:.0f} % expected "
-                   "(ceiling {}; {})\n",
-                   path, r["quant"].get<std::string>(), r["ctx"].get<int>(),
-                   human_bytes(r["total_bytes"].get<double>()),
-                   human_bytes(r["weights_bytes"].get<double>()),
-                   human_bytes(r["kv_bytes"].get<double>()),
-                   human_bytes(r["compute_bytes"].get<double>()),
-                   human_bytes(r["overhead_bytes"].get<double>()),
-                   human_bytes(r["usable_bytes"].get<double>()), r["fits"].get<std::string>(),
-                   human_rate(r["decode_tok_s_expected"].get<double>()),
-                   100 * plan["devices"][0]["decode_spread"].get<double>(),
-                   human_rate(r["decode_tok_s_ceiling"].get<double>()),
-                   r.value("decode_conditions", ""));
+        fmt::print(
+            stderr,
+            "plan: {} ({}) with {} tokens needs {} (weights {}, KV cache {}, compute {}, "
+            "overhead {}); {} available: fits {}; decode ~{} tok/s +- {:.0f} % expected "
+            "(ceiling {}; {})\n",
+            path, r["quant"].get<std::string>(), r["ctx"].get<int>(),
+            human_bytes(r["total_bytes"].get<double>()),
+            human_bytes(r["weights_bytes"].get<double>()), human_bytes(r["kv_bytes"].get<double>()),
+            human_bytes(r["compute_bytes"].get<double>()),
+            human_bytes(r["overhead_bytes"].get<double>()),
+            human_bytes(r["usable_bytes"].get<double>()), r["fits"].get<std::string>(),
+            human_rate(r["decode_tok_s_expected"].get<double>()),
+            100 * plan["devices"][0]["decode_spread"].get<double>(),
+            human_rate(r["decode_tok_s_ceiling"].get<double>()), r.value("decode_conditions", ""));
         if (!r["runnable"].get<bool>())
             fmt::print(stderr, "plan: {}\n", r["note"].get<std::string>());
     }

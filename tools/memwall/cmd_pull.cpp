@@ -20,28 +20,6 @@ void on_interrupt(int) {
     g_interrupted = 1;
 }
 
-// "123", "64K", "1.5G" (binary units) as bytes.
-uint64_t parse_bytes(const std::string& text, const char* flag) {
-    size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    double unit = 1;
-    const std::string suffix = text.substr(used);
-    if (suffix == "K" || suffix == "KiB") unit = 1024.0;
-    if (suffix == "M" || suffix == "MiB") unit = 1024.0 * 1024;
-    if (suffix == "G" || suffix == "GiB") unit = 1024.0 * 1024 * 1024;
-    if (suffix == "T" || suffix == "TiB") unit = 1024.0 * 1024 * 1024 * 1024;
-    if (used == 0 || v < 0 || (unit == 1 && !suffix.empty() && suffix != "B")) {
-        fail(fmt::format("{} {}: expected a size in bytes (K, M, G and T suffixes allowed)", flag,
-                         text));
-    }
-    return uint64_t(v * unit);
-}
-
 std::string duration(double s) {
     if (s < 60) return fmt::format("{:.0f} s", s);
     if (s < 3600) return fmt::format("{:.0f} min {:02.0f} s", s / 60 - 0.5, std::fmod(s, 60));
