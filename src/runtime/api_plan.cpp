@@ -100,6 +100,7 @@ mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit
         run.n_threads = p.n_threads;
         run.type_k = kv_type(p.type_k, "keys");
         run.type_v = kv_type(p.type_v, "values");
+        run.n_seq = p.n_seq_max == 0 ? 1 : p.n_seq_max;
         const mw::FitCheck c = mw::check_fit(path, run);
         out->verdict = c.fit == mw::Fit::yes     ? MW_FIT_YES
                        : c.fit == mw::Fit::tight ? MW_FIT_TIGHT
