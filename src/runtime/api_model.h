@@ -3,11 +3,16 @@
 #pragma once
 
 #include "memwall.h"
+#include "model/sampler.h"
+#include "runtime/context.h"
 #include "runtime/loaded_model.h"
 
 namespace mw {
 
 // Null for a null handle. Defined in api.cpp.
 const LoadedModel* loaded_model_of(const mw_model* model);
+// The library's context parameters from the C struct (throws invalid_argument for bad values).
+ContextParams context_params_of(const mw_context_params& p);
+SamplerParams sampler_params_of(const mw_sampler_params& p);
 
 }  // namespace mw
