@@ -15,6 +15,8 @@ std::vector<std::string> expand_aliases(int argc, char** argv) {
     static const std::pair<const char*, const char*> kAliases[] = {
         {"-ctk", "--cache-type-k"},
         {"-ctv", "--cache-type-v"},
+        {"-np", "--parallel"},
+        {"-sys", "--system-prompt"},
     };
     std::vector<std::string> args;
     for (int i = 0; i < argc; ++i) {
@@ -46,6 +48,8 @@ int main(int argc, char** argv) {
     cli::add_synth_command(app);
     cli::add_quantize_command(app);
     cli::add_imatrix_command(app);
+    cli::add_serve_command(app);
+    cli::add_chat_command(app);
 
     std::vector<std::string> args = expand_aliases(argc, argv);
     std::vector<char*> cargs;
