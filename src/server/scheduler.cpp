@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <exception>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "base/error.h"
 
 namespace mw::server {
@@ -169,7 +173,24 @@ void Scheduler::loop() {
             }
         }
         step();
+        release_memory_when_idle();
     }
+}
+
+void Scheduler::release_memory_when_idle() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const bool idle =
+            queue_.empty() && std::all_of(slots_.begin(), slots_.end(),
+                                          [](const Slot& s) { return s.state == State::idle; });
+        if (!idle) return;
+    }
+#ifdef __GLIBC__
+    // A burst of requests leaves freed memory in the allocator's per-thread arenas (one per
+    // HTTP thread that ran at once): give it back when the server goes idle, so idle RSS is
+    // what the planner predicted rather than the high-water mark of the last burst.
+    malloc_trim(0);
+#endif
 }
 
 void Scheduler::admit(Job job, Clock::time_point submitted) {

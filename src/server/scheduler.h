@@ -139,6 +139,7 @@ class Scheduler {
     };
 
     void loop();
+    void release_memory_when_idle();
     void admit(Job job, std::chrono::steady_clock::time_point submitted);
     void step();
     void on_logits(Slot& slot, uint32_t seq, const float* logits);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common.h"
+#include "plan_render.h"
 
 namespace cli {
 namespace {
@@ -169,7 +170,7 @@ void add_serve_command(CLI::App& app) {
             vocab_only.reset();
         }
         // Refuse or fit, for every slot's context, before anything is allocated.
-        check_fit_or_fail(o.model.path, cp, o.force);
+        const mw_fit fit = check_fit_or_fail(o.model.path, cp, o.force);
 
         // The signals end the server through a thread of their own (not a signal handler):
         // blocked here, before any thread starts, so that every thread inherits the mask.
@@ -211,10 +212,12 @@ void add_serve_command(CLI::App& app) {
                        o.host);
         }
         fmt::print(stderr,
-                   "memwall serve: http://{}:{}/ ({} slots of {} tokens{}; Ctrl-C or SIGTERM "
-                   "stops)\n",
+                   "memwall serve: http://{}:{}/ ({} slots of {} tokens{}; planned peak {}: "
+                   "weights {}, KV cache {}, compute {}, overhead {}; Ctrl-C or SIGTERM stops)\n",
                    o.host, mw_server_port(server.get()), o.n_parallel, cp.n_ctx / o.n_parallel,
-                   key.empty() ? "" : ", API key required");
+                   key.empty() ? "" : ", API key required", human_bytes(double(fit.total_bytes)),
+                   human_bytes(double(fit.weights_bytes)), human_bytes(double(fit.kv_bytes)),
+                   human_bytes(double(fit.compute_bytes)), human_bytes(double(fit.overhead_bytes)));
 
         std::atomic<bool> finished{false};
         std::thread waiter([&] {
