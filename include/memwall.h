@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 2
+#define MEMWALL_API_VERSION 3
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -135,6 +135,8 @@ typedef struct mw_context_params {
                           MW_TYPE_Q8_0 or MW_TYPE_Q4_0 (quantized: the head size must be a
                           multiple of 32) */
     mw_type type_v;    /* KV cache value type (same choices) */
+    uint32_t n_seq_max; /* sequences the context holds at once (default 1); they share the n_ctx
+                           positions of the KV cache, each may hold up to n_ctx */
 } mw_context_params;
 
 MW_API mw_context_params mw_context_default_params(void);
@@ -143,25 +145,78 @@ MW_API mw_status mw_context_create(mw_model* model, const mw_context_params* par
 MW_API void mw_context_free(mw_context* ctx);
 MW_API uint32_t mw_context_n_ctx(const mw_context* ctx);
 MW_API int32_t mw_context_n_threads(const mw_context* ctx);
-/* Number of tokens in the KV cache (the position of the next token). */
+/* Number of tokens in the KV cache of sequence 0 (the position of its next token). */
 MW_API uint32_t mw_context_n_past(const mw_context* ctx);
-/* Drops cached tokens from position n_keep on (0 clears the cache). */
+/* Drops cached tokens of sequence 0 from position n_keep on (0 clears it). */
 MW_API mw_status mw_context_truncate(mw_context* ctx, uint32_t n_keep);
-/* Context shift, for generating past a full context: drops the cached tokens
+/* Context shift of sequence 0, for generating past a full context: drops the cached tokens
  * [n_keep, n_keep + n_discard) and moves the later ones back by n_discard positions, re-rotating
  * their keys (RoPE), so decoding continues coherently at n_past - n_discard. Typical use when
  * the cache is full: n_discard = (n_past - n_keep) / 2. MW_ERR_INVALID_ARGUMENT, cache unchanged,
  * when n_keep + n_discard exceeds n_past. */
 MW_API mw_status mw_context_shift(mw_context* ctx, uint32_t n_keep, uint32_t n_discard);
 
-/* Runs the tokens through the model at the next positions and appends them to the KV cache.
- * all_logits: keep logits for every token of the batch, else for the last one only.
+/* Runs the tokens through the model at the next positions of sequence 0 and appends them to its
+ * KV cache. all_logits: keep logits for every token of the batch, else for the last one only.
  * Batches larger than n_batch are split internally. MW_ERR_CONTEXT_FULL when they do not fit. */
 MW_API mw_status mw_decode(mw_context* ctx, const mw_token* tokens, int32_t n_tokens,
                            bool all_logits);
-/* Logits (n_vocab floats) of token i of the last mw_decode batch; i = -1 means the last token.
- * NULL if that row was not kept. */
+/* Logits (n_vocab floats) of token i of the last mw_decode or mw_decode_batch batch; i = -1
+ * means the last token whose logits were kept. NULL if that row was not kept. */
 MW_API const float* mw_get_logits(mw_context* ctx, int32_t i);
+
+/* ---- Batches of several sequences ---------------------------------------------------------- */
+/* A context created with n_seq_max > 1 holds that many independent sequences (conversations,
+ * server slots) in one KV cache. A batch carries tokens of any of them, each with its position;
+ * mw_decode_batch runs the whole batch as one forward pass, so the weights are read once for
+ * every sequence: N streams decoding one token each cost little more than one. Attention of a
+ * token sees only its own sequence. Each sequence is a contiguous history: a token must go at
+ * its sequence's next position (truncate first to rewrite the end). */
+
+typedef int32_t mw_seq_id;
+
+typedef struct mw_batch {
+    int32_t n_tokens; /* tokens in the batch */
+    mw_token* token;
+    int32_t* pos;      /* position of each token in its sequence; -1: the sequence's next */
+    mw_seq_id* seq_id; /* its sequence, 0 .. n_seq_max - 1 */
+    int8_t* logits;    /* non-zero: keep its logits, read with mw_get_logits(ctx, index) */
+    int32_t capacity;  /* tokens the arrays hold (set by mw_batch_init) */
+} mw_batch;
+
+/* A batch with room for `capacity` tokens (arrays NULL and capacity 0 when it cannot be
+ * allocated); free with mw_batch_free. */
+MW_API mw_batch mw_batch_init(int32_t capacity);
+MW_API void mw_batch_free(mw_batch* batch);
+MW_API void mw_batch_clear(mw_batch* batch);
+/* Appends a token; MW_ERR_INVALID_ARGUMENT when the batch is full. */
+MW_API mw_status mw_batch_add(mw_batch* batch, mw_token token, int32_t pos, mw_seq_id seq,
+                              bool logits);
+/* Runs the batch (split at n_batch tokens internally). MW_ERR_INVALID_ARGUMENT for a bad token,
+ * sequence or position; MW_ERR_CONTEXT_FULL when the cache has no room: nothing is changed. */
+MW_API mw_status mw_decode_batch(mw_context* ctx, const mw_batch* batch);
+
+MW_API uint32_t mw_context_n_seq_max(const mw_context* ctx);
+/* Tokens sequence `seq` holds (the position of its next token); -1 for a bad id. */
+MW_API int32_t mw_seq_n_past(const mw_context* ctx, mw_seq_id seq);
+/* Copies the tokens of a sequence into `tokens`; returns their number, or minus the number
+ * needed when n_max is too small (nothing written). */
+MW_API int32_t mw_seq_tokens(const mw_context* ctx, mw_seq_id seq, mw_token* tokens, int32_t n_max);
+/* Prefix reuse: how many leading tokens of `tokens` the sequence already holds. Truncate the
+ * sequence to that and decode only the rest (keep at least one token to decode, for its
+ * logits). -1 for a bad id. */
+MW_API int32_t mw_seq_common_prefix(const mw_context* ctx, mw_seq_id seq, const mw_token* tokens,
+                                    int32_t n_tokens);
+/* Drops the tokens of a sequence from position n_keep on (0 clears it). */
+MW_API mw_status mw_seq_truncate(mw_context* ctx, mw_seq_id seq, uint32_t n_keep);
+/* dst becomes the first n tokens of src (a shared prefix: the KV cache pages are shared, not
+ * recomputed or copied; a page is copied only when one of them writes into it). */
+MW_API mw_status mw_seq_copy(mw_context* ctx, mw_seq_id src, mw_seq_id dst, uint32_t n);
+/* Context shift of one sequence (as mw_context_shift). */
+MW_API mw_status mw_seq_shift(mw_context* ctx, mw_seq_id seq, uint32_t n_keep, uint32_t n_discard);
+/* KV cache use: positions held by all sequences (shared positions once) and the pool's size. */
+MW_API uint32_t mw_context_kv_used(const mw_context* ctx);
+MW_API uint32_t mw_context_kv_size(const mw_context* ctx);
 
 /* ---- Sampling --------------------------------------------------------------------------- */
 
@@ -174,8 +229,11 @@ typedef struct mw_sampler_params {
     float top_p;           /* default 0.95; >= 1: off */
     float min_p;           /* default 0.05; <= 0: off */
     float repeat_penalty;  /* default 1: off */
-    int32_t repeat_last_n; /* tokens considered by the repetition penalty (default 64) */
+    int32_t repeat_last_n; /* tokens considered by the penalties (default 64; -1: all) */
     uint64_t seed;         /* default 0; same seed, same model, same prompt: same text */
+    float frequency_penalty; /* OpenAI's (default 0: off): subtracted once per occurrence in the
+                                last repeat_last_n tokens */
+    float presence_penalty;  /* OpenAI's (default 0: off): subtracted once for a token that occurs */
 } mw_sampler_params;
 
 MW_API mw_sampler_params mw_sampler_default_params(void);
@@ -234,9 +292,9 @@ MW_API mw_status mw_generate(mw_context* ctx, const char* prompt, int32_t prompt
 typedef struct mw_perf {
     double load_ms;   /* model load */
     double prompt_ms; /* time in batches of more than one token */
-    double decode_ms; /* time in single-token batches */
+    double decode_ms; /* time in batches where each sequence decodes one token */
     int32_t n_prompt_tokens;
-    int32_t n_decode_tokens;
+    int32_t n_decode_tokens;         /* of every sequence */
     uint64_t weights_bytes;          /* weight data (mapped or read) */
     uint64_t weights_resident_bytes; /* of which now in RAM */
     uint64_t kv_bytes;               /* KV cache allocation */
@@ -245,9 +303,11 @@ typedef struct mw_perf {
     uint64_t rss_bytes;              /* of the process now, from the OS */
     uint64_t major_faults; /* page faults that read from storage (weights paged in), process */
     uint64_t minor_faults; /* page faults served from memory, process */
-    uint64_t decode_weight_bytes; /* weight bytes read by the single-token decode steps: every
-                                     dense matrix, and (MoE) only the experts the router chose;
-                                     divide by n_decode_tokens for bytes per token */
+    uint64_t decode_weight_bytes; /* weight bytes read by the decode steps: every dense matrix,
+                                     and (MoE) only the experts the router chose, once per step
+                                     whatever the number of sequences; divide by
+                                     n_decode_tokens for bytes per token */
+    int32_t n_decode_steps;       /* decode steps (each of one token per sequence) */
 } mw_perf;
 
 MW_API mw_perf mw_context_perf(const mw_context* ctx);
@@ -374,6 +434,86 @@ MW_API char* mw_bench_sustained_json(mw_context* ctx, const mw_sustained_params*
  * chart {"chart": "bars", "title", "subtitle": [...], "footer": [...], "panels": [{"title",
  * "y_label", "groups": [...], "series": [{"name", "values": [...]}]}]}. */
 MW_API char* mw_chart_svg(const char* document_json);
+/* ---- Chat: a conversation with the model ---------------------------------------------------- */
+/* The history is rendered with the chat template each turn and only the new part is decoded
+ * (the earlier turns stay in the KV cache). When it outgrows the context, the oldest turns are
+ * dropped; the system prompt stays. */
+
+typedef struct mw_chat mw_chat;
+
+typedef struct mw_chat_params {
+    const char* system_prompt;  /* NULL or "": none */
+    const char* chat_template;  /* NULL: the file's tokenizer.chat_template; else a built-in name
+                                   or template text */
+    mw_sampler_params sampling; /* default: mw_sampler_default_params() */
+    int32_t n_predict;          /* tokens per reply; -1 (default): until an end token */
+} mw_chat_params;
+
+typedef struct mw_chat_reply {
+    int32_t n_prompt_tokens; /* the rendered conversation */
+    int32_t n_reused_tokens; /* of them, already in the KV cache (not decoded again) */
+    int32_t n_generated;
+    int32_t n_dropped_turns; /* oldest messages dropped to fit the context */
+    double prompt_ms;        /* rendering and decoding the new part of the prompt */
+    double decode_ms;        /* generating the reply */
+    bool cancelled;          /* stopped by mw_chat_cancel or the callback */
+    bool context_full;       /* stopped at a full context */
+} mw_chat_reply;
+
+/* Receives the reply's text as it is generated (complete UTF-8 characters); returning false stops
+ * the reply. */
+
+MW_API mw_chat_params mw_chat_default_params(void);
+/* A chat with its own context (ctx_params; NULL: the defaults). The model must outlive it. */
+MW_API mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
+                                const mw_chat_params* params, mw_chat** out);
+MW_API void mw_chat_free(mw_chat* chat);
+/* Adds the user's message and generates the reply. reply may be NULL. */
+MW_API mw_status mw_chat_send(mw_chat* chat, const char* text, size_t text_len, mw_piece_fn on_text,
+                              void* user_data, mw_chat_reply* reply);
+/* Stops the reply being generated; async-signal-safe (for a SIGINT handler). */
+MW_API void mw_chat_cancel(mw_chat* chat);
+/* Forgets the conversation (the system prompt stays). */
+MW_API void mw_chat_reset(mw_chat* chat);
+
+/* ---- HTTP server (OpenAI-compatible) -------------------------------------------------------- */
+/* POST /v1/chat/completions and /v1/completions (streamed as server-sent events or not),
+ * GET /v1/models, /health, /metrics (Prometheus) and / (a chat page). The context's n_seq_max
+ * sequences are the slots: requests are batched continuously (they join and leave the running
+ * batch between forward steps), a new request reuses the longest cached prefix of its prompt,
+ * and each slot may hold n_ctx / n_seq_max positions. Binds 127.0.0.1 unless told otherwise;
+ * with an API key, every route but /health and / needs "Authorization: Bearer KEY". */
+
+typedef struct mw_server mw_server;
+
+typedef struct mw_server_params {
+    const char* host;           /* address to bind (default "127.0.0.1") */
+    int32_t port;               /* default 8080; 0: any free port (mw_server_port) */
+    const char* api_key;        /* NULL or "": no key */
+    const char* model_name;     /* the id GET /v1/models lists; NULL: "memwall" */
+    const char* chat_template;  /* NULL: the file's tokenizer.chat_template; else a built-in
+                                   name or template text */
+    int32_t queue_max;          /* requests waiting for a slot before 503 (default 64) */
+    double timeout_s;           /* per request, from its arrival (default 600) */
+    uint64_t max_body_bytes;    /* larger bodies get 413 (default 8 MiB) */
+    int32_t max_tokens;         /* most tokens a request may ask for; -1: the slot's context */
+    mw_sampler_params sampling; /* defaults for what a request does not give */
+} mw_server_params;
+
+MW_API mw_server_params mw_server_default_params(void);
+/* Creates a context of ctx_params on the model (which must outlive the server) and binds the
+ * socket: MW_ERR_IO naming the address when it is taken. */
+MW_API mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
+                                  const mw_server_params* params, mw_server** out);
+/* The port bound (useful with port 0). */
+MW_API int32_t mw_server_port(const mw_server* server);
+/* Serves until mw_server_stop; returns when the last connection is closed. */
+MW_API mw_status mw_server_run(mw_server* server);
+/* Thread-safe (call it from a signal-handling thread, not a signal handler): stops taking
+ * requests, lets running ones finish for up to grace_s seconds, cancels the rest, and makes
+ * mw_server_run return. */
+MW_API void mw_server_stop(mw_server* server, double grace_s);
+MW_API void mw_server_free(mw_server* server);
 
 /* ---- Planning: will a model fit, and how fast will it run -------------------------------- */
 /* The functions returning char* return a JSON document (UTF-8, NUL-terminated) that the caller

@@ -84,22 +84,24 @@ void check_case(const Case& c) {
     std::vector<float> out(size_t(c.n_tokens) * c.n_head * c.head_dim_v, NAN);
 
     const float scale = 1.0f / std::sqrt(float(c.head_dim_k));
+    // Position-major rows holding every head (the engine's cache is head-major: both are strides).
+    const TypeTraits* traits = type_traits(c.type);
+    const AttentionSeq seq{
+        0, c.n_tokens, c.pos0,
+        KvRows{k.bytes.data(), k.stride, row_bytes(*traits, c.head_dim_k), traits},
+        KvRows{v.bytes.data(), v.stride, row_bytes(*traits, c.head_dim_v), traits}};
     AttentionBatch b{};
     b.q = q.data();
     b.out = out.data();
-    b.n_tokens = c.n_tokens;
-    b.pos0 = c.pos0;
+    b.seqs = &seq;
+    b.n_seqs = 1;
     b.n_head = c.n_head;
     b.n_head_kv = c.n_head_kv;
     b.head_dim_k = c.head_dim_k;
     b.head_dim_v = c.head_dim_v;
     b.scale = scale;
-    // Position-major rows holding every head (the engine's cache is head-major: both are strides).
-    const TypeTraits* traits = type_traits(c.type);
-    b.k = {k.bytes.data(), k.stride, row_bytes(*traits, c.head_dim_k), traits};
-    b.v = {v.bytes.data(), v.stride, row_bytes(*traits, c.head_dim_v), traits};
     AttentionScratch scratch(
-        {c.n_tokens, c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v, c.n_threads});
+        {c.n_tokens, 1, c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v, c.n_threads});
     SequentialThreads threads(c.n_threads);
     attention(threads, b, scratch);
 
@@ -171,7 +173,7 @@ TEST(Attention, ManyThreadsOnPrefill) {
 }
 
 TEST(Attention, ScratchDoesNotGrowWithTheContext) {
-    const AttentionShape shape{512, 32, 8, 128, 128, 8};
+    const AttentionShape shape{512, 4, 32, 8, 128, 128, 8};
     AttentionScratch scratch(shape);
     EXPECT_EQ(scratch.bytes(), AttentionScratch::planned_bytes(shape));
     // A few blocks of decoded keys and scores per thread, nothing per cached position.

@@ -208,12 +208,12 @@ TEST(PlanSeeds, KvCacheBytes) {
     ASSERT_EQ(mha.n_layer, 32u);
     ASSERT_EQ(mha.n_head_kv, 32u);
     ASSERT_EQ(mha.head_dim_k, 128u);
-    EXPECT_EQ(KvCache::bytes_needed(mha, 1, GgmlType::F16, GgmlType::F16), 512 * KiB);
+    EXPECT_EQ(KvCache::bytes_per_position(mha, GgmlType::F16, GgmlType::F16), 512 * KiB);
     EXPECT_EQ(KvCache::bytes_needed(mha, 2048, GgmlType::F16, GgmlType::F16), 1 * GiB);
     // With 8 KV heads (GQA, Mistral 7B): 128 KiB per token.
     const HParams gqa = hparams_of(*find_catalogue_model("mistral-7b"));
     ASSERT_EQ(gqa.n_head_kv, 8u);
-    EXPECT_EQ(KvCache::bytes_needed(gqa, 1, GgmlType::F16, GgmlType::F16), 128 * KiB);
+    EXPECT_EQ(KvCache::bytes_per_position(gqa, GgmlType::F16, GgmlType::F16), 128 * KiB);
 
     // The planner's rows carry the same figure.
     PlanRequest req;

@@ -67,18 +67,21 @@ namespace {
 struct ScratchSizes {
     size_t x, xb, xb2, q, k, v, attn, gate, up, rope_cs;
     size_t router_logits, moe_in, moe_out, moe_expert, moe_weight, moe_tokens, router_probs;
+    size_t tok_index;  // sequence and position of each token
     size_t act_bytes;
+    size_t attn_seqs;  // AttentionSeq entries
     AttentionShape attention;
 
     uint64_t total_bytes() const {
         const uint64_t floats = x + xb + xb2 + q + k + v + attn + gate + up + rope_cs +
                                 router_logits + moe_in + moe_out + moe_weight + router_probs;
-        return floats * sizeof(float) + (moe_expert + moe_tokens) * sizeof(int32_t) + act_bytes +
+        return floats * sizeof(float) + (moe_expert + moe_tokens + tok_index) * sizeof(int32_t) +
+               act_bytes + attn_seqs * sizeof(AttentionSeq) +
                AttentionScratch::planned_bytes(attention);
     }
 };
 
-ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, int n_threads) {
+ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t max_seqs, int n_threads) {
     const HParams& hp = m.hp;
     const size_t n = max_batch;
     const size_t n_attn_out = size_t(hp.n_head) * hp.head_dim_v;
@@ -103,6 +106,7 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, int n_threads) {
     z.gate = n * n_ff;
     z.up = n * n_ff;
     z.rope_cs = n * hp.n_rot;
+    z.tok_index = 2 * n;
     z.router_logits = moe ? n * hp.n_expert : 0;
     z.moe_in = moe ? n * hp.n_embd : 0;
     z.moe_out = moe ? n * hp.n_embd : 0;
@@ -111,7 +115,8 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, int n_threads) {
     z.moe_tokens = moe ? n : 0;
     z.router_probs = hp.n_expert;
     z.act_bytes = max_matmul_scratch(m, max_batch);
-    z.attention = {max_batch,          int(hp.n_head),     int(hp.n_head_kv),
+    z.attn_seqs = max_seqs;
+    z.attention = {max_batch,          max_seqs,           int(hp.n_head),        int(hp.n_head_kv),
                    int(hp.head_dim_k), int(hp.head_dim_v), std::max(1, n_threads)};
     return z;
 }
@@ -119,15 +124,16 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, int n_threads) {
 }  // namespace
 
 uint64_t ForwardScratch::planned_bytes(const Model& model, uint32_t max_batch, uint32_t n_ctx,
-                                       int n_threads) {
+                                       int n_threads, uint32_t max_seqs) {
     (void)n_ctx;  // attention works block by block: nothing here grows with the context
-    return scratch_sizes(model, max_batch, n_threads).total_bytes();
+    return scratch_sizes(model, max_batch, std::max(1u, max_seqs), n_threads).total_bytes();
 }
 
-ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ctx, int threads)
-    : max_batch_(max_batch), n_threads(std::max(1, threads)) {
+ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ctx, int threads,
+                               uint32_t max_seqs)
+    : max_batch_(max_batch), max_seqs_(std::max(1u, max_seqs)), n_threads(std::max(1, threads)) {
     (void)n_ctx;
-    const ScratchSizes z = scratch_sizes(m, max_batch, threads);
+    const ScratchSizes z = scratch_sizes(m, max_batch, max_seqs_, threads);
     x.resize(z.x);
     xb.resize(z.xb);
     xb2.resize(z.xb2);
@@ -138,6 +144,8 @@ ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ct
     gate.resize(z.gate);
     up.resize(z.up);
     rope_cs.resize(z.rope_cs);
+    tok_seq.resize(z.tok_index / 2);
+    tok_pos.resize(z.tok_index / 2);
     router_logits.resize(z.router_logits);
     moe_in.resize(z.moe_in);
     moe_out.resize(z.moe_out);
@@ -146,6 +154,7 @@ ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ct
     moe_tokens.resize(z.moe_tokens);
     router_probs.resize(z.router_probs);
     act.resize(z.act_bytes);
+    attn_seqs.resize(z.attn_seqs);
     attention = AttentionScratch(z.attention);
 }
 
@@ -155,16 +164,17 @@ uint64_t ForwardScratch::bytes() const {
                             &moe_in, &moe_out, &moe_weight, &router_probs}) {
         floats += vec->size();
     }
-    return floats * sizeof(float) + (moe_expert.size() + moe_tokens.size()) * sizeof(int32_t) +
-           act.size() + attention.bytes();
+    return floats * sizeof(float) +
+           (moe_expert.size() + moe_tokens.size() + tok_seq.size() + tok_pos.size()) *
+               sizeof(int32_t) +
+           act.size() + attn_seqs.size() * sizeof(AttentionSeq) + attention.bytes();
 }
 
-void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, const int32_t* tokens,
-             uint32_t n_tokens, float* logits, bool all_logits) {
+void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, const ForwardBatch& b,
+             float* logits) {
     const FlushSubnormals flush;  // pool workers flush them too (runtime/thread_pool.cpp)
     const HParams& hp = m.hp;
-    const uint32_t n = n_tokens;
-    const uint32_t pos0 = kv.n_past();
+    const uint32_t n = b.n_tokens;
     const int64_t n_embd = hp.n_embd;
     const int hd_k = int(hp.head_dim_k), hd_v = int(hp.head_dim_v);
     const int n_head = int(hp.n_head), n_head_kv = int(hp.n_head_kv);
@@ -181,11 +191,22 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, cons
         if (s.observer) s.observer->on_matmul(w, in, rows);
         mw::matmul(p, w, in, rows, out, scratch);
     };
+    // The sequence and position of each token: the batch lists each sequence's tokens as one
+    // run of consecutive positions.
+    uint32_t* tok_seq = s.tok_seq.data();
+    uint32_t* tok_pos = s.tok_pos.data();
+    for (uint32_t r = 0; r < b.n_seqs; ++r) {
+        const ForwardSeq& q = b.seqs[r];
+        for (uint32_t i = 0; i < q.n_tokens; ++i) {
+            tok_seq[q.first_token + i] = q.seq;
+            tok_pos[q.first_token + i] = q.pos0 + i;
+        }
+    }
 
     // Token embeddings, and the RoPE rotation of each token's position.
     for_each_token(par, n, n_embd, [&](uint32_t t) {
-        get_row(m.tok_embd, tokens[t], x + t * n_embd);
-        rope_cache(m.rope, float(pos0 + t), s.rope_cs.data() + size_t(t) * hp.n_rot);
+        get_row(m.tok_embd, b.tokens[t], x + t * n_embd);
+        rope_cache(m.rope, float(tok_pos[t]), s.rope_cs.data() + size_t(t) * hp.n_rot);
     });
 
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
@@ -217,26 +238,32 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, cons
             const float* cs = s.rope_cs.data() + size_t(t) * hp.n_rot;
             rope_apply(m.rope, cs, q, n_head, hd_k);
             rope_apply(m.rope, cs, k, n_head_kv, hd_k);
-            // Append K and V at this token's position in the cache.
+            // Append K and V at this token's position in its sequence's cache.
             for (int h = 0; h < n_head_kv; ++h) {
-                kv.k_traits().from_float(k + h * hd_k, kv.k_row(il, uint32_t(h), pos0 + t), hd_k);
-                kv.v_traits().from_float(v + h * hd_v, kv.v_row(il, uint32_t(h), pos0 + t), hd_v);
+                kv.k_traits().from_float(k + h * hd_k,
+                                         kv.k_row(il, uint32_t(h), tok_seq[t], tok_pos[t]), hd_k);
+                kv.v_traits().from_float(v + h * hd_v,
+                                         kv.v_row(il, uint32_t(h), tok_seq[t], tok_pos[t]), hd_v);
             }
         });
 
-        // Causal grouped-query attention over the cache: token t sees positions 0 .. pos0 + t.
+        // Causal grouped-query attention, each sequence over its own cache: a token at position
+        // p sees its sequence's positions 0 .. p.
+        for (uint32_t r = 0; r < b.n_seqs; ++r) {
+            const ForwardSeq& q = b.seqs[r];
+            s.attn_seqs[r] = {q.first_token, q.n_tokens, q.pos0, kv.keys(il, q.seq),
+                              kv.values(il, q.seq)};
+        }
         AttentionBatch batch{};
         batch.q = s.q.data();
         batch.out = s.attn.data();
-        batch.n_tokens = n;
-        batch.pos0 = pos0;
+        batch.seqs = s.attn_seqs.data();
+        batch.n_seqs = b.n_seqs;
         batch.n_head = n_head;
         batch.n_head_kv = n_head_kv;
         batch.head_dim_k = hd_k;
         batch.head_dim_v = hd_v;
         batch.scale = kq_scale;
-        batch.k = kv.keys(il);
-        batch.v = kv.values(il);
         attention(par, batch, s.attention);
 
         // Output projection and residual.
@@ -324,17 +351,14 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, cons
             add_inplace(x + t * n_embd, s.xb2.data() + t * n_embd, n_embd);
         });
     }
-    kv.set_n_past(pos0 + n);
-    if (!logits) return;
+    if (!logits || b.n_outputs == 0) return;
 
-    // Final RMSNorm and the language-model head, for the rows the caller wants.
-    const uint32_t first = all_logits ? 0 : n - 1;
-    const uint32_t rows = n - first;
-    for_each_token(par, rows, n_embd, [&](uint32_t i) {
-        rms_norm(x + (first + i) * n_embd, m.output_norm.data(), xb + i * n_embd, n_embd,
+    // Final RMSNorm and the language-model head, for the tokens the caller wants.
+    for_each_token(par, b.n_outputs, n_embd, [&](uint32_t i) {
+        rms_norm(x + b.outputs[i] * n_embd, m.output_norm.data(), xb + i * n_embd, n_embd,
                  hp.norm_eps);
     });
-    matmul(par, m.output, xb, rows, logits, act);
+    matmul(par, m.output, xb, b.n_outputs, logits, act);
 }
 
 }  // namespace mw

@@ -1,4 +1,5 @@
-// The forward pass of the llama family (llama, mistral, qwen2, qwen3 and their MoE variants).
+// The forward pass of the llama family (llama, mistral, qwen2, qwen3 and their MoE variants),
+// for a batch of tokens of one or more sequences.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +21,34 @@ class MatmulObserver {
     virtual void on_matmul(const WeightMatrix& w, const float* x, int64_t n_tokens) = 0;
 };
 
-// Every buffer one forward step needs, planned once for the largest batch so that decoding does
-// not allocate.
+// The tokens of one sequence in a forward step: batch rows [first_token, first_token + n_tokens)
+// at positions pos0, pos0 + 1, ... of sequence `seq`.
+struct ForwardSeq {
+    uint32_t seq;
+    uint32_t first_token;
+    uint32_t n_tokens;
+    uint32_t pos0;
+};
+
+// One forward step: tokens grouped by sequence (each sequence's tokens are one run), and the
+// tokens whose logits are wanted, in the order their rows are written.
+struct ForwardBatch {
+    const int32_t* tokens;
+    uint32_t n_tokens;
+    const ForwardSeq* seqs;
+    uint32_t n_seqs;
+    const uint32_t* outputs;
+    uint32_t n_outputs;
+};
+
+// Every buffer one forward step needs, planned once for the largest batch (tokens and
+// sequences) so that decoding does not allocate.
 class ForwardScratch {
   public:
-    ForwardScratch(const Model& model, uint32_t max_batch, uint32_t n_ctx, int n_threads);
+    ForwardScratch(const Model& model, uint32_t max_batch, uint32_t n_ctx, int n_threads,
+                   uint32_t max_seqs = 1);
     uint32_t max_batch() const { return max_batch_; }
+    uint32_t max_seqs() const { return max_seqs_; }
     uint64_t bytes() const;
     // MoE: the expert FFNs (gate, up and down of one expert of one layer) the last forward step
     // read, summed over the layers: each distinct expert its tokens were routed to, once.
@@ -33,30 +56,34 @@ class ForwardScratch {
     // What the constructor will allocate, without allocating (for memory planning). Works on a
     // model bound from a header-only GGUF (no weight data).
     static uint64_t planned_bytes(const Model& model, uint32_t max_batch, uint32_t n_ctx,
-                                  int n_threads);
+                                  int n_threads, uint32_t max_seqs = 1);
     MatmulObserver* observer = nullptr;  // null (the default): no observation, no cost
 
   private:
-    friend void forward(const Model&, KvCache&, ForwardScratch&, Parallel&, const int32_t*,
-                        uint32_t, float*, bool);
+    friend void forward(const Model&, KvCache&, ForwardScratch&, Parallel&, const ForwardBatch&,
+                        float*);
     uint32_t max_batch_;
+    uint32_t max_seqs_;
     std::vector<float> x, xb, xb2, q, k, v, attn, gate, up, rope_cs;
+    std::vector<uint32_t> tok_seq, tok_pos;  // sequence and position of each token
     std::vector<float> router_logits, moe_in, moe_out;
-    std::vector<int32_t> moe_expert;  // per token, the selected experts
-    std::vector<float> moe_weight;    // and their weights
-    std::vector<int32_t> moe_tokens;  // tokens routed to the current expert
-    std::vector<float> router_probs;  // softmax over the experts of one token
-    std::vector<uint8_t> act;         // activations encoded for the matmul kernels
-    AttentionScratch attention;       // O(block) per thread, whatever the context
+    std::vector<int32_t> moe_expert;      // per token, the selected experts
+    std::vector<float> moe_weight;        // and their weights
+    std::vector<int32_t> moe_tokens;      // tokens routed to the current expert
+    std::vector<float> router_probs;      // softmax over the experts of one token
+    std::vector<uint8_t> act;             // activations encoded for the matmul kernels
+    std::vector<AttentionSeq> attn_seqs;  // one per sequence of the batch
+    AttentionScratch attention;           // O(block) per thread, whatever the context
     int n_threads = 1;
     uint64_t experts_read_ = 0;
 };
 
-// Runs n_tokens tokens at positions kv.n_past() ... and appends their keys and values to the
-// cache. Writes logits for every token (all_logits, n_tokens x n_vocab) or for the last one only
-// (n_vocab), or none when logits is null. The caller checks that n_tokens <= scratch.max_batch()
-// and that the cache has room.
+// Runs the batch's tokens at their positions, writing their keys and values into their
+// sequences' caches, and the logits of the output tokens (n_outputs x n_vocab; none when logits
+// is null). The caller checks that the batch fits the scratch (tokens <= max_batch(), sequences
+// <= max_seqs()) and has reserved the cache rows (KvCache::reserve); it sets the sequences'
+// lengths afterwards.
 void forward(const Model& model, KvCache& kv, ForwardScratch& scratch, Parallel& par,
-             const int32_t* tokens, uint32_t n_tokens, float* logits, bool all_logits);
+             const ForwardBatch& batch, float* logits);
 
 }  // namespace mw

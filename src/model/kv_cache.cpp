@@ -1,7 +1,9 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "base/error.h"
@@ -25,27 +27,44 @@ const TypeTraits& kv_traits(GgmlType type, uint32_t head_dim, const char* which)
     return *t;
 }
 
-}  // namespace
-
-uint64_t KvCache::bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type,
-                               GgmlType v_type) {
-    const TypeTraits& kt = kv_traits(k_type, hp.head_dim_k, "keys");
-    const TypeTraits& vt = kv_traits(v_type, hp.head_dim_v, "values");
-    const uint64_t per_pos = row_bytes(kt, hp.n_embd_k_gqa()) + row_bytes(vt, hp.n_embd_v_gqa());
-    return per_pos * n_ctx * hp.n_layer;
+uint32_t pages_for(uint32_t n_positions) {
+    return (n_positions + kKvPageSize - 1) / kKvPageSize;
 }
 
-KvCache::KvCache(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_type)
+// Pages of the pool: n_ctx positions, plus a partly filled last page for each further sequence.
+uint32_t pool_pages(uint32_t n_ctx, uint32_t n_seq_max) {
+    return pages_for(n_ctx) + (n_seq_max - 1);
+}
+
+}  // namespace
+
+uint64_t KvCache::bytes_per_position(const HParams& hp, GgmlType k_type, GgmlType v_type) {
+    const TypeTraits& kt = kv_traits(k_type, hp.head_dim_k, "keys");
+    const TypeTraits& vt = kv_traits(v_type, hp.head_dim_v, "values");
+    return (row_bytes(kt, hp.n_embd_k_gqa()) + row_bytes(vt, hp.n_embd_v_gqa())) * hp.n_layer;
+}
+
+uint64_t KvCache::bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_type,
+                               uint32_t n_seq_max) {
+    const uint64_t pages = pool_pages(std::max(1u, n_ctx), std::max(1u, n_seq_max));
+    return bytes_per_position(hp, k_type, v_type) * pages * kKvPageSize;
+}
+
+KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType k_type,
+                 GgmlType v_type)
     : n_ctx_(n_ctx),
       n_layer_(hp.n_layer),
       n_head_kv_(hp.n_head_kv),
       head_dim_k_(hp.head_dim_k),
+      n_pages_(0),
       k_traits_(&kv_traits(k_type, hp.head_dim_k, "keys")),
       v_traits_(&kv_traits(v_type, hp.head_dim_v, "values")),
       k_row_bytes_(row_bytes(*k_traits_, hp.head_dim_k)),
       v_row_bytes_(row_bytes(*v_traits_, hp.head_dim_v)) {
     if (n_ctx == 0) fail(ErrorKind::invalid_argument, "context size must be at least 1");
-    const uint64_t rows = uint64_t(n_ctx) * hp.n_layer * hp.n_head_kv;
+    if (n_seq_max == 0) fail(ErrorKind::invalid_argument, "a context needs at least 1 sequence");
+    n_pages_ = pool_pages(n_ctx, n_seq_max);
+    const uint64_t rows = uint64_t(n_pages_) * kKvPageSize * hp.n_layer * hp.n_head_kv;
     const uint64_t k_bytes = uint64_t(k_row_bytes_) * rows;
     const uint64_t v_bytes = uint64_t(v_row_bytes_) * rows;
     bytes_ = k_bytes + v_bytes;
@@ -58,38 +77,204 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_
     storage_ = {static_cast<uint8_t*>(p), std::free};
     k_ = storage_.get();
     v_ = k_ + k_bytes;
+    seqs_.resize(n_seq_max);
+    refs_.assign(n_pages_, 0);
+    // Taken from the back: page 0 first, and a freed page is the next one reused (already
+    // touched memory rather than new).
+    free_.resize(n_pages_);
+    for (uint32_t i = 0; i < n_pages_; ++i) free_[i] = n_pages_ - 1 - i;
 }
 
-void KvCache::discard(uint32_t n_keep, uint32_t n_discard, const RopeParams& rope, Parallel& par) {
-    if (uint64_t(n_keep) + n_discard > n_past_) {
+uint32_t KvCache::check(uint32_t seq) const {
+    if (seq >= seqs_.size()) {
+        fail(ErrorKind::invalid_argument, "sequence {} does not exist: this context has {} (0..{})",
+             seq, seqs_.size(), seqs_.size() - 1);
+    }
+    return seq;
+}
+
+uint32_t KvCache::take_page() {
+    const uint32_t page = free_.back();
+    free_.pop_back();
+    refs_[page] = 1;
+    return page;
+}
+
+void KvCache::release_page(uint32_t page) {
+    if (--refs_[page] == 0) free_.push_back(page);
+}
+
+void KvCache::copy_page(uint32_t from, uint32_t to) {
+    for (uint32_t il = 0; il < n_layer_; ++il) {
+        for (uint32_t h = 0; h < n_head_kv_; ++h) {
+            std::memcpy(k_ + offset(il, h, to, 0, k_row_bytes_),
+                        k_ + offset(il, h, from, 0, k_row_bytes_), kKvPageSize * k_row_bytes_);
+            std::memcpy(v_ + offset(il, h, to, 0, v_row_bytes_),
+                        v_ + offset(il, h, from, 0, v_row_bytes_), kKvPageSize * v_row_bytes_);
+        }
+    }
+}
+
+uint32_t KvCache::pages_needed(uint32_t seq, uint32_t n) const {
+    const Seq& s = seqs_[check(seq)];
+    if (n == 0) return 0;
+    const uint32_t first = s.len / kKvPageSize;  // the page position s.len falls in
+    const uint32_t last = (s.len + n - 1) / kKvPageSize;
+    uint32_t needed = 0;
+    for (uint32_t p = first; p <= last; ++p) {
+        if (p >= s.pages.size()) {
+            ++needed;
+        } else if (refs_[s.pages[p]] > 1) {
+            ++needed;  // a shared page written into is copied first
+        }
+    }
+    return needed;
+}
+
+void KvCache::reserve(uint32_t seq, uint32_t n) {
+    Seq& s = seqs_[check(seq)];
+    if (uint64_t(s.len) + n > n_ctx_) {
+        fail(ErrorKind::context_full,
+             "context full: {} tokens cached + {} new exceed the context size of {} tokens", s.len,
+             n, n_ctx_);
+    }
+    const uint32_t needed = pages_needed(seq, n);
+    if (needed > free_.size()) {
+        fail(ErrorKind::context_full,
+             "context full: the KV cache has room for {} more tokens, sequence {} needs {}; "
+             "{} sequences share {} positions",
+             uint32_t(free_.size()) * kKvPageSize, seq, n, seqs_.size(), n_pages_ * kKvPageSize);
+    }
+    if (n == 0) return;
+    const uint32_t first = s.len / kKvPageSize;
+    const uint32_t last = (s.len + n - 1) / kKvPageSize;
+    for (uint32_t p = first; p <= last; ++p) {
+        if (p >= s.pages.size()) {
+            s.pages.push_back(take_page());
+        } else if (refs_[s.pages[p]] > 1) {
+            const uint32_t own = take_page();
+            copy_page(s.pages[p], own);
+            release_page(s.pages[p]);
+            s.pages[p] = own;
+        }
+    }
+}
+
+void KvCache::set_len(uint32_t seq, uint32_t len) {
+    Seq& s = seqs_[check(seq)];
+    if (pages_for(len) > s.pages.size()) {
+        throw std::logic_error(fmt::format("KV cache: sequence {} set to {} positions, {} reserved",
+                                           seq, len, s.pages.size() * kKvPageSize));
+    }
+    s.len = len;
+}
+
+KvRows KvCache::keys(uint32_t layer, uint32_t seq) const {
+    const Seq& s = seqs_[check(seq)];
+    return {k_ + offset(layer, 0, 0, 0, k_row_bytes_),
+            k_row_bytes_,
+            size_t(n_pages_) * kKvPageSize * k_row_bytes_,
+            k_traits_,
+            s.pages.data(),
+            kKvPageSize * k_row_bytes_};
+}
+
+KvRows KvCache::values(uint32_t layer, uint32_t seq) const {
+    const Seq& s = seqs_[check(seq)];
+    return {v_ + offset(layer, 0, 0, 0, v_row_bytes_),
+            v_row_bytes_,
+            size_t(n_pages_) * kKvPageSize * v_row_bytes_,
+            v_traits_,
+            s.pages.data(),
+            kKvPageSize * v_row_bytes_};
+}
+
+void KvCache::truncate(uint32_t seq, uint32_t n_keep) {
+    Seq& s = seqs_[check(seq)];
+    if (n_keep > s.len) {
+        fail(ErrorKind::invalid_argument,
+             "truncate: cannot keep {} tokens of sequence {}, only {} are cached", n_keep, seq,
+             s.len);
+    }
+    const uint32_t keep_pages = pages_for(n_keep);
+    while (s.pages.size() > keep_pages) {
+        release_page(s.pages.back());
+        s.pages.pop_back();
+    }
+    s.len = n_keep;
+}
+
+void KvCache::copy(uint32_t src, uint32_t dst, uint32_t n) {
+    check(src);
+    check(dst);
+    if (n > seqs_[src].len) {
+        fail(ErrorKind::invalid_argument,
+             "copy: cannot copy {} tokens of sequence {}, only {} are cached", n, src,
+             seqs_[src].len);
+    }
+    if (src == dst) {
+        truncate(dst, n);
+        return;
+    }
+    truncate(dst, 0);
+    Seq& d = seqs_[dst];
+    const Seq& s = seqs_[src];
+    d.pages.assign(s.pages.begin(), s.pages.begin() + pages_for(n));
+    for (uint32_t page : d.pages) ++refs_[page];
+    d.len = n;
+}
+
+void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const RopeParams& rope,
+                      Parallel& par) {
+    Seq& s = seqs_[check(seq)];
+    if (uint64_t(n_keep) + n_discard > s.len) {
         fail(ErrorKind::invalid_argument,
              "context shift: cannot keep {} tokens and discard {} more, only {} are cached", n_keep,
-             n_discard, n_past_);
+             n_discard, s.len);
     }
     if (n_discard == 0) return;
     const uint32_t first_moved = n_keep + n_discard;
-    const uint32_t n_moved = n_past_ - first_moved;
-    for (uint32_t il = 0; il < n_layer_; ++il) {
-        for (uint32_t h = 0; h < n_head_kv_; ++h) {
-            std::memmove(k_row(il, h, n_keep), k_row(il, h, first_moved),
-                         size_t(n_moved) * k_row_bytes_);
-            std::memmove(v_row(il, h, n_keep), v_row(il, h, first_moved),
-                         size_t(n_moved) * v_row_bytes_);
+    const uint32_t n_moved = s.len - first_moved;
+    const uint32_t new_len = s.len - n_discard;
+    // Every page from the one n_keep falls in is rewritten: own them first.
+    for (uint32_t p = n_keep / kKvPageSize; p < pages_for(new_len); ++p) {
+        if (refs_[s.pages[p]] > 1) {
+            if (free_.empty()) {
+                fail(ErrorKind::context_full,
+                     "context shift: no free page to copy a page sequence {} shares", seq);
+            }
+            const uint32_t own = take_page();
+            copy_page(s.pages[p], own);
+            release_page(s.pages[p]);
+            s.pages[p] = own;
         }
     }
-    n_past_ -= n_discard;
+    // Move the rows down (destinations are below their sources: in order is safe).
+    for (uint32_t il = 0; il < n_layer_; ++il) {
+        for (uint32_t h = 0; h < n_head_kv_; ++h) {
+            for (uint32_t j = 0; j < n_moved; ++j) {
+                std::memcpy(k_row(il, h, seq, n_keep + j), k_row(il, h, seq, first_moved + j),
+                            k_row_bytes_);
+                std::memcpy(v_row(il, h, seq, n_keep + j), v_row(il, h, seq, first_moved + j),
+                            v_row_bytes_);
+            }
+        }
+    }
+    truncate(seq, new_len);
 
     // Rotate every moved key back by n_discard positions.
     std::vector<float> cos_sin(size_t(rope.n_rot));
     rope_rotation(rope, -float(n_discard), cos_sin.data());
     const int64_t n_rows = int64_t(n_layer_) * n_head_kv_ * n_moved;
+    if (n_rows == 0) return;
     parallel_for_work(par, n_rows * head_dim_k_, [&](int ith, int nth) {
         std::vector<float> key(head_dim_k_);
         const Range r = split_range(n_rows, ith, nth);
         for (int64_t i = r.begin; i < r.end; ++i) {
             const int64_t layer_head = i / n_moved;
-            uint8_t* row = k_row(uint32_t(layer_head / n_head_kv_),
-                                 uint32_t(layer_head % n_head_kv_), n_keep + uint32_t(i % n_moved));
+            uint8_t* row =
+                k_row(uint32_t(layer_head / n_head_kv_), uint32_t(layer_head % n_head_kv_), seq,
+                      n_keep + uint32_t(i % n_moved));
             k_traits_->to_float(row, key.data(), head_dim_k_);
             rope_apply(rope, cos_sin.data(), key.data(), 1, int(head_dim_k_));
             k_traits_->from_float(key.data(), row, head_dim_k_);

@@ -1,11 +1,20 @@
-// The key/value cache: for every layer and KV head, the key and the value of every position seen
-// so far, one row of head_dim elements per position in the cache's element type. Head-major
-// ([layer][KV head][position]) so that attention, which reads one head at a time, streams
-// contiguous memory.
+// The key/value cache of every sequence of a context: for every layer and KV head, the key and
+// the value of every position each sequence has seen, one row of head_dim elements per position
+// in the cache's element type.
+//
+// Paged: positions are stored in pages of kKvPageSize consecutive positions, and each sequence
+// has a page table (its positions 0, 1, ... in pages[0], pages[1], ...). Storage is head-major
+// ([layer][KV head][page][slot]) so that attention, which reads one head at a time, streams
+// contiguous rows within a page. Pages are shared between sequences by reference count: copying
+// a sequence's prefix to another shares its pages (nothing is recomputed or copied), and a page
+// is copied only when a sequence writes into one that another sequence also holds
+// (copy-on-write). The pool holds n_ctx positions, plus one page per extra sequence for the
+// partly filled last pages.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "model/hparams.h"
 #include "tensor/attention.h"
@@ -18,54 +27,87 @@ namespace mw {
 class KvCache {
   public:
     // Throws ErrorKind::invalid_argument for a type that cannot hold a head (block size must
-    // divide the head size) and out_of_memory when the allocation fails.
-    KvCache(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_type);
+    // divide the head size) or no sequence, and out_of_memory when the allocation fails.
+    KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType k_type,
+            GgmlType v_type);
 
+    // Positions the cache holds in all, and the most one sequence may hold.
     uint32_t n_ctx() const { return n_ctx_; }
-    uint32_t n_past() const { return n_past_; }
-    void set_n_past(uint32_t n) { n_past_ = n; }
+    uint32_t n_seq_max() const { return uint32_t(seqs_.size()); }
     const TypeTraits& k_traits() const { return *k_traits_; }
     const TypeTraits& v_traits() const { return *v_traits_; }
     uint64_t bytes() const { return bytes_; }
 
-    // The key or value of one head at one position (head_dim elements).
-    uint8_t* k_row(uint32_t layer, uint32_t head, uint32_t pos) {
-        return k_ + offset(layer, head, pos, k_row_bytes_);
-    }
-    uint8_t* v_row(uint32_t layer, uint32_t head, uint32_t pos) {
-        return v_ + offset(layer, head, pos, v_row_bytes_);
-    }
-    // A layer's keys or values, as attention reads them.
-    KvRows keys(uint32_t layer) const {
-        return {k_ + offset(layer, 0, 0, k_row_bytes_), k_row_bytes_, k_row_bytes_ * n_ctx_,
-                k_traits_};
-    }
-    KvRows values(uint32_t layer) const {
-        return {v_ + offset(layer, 0, 0, v_row_bytes_), v_row_bytes_, v_row_bytes_ * n_ctx_,
-                v_traits_};
-    }
+    // Positions sequence `seq` holds (the position of its next token).
+    uint32_t seq_len(uint32_t seq) const { return seqs_[check(seq)].len; }
+    // Pages in use (shared pages once) and in the pool, for reports of KV use.
+    uint32_t pages_used() const { return n_pages_ - uint32_t(free_.size()); }
+    uint32_t n_pages() const { return n_pages_; }
+    // Pages that appending n positions to `seq` would take from the pool (new pages, and a copy
+    // of a shared page it would write into).
+    uint32_t pages_needed(uint32_t seq, uint32_t n) const;
+    uint32_t pages_free() const { return uint32_t(free_.size()); }
 
-    // Context shift: forgets positions [n_keep, n_keep + n_discard) and moves the later ones
-    // back by n_discard, re-rotating their keys by -n_discard positions (RoPE angles are linear
-    // in the position, so the rotated key equals the key computed at the new position). A
-    // quantized or F16 key is decoded, rotated and encoded again. Throws invalid_argument when
-    // the range is not inside the cached positions.
-    void discard(uint32_t n_keep, uint32_t n_discard, const RopeParams& rope, Parallel& par);
+    // Makes room for positions [seq_len, seq_len + n) of `seq` and owns every page they fall in
+    // (copying a shared one first); the length grows when the rows are written, by set_len.
+    // Throws context_full when the sequence would exceed n_ctx or the pool has no pages left
+    // (the cache is then unchanged).
+    void reserve(uint32_t seq, uint32_t n);
+    void set_len(uint32_t seq, uint32_t len);
 
-    // Bytes a cache of this shape needs (for planning before allocating).
+    // The key or value of one head at one position of a sequence (head_dim elements).
+    uint8_t* k_row(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) {
+        return k_ + offset(layer, head, page_of(seq, pos), pos % kKvPageSize, k_row_bytes_);
+    }
+    uint8_t* v_row(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) {
+        return v_ + offset(layer, head, page_of(seq, pos), pos % kKvPageSize, v_row_bytes_);
+    }
+    // A layer's keys or values of one sequence, as attention reads them.
+    KvRows keys(uint32_t layer, uint32_t seq) const;
+    KvRows values(uint32_t layer, uint32_t seq) const;
+
+    // Forgets positions [n_keep, seq_len) of a sequence.
+    void truncate(uint32_t seq, uint32_t n_keep);
+    // dst becomes the first n positions of src (what dst held is dropped); pages are shared.
+    void copy(uint32_t src, uint32_t dst, uint32_t n);
+
+    // Context shift: forgets positions [n_keep, n_keep + n_discard) of a sequence and moves the
+    // later ones back by n_discard, re-rotating their keys by -n_discard positions (RoPE angles
+    // are linear in the position, so the rotated key equals the key computed at the new
+    // position). A quantized or F16 key is decoded, rotated and encoded again. Throws
+    // invalid_argument when the range is not inside the cached positions.
+    void discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const RopeParams& rope,
+                 Parallel& par);
+
+    // Bytes the cache of n_ctx positions allocates (for planning before allocating): whole
+    // pages, plus a page for each further sequence.
     static uint64_t bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type,
-                                 GgmlType v_type);
+                                 GgmlType v_type, uint32_t n_seq_max = 1);
+    // Bytes one position of one sequence takes in every layer.
+    static uint64_t bytes_per_position(const HParams& hp, GgmlType k_type, GgmlType v_type);
 
   private:
-    size_t offset(uint32_t layer, uint32_t head, uint32_t pos, size_t row) const {
-        return ((size_t(layer) * n_head_kv_ + head) * n_ctx_ + pos) * row;
+    struct Seq {
+        uint32_t len = 0;
+        std::vector<uint32_t> pages;
+    };
+
+    uint32_t check(uint32_t seq) const;
+    uint32_t page_of(uint32_t seq, uint32_t pos) const {
+        return seqs_[seq].pages[pos / kKvPageSize];
     }
+    size_t offset(uint32_t layer, uint32_t head, uint32_t page, uint32_t slot, size_t row) const {
+        return (((size_t(layer) * n_head_kv_ + head) * n_pages_ + page) * kKvPageSize + slot) * row;
+    }
+    uint32_t take_page();
+    void release_page(uint32_t page);
+    void copy_page(uint32_t from, uint32_t to);
 
     uint32_t n_ctx_;
-    uint32_t n_past_ = 0;
     uint32_t n_layer_;
     uint32_t n_head_kv_;
     uint32_t head_dim_k_;
+    uint32_t n_pages_;
     const TypeTraits* k_traits_;
     const TypeTraits* v_traits_;
     size_t k_row_bytes_;  // one head
@@ -74,6 +116,9 @@ class KvCache {
     std::unique_ptr<uint8_t, void (*)(void*)> storage_{nullptr, nullptr};
     uint8_t* k_ = nullptr;
     uint8_t* v_ = nullptr;
+    std::vector<Seq> seqs_;
+    std::vector<uint32_t> refs_;  // holders of each page
+    std::vector<uint32_t> free_;  // free pages, the next one to take last
 };
 
 }  // namespace mw

@@ -21,21 +21,32 @@ void Sampler::reset() {
 }
 
 void Sampler::accept(int32_t token) {
-    if (params_.repeat_last_n <= 0) return;
+    if (params_.repeat_last_n == 0) return;
     recent_.push_back(token);
-    while (recent_.size() > size_t(params_.repeat_last_n)) recent_.pop_front();
+    if (params_.repeat_last_n > 0) {
+        while (recent_.size() > size_t(params_.repeat_last_n)) recent_.pop_front();
+    }
 }
 
 void Sampler::apply_penalty() {
-    if (params_.repeat_penalty == 1.0f || recent_.empty()) return;
-    // Each distinct recent token is penalised once: positive logits divided, negative multiplied.
-    std::vector<int32_t> seen(recent_.begin(), recent_.end());
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    for (int32_t id : seen) {
+    const bool repeat = params_.repeat_penalty != 1.0f;
+    const bool additive = params_.frequency_penalty != 0.0f || params_.presence_penalty != 0.0f;
+    if ((!repeat && !additive) || recent_.empty()) return;
+    // Each distinct recent token once, with its count: the repetition penalty divides positive
+    // logits and multiplies negative ones; the frequency penalty subtracts per occurrence and
+    // the presence penalty once.
+    counted_.assign(recent_.begin(), recent_.end());
+    std::sort(counted_.begin(), counted_.end());
+    for (size_t i = 0; i < counted_.size();) {
+        size_t j = i;
+        while (j < counted_.size() && counted_[j] == counted_[i]) ++j;
+        const int32_t id = counted_[i];
+        const float count = float(j - i);
+        i = j;
         if (id < 0 || size_t(id) >= cand_.size()) continue;
         float& l = cand_[size_t(id)].logit;  // candidates are still indexed by id here
-        l = l > 0.0f ? l / params_.repeat_penalty : l * params_.repeat_penalty;
+        if (repeat) l = l > 0.0f ? l / params_.repeat_penalty : l * params_.repeat_penalty;
+        l -= count * params_.frequency_penalty + params_.presence_penalty;
     }
 }
 

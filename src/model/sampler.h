@@ -1,5 +1,6 @@
-// Token sampling: repetition penalty, top-k, top-p, min-p and temperature, applied in that order
-// (llama.cpp's default chain), then a draw from a seeded generator. Temperature <= 0 is greedy.
+// Token sampling: penalties (repetition, frequency, presence), top-k, top-p, min-p and
+// temperature, applied in that order (llama.cpp's default chain), then a draw from a seeded
+// generator. Temperature <= 0 is greedy (after the penalties).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,10 @@ struct SamplerParams {
     int32_t top_k = 40;
     float top_p = 0.95f;
     float min_p = 0.05f;
-    float repeat_penalty = 1.0f;
-    int32_t repeat_last_n = 64;
+    float repeat_penalty = 1.0f;     // 1: off
+    float frequency_penalty = 0.0f;  // subtracted once per occurrence (OpenAI's); 0: off
+    float presence_penalty = 0.0f;   // subtracted once if present (OpenAI's); 0: off
+    int32_t repeat_last_n = 64;      // tokens the penalties look back (-1: all accepted)
     uint64_t seed = 0;
 };
 
@@ -42,6 +45,7 @@ class Sampler {
     SamplerParams params_;
     std::mt19937_64 rng_;
     std::deque<int32_t> recent_;
+    std::vector<int32_t> counted_;  // recent tokens sorted (reused between calls)
     std::vector<Candidate> cand_;
     bool sorted_ = false;
 };

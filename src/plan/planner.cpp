@@ -30,9 +30,10 @@ constexpr double kGiB = double(1 << 30);
 // vocabulary's tables per token and per BPE merge, a BPE tokenizer's fixed cost (compiled
 // pre-tokenizer regexes, Unicode tables paged in), and the stack pages each thread touches.
 // The code's share grows with the binary: the kernel maps up to 64 KiB of page cache around each
-// page a process runs (fault-around), so a larger `memwall` has more of its text resident (0.25
-// MiB more for the sustained bench, pacing and chart code, measured on stories260K).
-constexpr uint64_t kProcessBytes = (uint64_t(47) << 17);  // 5.875 MiB
+// page a process runs (fault-around), so a larger `memwall` has more of its text resident. The
+// HTTP server's library (Debian's cpp-httplib, linked with OpenSSL, zlib and brotli) adds its
+// libraries' pages to every process; libcurl is opened only by the commands that download.
+constexpr uint64_t kProcessBytes = uint64_t(8) << 20;  // 8 MiB
 constexpr uint64_t kVocabBytesPerToken = 150;
 constexpr uint64_t kVocabBytesPerMerge = 48;
 constexpr uint64_t kBpeFixedBytes = uint64_t(5) << 18;  // 1.25 MiB
@@ -550,9 +551,11 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
     const uint32_t n_batch = std::clamp<uint32_t>(run.n_batch ? run.n_batch : 512, 1, m.n_ctx);
     const int n_threads = run.n_threads > 0 ? run.n_threads : default_thread_count();
     m.weights_bytes = f.weights_bytes;
-    m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v);
-    m.compute_bytes = ForwardScratch::planned_bytes(f.model, n_batch, m.n_ctx, n_threads) +
-                      uint64_t(f.hp.n_vocab) * sizeof(float);
+    const uint32_t n_seq = std::max(1u, run.n_seq);
+    m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v, n_seq);
+    // A decode step of every sequence keeps a row of logits for each.
+    m.compute_bytes = ForwardScratch::planned_bytes(f.model, n_batch, m.n_ctx, n_threads, n_seq) +
+                      uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq;
     m.overhead_bytes = kProcessBytes + f.header_bytes + f.decoded_vector_bytes +
                        uint64_t(f.hp.n_vocab) * kVocabBytesPerToken +
                        f.n_merges * kVocabBytesPerMerge + (f.n_merges ? kBpeFixedBytes : 0) +
@@ -634,7 +637,7 @@ PlanResult make_plan(const PlanRequest& request) {
         }
         planned.facts = main->facts;
         planned.kv_bytes_per_token =
-            KvCache::bytes_needed(main->facts.hp, 1, r.run.type_k, r.run.type_v);
+            KvCache::bytes_per_position(main->facts.hp, r.run.type_k, r.run.type_v);
         p.run = r.run;
         if (p.run.n_ctx == 0) p.run.n_ctx = default_context_size(main->facts.hp);
         planned_models.push_back(std::move(p));

@@ -48,6 +48,7 @@ struct RunSettings {
     int n_threads = 0;  // 0: default_thread_count()
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
+    uint32_t n_seq = 1;  // sequences in the context (server slots): they share n_ctx positions
 };
 
 struct MemoryPlan {

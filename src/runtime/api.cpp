@@ -1,5 +1,6 @@
 // The C API: thin wrappers that turn C structs into library calls and every exception into a
 // status code plus a thread-local message. No exception crosses this boundary.
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -83,6 +84,32 @@ const LoadedModel* loaded_model_of(const mw_model* m) {
 }
 Context* context_of(mw_context* c) {
     return c ? c->ctx.get() : nullptr;
+}
+SamplerParams sampler_params_of(const mw_sampler_params& p) {
+    SamplerParams sp;
+    sp.temperature = p.temperature;
+    sp.top_k = p.top_k;
+    sp.top_p = p.top_p;
+    sp.min_p = p.min_p;
+    sp.repeat_penalty = p.repeat_penalty;
+    sp.repeat_last_n = p.repeat_last_n;
+    sp.seed = p.seed;
+    sp.frequency_penalty = p.frequency_penalty;
+    sp.presence_penalty = p.presence_penalty;
+    return sp;
+}
+ContextParams context_params_of(const mw_context_params& p) {
+    ContextParams cp;
+    cp.n_ctx = p.n_ctx;
+    cp.n_batch = p.n_batch;
+    cp.n_threads = p.n_threads;
+    cp.type_k = kv_type(p.type_k, "keys");
+    cp.type_v = kv_type(p.type_v, "values");
+    if (p.n_seq_max > 4096) {
+        fail(ErrorKind::invalid_argument, "n_seq_max {} is more than 4096 sequences", p.n_seq_max);
+    }
+    cp.n_seq_max = p.n_seq_max == 0 ? 1 : p.n_seq_max;
+    return cp;
 }
 }  // namespace mw
 
@@ -236,6 +263,7 @@ mw_context_params mw_context_default_params(void) {
     p.n_threads = 0;
     p.type_k = MW_TYPE_F16;
     p.type_v = MW_TYPE_F16;
+    p.n_seq_max = 1;
     return p;
 }
 
@@ -248,12 +276,7 @@ mw_status mw_context_create(mw_model* model, const mw_context_params* params, mw
     }
     const mw_context_params p = params ? *params : mw_context_default_params();
     return guarded([&] {
-        mw::ContextParams cp;
-        cp.n_ctx = p.n_ctx;
-        cp.n_batch = p.n_batch;
-        cp.n_threads = p.n_threads;
-        cp.type_k = kv_type(p.type_k, "keys");
-        cp.type_v = kv_type(p.type_v, "values");
+        const mw::ContextParams cp = mw::context_params_of(p);
         auto ctx = std::make_unique<mw_context>();
         ctx->ctx = std::make_unique<mw::Context>(*model->loaded, cp);
         *out = ctx.release();
@@ -293,6 +316,142 @@ const float* mw_get_logits(mw_context* ctx, int32_t i) {
     return ctx ? ctx->ctx->logits(i) : nullptr;
 }
 
+mw_batch mw_batch_init(int32_t capacity) {
+    mw_batch b{};
+    if (capacity <= 0) return b;
+    const size_t n = size_t(capacity);
+    b.token = static_cast<mw_token*>(std::malloc(n * sizeof(mw_token)));
+    b.pos = static_cast<int32_t*>(std::malloc(n * sizeof(int32_t)));
+    b.seq_id = static_cast<mw_seq_id*>(std::malloc(n * sizeof(mw_seq_id)));
+    b.logits = static_cast<int8_t*>(std::malloc(n));
+    if (!b.token || !b.pos || !b.seq_id || !b.logits) {
+        mw_batch_free(&b);
+        return b;
+    }
+    b.capacity = capacity;
+    return b;
+}
+
+void mw_batch_free(mw_batch* b) {
+    if (!b) return;
+    std::free(b->token);
+    std::free(b->pos);
+    std::free(b->seq_id);
+    std::free(b->logits);
+    *b = mw_batch{};
+}
+
+void mw_batch_clear(mw_batch* b) {
+    if (b) b->n_tokens = 0;
+}
+
+mw_status mw_batch_add(mw_batch* b, mw_token token, int32_t pos, mw_seq_id seq, bool logits) {
+    if (!b) return invalid("mw_batch_add: batch is NULL");
+    if (b->n_tokens < 0 || b->n_tokens >= b->capacity) {
+        g_last_error =
+            "mw_batch_add: the batch is full (capacity " + std::to_string(b->capacity) + " tokens)";
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    const int32_t i = b->n_tokens++;
+    b->token[i] = token;
+    b->pos[i] = pos;
+    b->seq_id[i] = seq;
+    b->logits[i] = logits ? 1 : 0;
+    return MW_OK;
+}
+
+mw_status mw_decode_batch(mw_context* ctx, const mw_batch* b) {
+    if (!ctx) return invalid("mw_decode_batch: ctx is NULL");
+    if (!b || b->n_tokens <= 0 || !b->token) return invalid("mw_decode_batch: empty batch");
+    if (b->capacity > 0 && b->n_tokens > b->capacity) {
+        return invalid("mw_decode_batch: n_tokens is larger than the batch's capacity");
+    }
+    return guarded([&] {
+        std::vector<mw::BatchToken> tokens(size_t(b->n_tokens));
+        for (int32_t i = 0; i < b->n_tokens; ++i) {
+            const int32_t seq = b->seq_id ? b->seq_id[i] : 0;
+            if (seq < 0) {
+                mw::fail(mw::ErrorKind::invalid_argument,
+                         "mw_decode_batch: batch index {} has sequence {}", i, seq);
+            }
+            const int32_t pos = b->pos ? b->pos[i] : -1;
+            if (pos < -1) {
+                mw::fail(mw::ErrorKind::invalid_argument,
+                         "mw_decode_batch: batch index {} has position {}", i, pos);
+            }
+            const bool keep = b->logits ? b->logits[i] != 0 : i + 1 == b->n_tokens;
+            tokens[size_t(i)] = {b->token[i], uint32_t(seq), pos, keep};
+        }
+        ctx->ctx->decode(tokens);
+    });
+}
+
+uint32_t mw_context_n_seq_max(const mw_context* ctx) {
+    return ctx ? ctx->ctx->n_seq_max() : 0;
+}
+
+int32_t mw_seq_n_past(const mw_context* ctx, mw_seq_id seq) {
+    if (!ctx || seq < 0 || uint32_t(seq) >= ctx->ctx->n_seq_max()) return -1;
+    return int32_t(ctx->ctx->seq_len(uint32_t(seq)));
+}
+
+int32_t mw_seq_tokens(const mw_context* ctx, mw_seq_id seq, mw_token* tokens, int32_t n_max) {
+    if (!ctx || seq < 0 || uint32_t(seq) >= ctx->ctx->n_seq_max()) return 0;
+    const auto held = ctx->ctx->seq_tokens(uint32_t(seq));
+    if (held.size() > size_t(n_max) || (!tokens && !held.empty())) return -int32_t(held.size());
+    std::copy(held.begin(), held.end(), tokens);
+    return int32_t(held.size());
+}
+
+int32_t mw_seq_common_prefix(const mw_context* ctx, mw_seq_id seq, const mw_token* tokens,
+                             int32_t n_tokens) {
+    if (!ctx || seq < 0 || uint32_t(seq) >= ctx->ctx->n_seq_max() || n_tokens < 0 ||
+        (!tokens && n_tokens > 0)) {
+        return -1;
+    }
+    return int32_t(ctx->ctx->seq_common_prefix(uint32_t(seq),
+                                               std::span<const int32_t>(tokens, size_t(n_tokens))));
+}
+
+namespace {
+mw_status check_seq(const mw_context* ctx, mw_seq_id seq, const char* fn) {
+    if (!ctx) {
+        g_last_error = std::string(fn) + ": ctx is NULL";
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    if (seq < 0 || uint32_t(seq) >= ctx->ctx->n_seq_max()) {
+        g_last_error = std::string(fn) + ": sequence " + std::to_string(seq) +
+                       " does not exist: this context has " + std::to_string(ctx->ctx->n_seq_max());
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    return MW_OK;
+}
+}  // namespace
+
+mw_status mw_seq_truncate(mw_context* ctx, mw_seq_id seq, uint32_t n_keep) {
+    if (mw_status st = check_seq(ctx, seq, "mw_seq_truncate"); st != MW_OK) return st;
+    return guarded([&] { ctx->ctx->seq_truncate(uint32_t(seq), n_keep); });
+}
+
+mw_status mw_seq_copy(mw_context* ctx, mw_seq_id src, mw_seq_id dst, uint32_t n) {
+    if (mw_status st = check_seq(ctx, src, "mw_seq_copy"); st != MW_OK) return st;
+    if (mw_status st = check_seq(ctx, dst, "mw_seq_copy"); st != MW_OK) return st;
+    return guarded([&] { ctx->ctx->seq_copy(uint32_t(src), uint32_t(dst), n); });
+}
+
+mw_status mw_seq_shift(mw_context* ctx, mw_seq_id seq, uint32_t n_keep, uint32_t n_discard) {
+    if (mw_status st = check_seq(ctx, seq, "mw_seq_shift"); st != MW_OK) return st;
+    return guarded([&] { ctx->ctx->seq_shift(uint32_t(seq), n_keep, n_discard); });
+}
+
+uint32_t mw_context_kv_used(const mw_context* ctx) {
+    return ctx ? ctx->ctx->kv_positions_used() : 0;
+}
+
+uint32_t mw_context_kv_size(const mw_context* ctx) {
+    return ctx ? ctx->ctx->kv_positions_total() : 0;
+}
+
 mw_sampler_params mw_sampler_default_params(void) {
     const mw::SamplerParams d;
     mw_sampler_params p;
@@ -303,19 +462,14 @@ mw_sampler_params mw_sampler_default_params(void) {
     p.repeat_penalty = d.repeat_penalty;
     p.repeat_last_n = d.repeat_last_n;
     p.seed = d.seed;
+    p.frequency_penalty = d.frequency_penalty;
+    p.presence_penalty = d.presence_penalty;
     return p;
 }
 
 mw_sampler* mw_sampler_create(const mw_sampler_params* params) {
     const mw_sampler_params p = params ? *params : mw_sampler_default_params();
-    mw::SamplerParams sp;
-    sp.temperature = p.temperature;
-    sp.top_k = p.top_k;
-    sp.top_p = p.top_p;
-    sp.min_p = p.min_p;
-    sp.repeat_penalty = p.repeat_penalty;
-    sp.repeat_last_n = p.repeat_last_n;
-    sp.seed = p.seed;
+    const mw::SamplerParams sp = mw::sampler_params_of(p);
     return new (std::nothrow) mw_sampler{mw::Sampler(sp)};
 }
 
@@ -352,6 +506,7 @@ mw_perf mw_context_perf(const mw_context* ctx) {
     p.major_faults = pm.major_faults;
     p.minor_faults = pm.minor_faults;
     p.decode_weight_bytes = c.perf().decode_weight_bytes;
+    p.n_decode_steps = int32_t(c.perf().n_decode_steps);
     return p;
 }
 

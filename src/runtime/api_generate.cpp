@@ -13,22 +13,6 @@
 #include "runtime/context.h"
 #include "vocab/vocab.h"
 
-namespace {
-
-mw::SamplerParams sampler_params(const mw_sampler_params& p) {
-    mw::SamplerParams s;
-    s.temperature = p.temperature;
-    s.top_k = p.top_k;
-    s.top_p = p.top_p;
-    s.min_p = p.min_p;
-    s.repeat_penalty = p.repeat_penalty;
-    s.repeat_last_n = p.repeat_last_n;
-    s.seed = p.seed;
-    return s;
-}
-
-}  // namespace
-
 extern "C" {
 
 mw_generate_params mw_generate_default_params(void) {
@@ -73,7 +57,7 @@ mw_status mw_generate(mw_context* ctx, const char* prompt, int32_t prompt_len,
                  "the context of {}",
                  tokens.size(), c->n_past(), c->n_ctx());
         }
-        mw::Sampler sampler(sampler_params(p.sampling));
+        mw::Sampler sampler(mw::sampler_params_of(p.sampling));
         for (const int32_t t : tokens) sampler.accept(t);
         if (!tokens.empty()) {
             c->decode(tokens.data(), uint32_t(tokens.size()), false);

@@ -44,18 +44,6 @@ mw::GgmlType type_of(mw_type t) {
     return static_cast<mw::GgmlType>(t);
 }
 
-mw::SamplerParams sampler_of(const mw_sampler_params& p) {
-    mw::SamplerParams s;
-    s.temperature = p.temperature;
-    s.top_k = p.top_k;
-    s.top_p = p.top_p;
-    s.min_p = p.min_p;
-    s.repeat_penalty = p.repeat_penalty;
-    s.repeat_last_n = p.repeat_last_n;
-    s.seed = p.seed;
-    return s;
-}
-
 char* dup_string(const std::string& s) {
     char* out = static_cast<char*>(std::malloc(s.size() + 1));
     if (!out) {
@@ -102,7 +90,7 @@ int32_t mw_speed_label(const mw_speed_conditions* c, char* buf, size_t buf_size)
     s.threads = c->n_threads;
     s.type_k = type_of(c->type_k);
     s.type_v = type_of(c->type_v);
-    if (c->sampling) s.sampling = sampler_of(*c->sampling);
+    if (c->sampling) s.sampling = mw::sampler_params_of(*c->sampling);
     const std::string label = mw::speed_label(s);
     if (buf && buf_size > 0) {
         const size_t n = std::min(label.size(), buf_size - 1);

@@ -58,6 +58,7 @@ RunSettings run_settings_from(const mw_context_params& p) {
     run.n_threads = p.n_threads;
     run.type_k = kv_type(p.type_k, "keys");
     run.type_v = kv_type(p.type_v, "values");
+    run.n_seq = p.n_seq_max == 0 ? 1 : p.n_seq_max;
     return run;
 }
 

@@ -52,12 +52,15 @@ int pool_size(const ContextParams& p) {
 Context::Context(const LoadedModel& model, const ContextParams& params)
     : model_(model),
       pool_(pool_size(params)),
-      kv_(model.model.hp, resolve_n_ctx(model, params), params.type_k, params.type_v),
+      kv_(model.model.hp, resolve_n_ctx(model, params), std::max(1u, params.n_seq_max),
+          params.type_k, params.type_v),
       scratch_(model.model,
                std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
                                     resolve_n_ctx(model, params)),
-               resolve_n_ctx(model, params), pool_.n_threads()) {
+               resolve_n_ctx(model, params), pool_.n_threads(), std::max(1u, params.n_seq_max)) {
     logits_.reserve(model.model.hp.n_vocab);
+    seq_tokens_.resize(kv_.n_seq_max());
+    seq_count_.resize(kv_.n_seq_max());
     const Model& m = model.model;
     expert_bytes_ = one_expert_bytes(m);
     dense_bytes_per_token_ =
@@ -75,7 +78,7 @@ void Context::tune_threads() {
     double best_rate = 0.0;
     for (int n : auto_thread_candidates()) {
         pool_.set_active(n);
-        kv_.set_n_past(0);
+        seq_truncate(0, 0);
         for (uint32_t i = 0; i < kWarmup; ++i) decode(&token, 1, false);
         const auto start = std::chrono::steady_clock::now();
         for (uint32_t i = 0; i < kSteps; ++i) decode(&token, 1, false);
@@ -90,70 +93,194 @@ void Context::tune_threads() {
         }
     }
     pool_.set_active(best);
-    kv_.set_n_past(0);
+    seq_truncate(0, 0);
     perf_ = {};
 }
 
 void Context::decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits) {
-    const HParams& hp = model_.model.hp;
-    if (n_tokens == 0) fail(ErrorKind::invalid_argument, "decode: empty batch");
+    single_.resize(n_tokens);
     for (uint32_t i = 0; i < n_tokens; ++i) {
-        if (tokens[i] < 0 || uint32_t(tokens[i]) >= hp.n_vocab) {
+        single_[i] = {tokens[i], 0, -1, all_logits || i + 1 == n_tokens};
+    }
+    decode(std::span<const BatchToken>(single_));
+}
+
+void Context::decode(std::span<const BatchToken> batch) {
+    const HParams& hp = model_.model.hp;
+    const uint32_t n_seq = kv_.n_seq_max();
+    if (batch.empty()) fail(ErrorKind::invalid_argument, "decode: empty batch");
+    if (batch.size() > UINT32_MAX / 2) fail(ErrorKind::invalid_argument, "decode: batch too large");
+    const uint32_t n = uint32_t(batch.size());
+
+    // Every token valid, and each sequence's tokens at its next positions.
+    std::fill(seq_count_.begin(), seq_count_.end(), 0u);
+    for (uint32_t i = 0; i < n; ++i) {
+        const BatchToken& b = batch[i];
+        if (b.token < 0 || uint32_t(b.token) >= hp.n_vocab) {
             fail(ErrorKind::invalid_argument,
-                 "decode: token {} at batch index {} is out of range [0, {})", tokens[i], i,
+                 "decode: token {} at batch index {} is out of range [0, {})", b.token, i,
                  hp.n_vocab);
         }
+        if (b.seq >= n_seq) {
+            fail(ErrorKind::invalid_argument,
+                 "decode: batch index {} is for sequence {}, this context has {} (0..{})", i, b.seq,
+                 n_seq, n_seq - 1);
+        }
+        const uint32_t expected = kv_.seq_len(b.seq) + seq_count_[b.seq];
+        if (b.pos >= 0 && uint32_t(b.pos) != expected) {
+            fail(ErrorKind::invalid_argument,
+                 "decode: batch index {} puts a token at position {} of sequence {}, whose next "
+                 "position is {} (truncate the sequence first to rewrite it)",
+                 i, b.pos, b.seq, expected);
+        }
+        ++seq_count_[b.seq];
     }
-    if (uint64_t(kv_.n_past()) + n_tokens > kv_.n_ctx()) {
+    // Room for all of it, checked before anything changes.
+    uint64_t pages = 0;
+    bool single_steps = true;  // every sequence in the batch decodes one token
+    for (uint32_t s = 0; s < n_seq; ++s) {
+        if (seq_count_[s] == 0) continue;
+        single_steps = single_steps && seq_count_[s] == 1;
+        if (uint64_t(kv_.seq_len(s)) + seq_count_[s] > kv_.n_ctx()) {
+            fail(ErrorKind::context_full,
+                 "context full: {} tokens cached + {} new exceed the context size of {} tokens",
+                 kv_.seq_len(s), seq_count_[s], kv_.n_ctx());
+        }
+        pages += kv_.pages_needed(s, seq_count_[s]);
+    }
+    if (pages > kv_.pages_free()) {
         fail(ErrorKind::context_full,
-             "context full: {} tokens cached + {} new exceed the context size of {} tokens",
-             kv_.n_past(), n_tokens, kv_.n_ctx());
+             "context full: the batch needs {} more KV cache positions, {} are free ({} "
+             "sequences share {} positions)",
+             pages * kKvPageSize, uint64_t(kv_.pages_free()) * kKvPageSize, n_seq,
+             kv_positions_total());
     }
+    for (uint32_t s = 0; s < n_seq; ++s) {
+        if (seq_count_[s] > 0) kv_.reserve(s, seq_count_[s]);
+    }
+
+    // The batch in sequence order (a stable counting sort), and the logits row of each token
+    // that wants one, rows in that order.
+    order_.resize(n);
+    {
+        uint32_t at = 0;
+        std::vector<uint32_t>& start = seq_count_;  // reused: first slot of each sequence
+        for (uint32_t s = 0; s < n_seq; ++s) {
+            const uint32_t c = start[s];
+            start[s] = at;
+            at += c;
+        }
+        for (uint32_t i = 0; i < n; ++i) order_[start[batch[i].seq]++] = i;
+    }
+    sorted_tokens_.resize(n);
+    logit_row_.assign(n, -1);
+    int32_t rows = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+        sorted_tokens_[k] = batch[order_[k]].token;
+        if (batch[order_[k]].logits) logit_row_[order_[k]] = rows++;
+    }
+    last_logit_row_ = -1;
+    for (uint32_t i = n; i-- > 0;) {
+        if (logit_row_[i] >= 0) {
+            last_logit_row_ = logit_row_[i];
+            break;
+        }
+    }
+    logits_.resize(size_t(rows) * hp.n_vocab);
+
     const auto start = std::chrono::steady_clock::now();
-    const size_t n_vocab = hp.n_vocab;
-    n_logit_rows_ = all_logits ? n_tokens : 1;
-    all_logits_ = all_logits;
-    logits_.resize(n_logit_rows_ * n_vocab);
-    for (uint32_t done = 0; done < n_tokens;) {
-        const uint32_t chunk = std::min(n_tokens - done, scratch_.max_batch());
-        const bool last_chunk = done + chunk == n_tokens;
-        // Earlier chunks of a last-logits-only batch only fill the cache.
-        float* out = all_logits ? logits_.data() + size_t(done) * n_vocab
-                                : (last_chunk ? logits_.data() : nullptr);
-        forward(model_.model, kv_, scratch_, pool_, tokens + done, chunk, out, all_logits);
-        done += chunk;
+    uint64_t experts_read = 0;
+    for (uint32_t begin = 0; begin < n;) {
+        const uint32_t end = std::min(n, begin + scratch_.max_batch());
+        run_chunk(batch, begin, end);
+        experts_read += scratch_.experts_read();
+        begin = end;
+    }
+    for (uint32_t k = 0; k < n; ++k) {
+        seq_tokens_[batch[order_[k]].seq].push_back(sorted_tokens_[k]);
     }
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (n_tokens > 1) {
+    if (!single_steps) {
         perf_.prompt_ms += ms;
-        perf_.n_prompt_tokens += n_tokens;
+        perf_.n_prompt_tokens += n;
     } else {
         perf_.decode_ms += ms;
-        perf_.n_decode_tokens += 1;
-        perf_.decode_weight_bytes +=
-            dense_bytes_per_token_ + scratch_.experts_read() * expert_bytes_;
+        perf_.n_decode_tokens += n;
+        perf_.n_decode_steps += 1;
+        // The weights are read once for every sequence of the step.
+        perf_.decode_weight_bytes += dense_bytes_per_token_ + experts_read * expert_bytes_;
     }
+}
+
+void Context::run_chunk(std::span<const BatchToken> batch, uint32_t begin, uint32_t end) {
+    // Runs of one sequence each, at the sequence's next positions (its length so far: earlier
+    // chunks have already been written).
+    runs_.clear();
+    outputs_.clear();
+    int32_t first_row = -1;
+    for (uint32_t k = begin; k < end; ++k) {
+        const BatchToken& b = batch[order_[k]];
+        if (runs_.empty() || runs_.back().seq != b.seq) {
+            runs_.push_back({b.seq, k - begin, 0, kv_.seq_len(b.seq)});
+        }
+        ++runs_.back().n_tokens;
+        if (logit_row_[order_[k]] >= 0) {
+            if (first_row < 0) first_row = logit_row_[order_[k]];
+            outputs_.push_back(k - begin);
+        }
+    }
+    ForwardBatch fb{};
+    fb.tokens = sorted_tokens_.data() + begin;
+    fb.n_tokens = end - begin;
+    fb.seqs = runs_.data();
+    fb.n_seqs = uint32_t(runs_.size());
+    fb.outputs = outputs_.data();
+    fb.n_outputs = uint32_t(outputs_.size());
+    float* out =
+        first_row < 0 ? nullptr : logits_.data() + size_t(first_row) * model_.model.hp.n_vocab;
+    forward(model_.model, kv_, scratch_, pool_, fb, out);
+    for (const ForwardSeq& r : runs_) kv_.set_len(r.seq, r.pos0 + r.n_tokens);
 }
 
 const float* Context::logits(int32_t i) const {
-    if (n_logit_rows_ == 0) return nullptr;
     const size_t n_vocab = model_.model.hp.n_vocab;
-    if (i < 0) return logits_.data() + size_t(n_logit_rows_ - 1) * n_vocab;
-    if (!all_logits_ || uint32_t(i) >= n_logit_rows_) return nullptr;
-    return logits_.data() + size_t(i) * n_vocab;
+    if (i < 0)
+        return last_logit_row_ < 0 ? nullptr : logits_.data() + size_t(last_logit_row_) * n_vocab;
+    if (size_t(i) >= logit_row_.size() || logit_row_[size_t(i)] < 0) return nullptr;
+    return logits_.data() + size_t(logit_row_[size_t(i)]) * n_vocab;
 }
 
-void Context::truncate(uint32_t n_keep) {
-    if (n_keep > kv_.n_past()) {
-        fail(ErrorKind::invalid_argument, "truncate: cannot keep {} tokens, only {} are cached",
-             n_keep, kv_.n_past());
+std::span<const int32_t> Context::seq_tokens(uint32_t seq) const {
+    kv_.seq_len(seq);  // checks the id
+    return seq_tokens_[seq];
+}
+
+uint32_t Context::seq_common_prefix(uint32_t seq, std::span<const int32_t> tokens) const {
+    const std::span<const int32_t> held = seq_tokens(seq);
+    const size_t n = std::min(held.size(), tokens.size());
+    return uint32_t(std::mismatch(held.begin(), held.begin() + n, tokens.begin()).first -
+                    held.begin());
+}
+
+void Context::seq_truncate(uint32_t seq, uint32_t n_keep) {
+    kv_.truncate(seq, n_keep);
+    seq_tokens_[seq].resize(n_keep);
+}
+
+void Context::seq_copy(uint32_t src, uint32_t dst, uint32_t n) {
+    kv_.copy(src, dst, n);
+    if (src != dst) {
+        seq_tokens_[dst].assign(seq_tokens_[src].begin(), seq_tokens_[src].begin() + n);
+    } else {
+        seq_tokens_[dst].resize(n);
     }
-    kv_.set_n_past(n_keep);
 }
 
-void Context::shift(uint32_t n_keep, uint32_t n_discard) {
-    kv_.discard(n_keep, n_discard, model_.model.rope, pool_);
+void Context::seq_shift(uint32_t seq, uint32_t n_keep, uint32_t n_discard) {
+    kv_.discard(seq, n_keep, n_discard, model_.model.rope, pool_);
+    std::vector<int32_t>& t = seq_tokens_[seq];
+    t.erase(t.begin() + n_keep, t.begin() + n_keep + n_discard);
 }
 
 }  // namespace mw

@@ -1,8 +1,10 @@
-// A decoding session on a loaded model: its KV cache, scratch buffers, thread pool and the logits
-// of the last batch.
+// A decoding session on a loaded model: its KV cache of up to n_seq_max sequences, scratch
+// buffers, thread pool and the logits of the last batch. A batch may hold tokens of several
+// sequences; they run as one forward pass, so the weights are read once for all of them.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/forward.h"
@@ -18,6 +20,16 @@ struct ContextParams {
     int n_threads = 0;  // 0: default_thread_count(); < 0: measure a few counts, keep the fastest
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
+    uint32_t n_seq_max = 1;  // sequences the KV cache holds at once
+};
+
+// One token of a batch: its id, its sequence, its position in that sequence (-1: the next one)
+// and whether its logits are wanted.
+struct BatchToken {
+    int32_t token;
+    uint32_t seq;
+    int32_t pos;
+    bool logits;
 };
 
 struct Perf {
@@ -25,6 +37,7 @@ struct Perf {
     double decode_ms = 0.0;
     int64_t n_prompt_tokens = 0;
     int64_t n_decode_tokens = 0;
+    int64_t n_decode_steps = 0;  // batches where every sequence decoded one token
     // Weight bytes the single-token decode steps read: every dense matrix, and of the experts
     // only those the router selected (counted per step and layer).
     uint64_t decode_weight_bytes = 0;
@@ -34,19 +47,41 @@ class Context {
   public:
     Context(const LoadedModel& model, const ContextParams& params);
 
-    // Appends tokens (split into n_batch chunks); throws ErrorKind::invalid_argument for bad token
-    // ids and a context-full error when they do not fit.
+    // Runs a batch (split into n_batch chunks): each sequence's tokens must continue it at its
+    // next positions. Throws ErrorKind::invalid_argument for bad token ids, sequences or
+    // positions, and a context-full error when the cache has no room (nothing is changed then).
+    void decode(std::span<const BatchToken> batch);
+    // The tokens appended to sequence 0, logits for all of them or the last one.
     void decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits);
-    // Logits of token i of the last batch (-1: last), or null if not kept.
+    // Logits of token i of the last batch (-1: the last token whose logits were kept), or null
+    // if not kept.
     const float* logits(int32_t i) const;
-    void truncate(uint32_t n_keep);
-    // Context shift: drops the cached tokens [n_keep, n_keep + n_discard) and moves the later
-    // ones back, re-rotating their keys, so decoding continues at n_past() - n_discard.
-    void shift(uint32_t n_keep, uint32_t n_discard);
+
+    // Sequences: their length, the tokens they hold, and editing them.
+    uint32_t n_seq_max() const { return kv_.n_seq_max(); }
+    uint32_t seq_len(uint32_t seq) const { return kv_.seq_len(seq); }
+    std::span<const int32_t> seq_tokens(uint32_t seq) const;
+    // How many leading tokens of `tokens` sequence `seq` already holds (what need not be
+    // decoded again).
+    uint32_t seq_common_prefix(uint32_t seq, std::span<const int32_t> tokens) const;
+    void seq_truncate(uint32_t seq, uint32_t n_keep);
+    // dst becomes the first n tokens of src, sharing their cache pages (nothing recomputed).
+    void seq_copy(uint32_t src, uint32_t dst, uint32_t n);
+    // Context shift: drops the cached tokens [n_keep, n_keep + n_discard) of a sequence and
+    // moves the later ones back, re-rotating their keys, so decoding continues at
+    // seq_len() - n_discard.
+    void seq_shift(uint32_t seq, uint32_t n_keep, uint32_t n_discard);
+    // KV use: positions held in pages (shared pages once) and the pool's positions.
+    uint32_t kv_positions_used() const { return kv_.pages_used() * kKvPageSize; }
+    uint32_t kv_positions_total() const { return kv_.n_pages() * kKvPageSize; }
+
+    // Sequence 0 (the single-sequence calls).
+    void truncate(uint32_t n_keep) { seq_truncate(0, n_keep); }
+    void shift(uint32_t n_keep, uint32_t n_discard) { seq_shift(0, n_keep, n_discard); }
 
     const LoadedModel& model() const { return model_; }
     uint32_t n_ctx() const { return kv_.n_ctx(); }
-    uint32_t n_past() const { return kv_.n_past(); }
+    uint32_t n_past() const { return kv_.seq_len(0); }
     int n_threads() const { return pool_.n_threads(); }
     // Threads the pool was created with; set_threads() uses 1 to that many (pacing backs off).
     int max_threads() const { return pool_.max_threads(); }
@@ -65,14 +100,23 @@ class Context {
 
   private:
     void tune_threads();
+    void run_chunk(std::span<const BatchToken> batch, uint32_t begin, uint32_t end);
 
     const LoadedModel& model_;
     ThreadPool pool_;
     KvCache kv_;
     ForwardScratch scratch_;
     std::vector<float> logits_;
-    uint32_t n_logit_rows_ = 0;
-    bool all_logits_ = false;
+    std::vector<int32_t> logit_row_;  // per token of the last batch, its logits row or -1
+    int32_t last_logit_row_ = -1;
+    std::vector<std::vector<int32_t>> seq_tokens_;
+    // A batch in sequence order, reused between calls (decoding allocates nothing once grown).
+    std::vector<uint32_t> order_;  // batch indices grouped by sequence
+    std::vector<int32_t> sorted_tokens_;
+    std::vector<ForwardSeq> runs_;
+    std::vector<uint32_t> outputs_;
+    std::vector<BatchToken> single_;   // decode(tokens, n, all_logits) as a batch
+    std::vector<uint32_t> seq_count_;  // tokens of each sequence in the batch
     Perf perf_;
     std::vector<std::pair<int, double>> thread_trials_;
     uint64_t dense_bytes_per_token_ = 0;  // weights every token reads (all but the experts)

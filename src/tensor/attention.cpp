@@ -157,33 +157,38 @@ Layout layout_of(const AttentionShape& s) {
     return l;
 }
 
-// Partial states of split decoding: per query head and split, max, sum and accumulator.
+// Partial states of split decoding: per sequence, query head and split: max, sum, accumulator.
 size_t partial_floats(const AttentionShape& s) {
-    return size_t(s.n_head) * size_t(std::max(1, s.n_threads)) * size_t(s.head_dim_v + 2);
+    return size_t(std::max<uint32_t>(1, s.max_seqs)) * size_t(s.n_head) *
+           size_t(std::max(1, s.n_threads)) * size_t(s.head_dim_v + 2);
 }
 
 }  // namespace
 
 uint64_t AttentionScratch::planned_bytes(const AttentionShape& s) {
     const Layout l = layout_of(s);
-    return (l.per_thread * size_t(std::max(1, s.n_threads)) + partial_floats(s)) * sizeof(float);
+    return (l.per_thread * size_t(std::max(1, s.n_threads)) + partial_floats(s)) * sizeof(float) +
+           (size_t(std::max<uint32_t>(1, s.max_seqs)) + 1) * sizeof(uint32_t);
 }
 
 AttentionScratch::AttentionScratch(const AttentionShape& s) : shape_(s) {
     per_thread_ = layout_of(s).per_thread;
     partials_ = partial_floats(s);
     buffer_.assign(per_thread_ * size_t(std::max(1, s.n_threads)) + partials_, 0.0f);
+    tiles_.assign(size_t(std::max<uint32_t>(1, s.max_seqs)) + 1, 0);
 }
 
 // ---- The computation ----------------------------------------------------------------------
 
 namespace {
 
-// One work item: the queries of one KV head for a tile of tokens, over positions
-// [kv_begin, kv_end) (each query also stops at its causal limit).
+// One work item: the queries of one KV head for a tile of one sequence's tokens, over its
+// positions [kv_begin, kv_end) (each query also stops at its causal limit).
 struct Item {
+    const AttentionSeq* seq;
     int kv_head;
-    uint32_t t0, t1;  // tokens [t0, t1)
+    uint32_t t0, t1;  // batch tokens [t0, t1)
+    uint32_t pos_t0;  // position of token t0
     uint32_t kv_begin, kv_end;
 };
 
@@ -196,7 +201,8 @@ struct FloatRows {
 
 class Worker {
   public:
-    Worker(const AttentionBatch& b, const Layout& l, float* ws, const AttentionKernels& kern)
+    Worker(const AttentionBatch& b, const Layout& l, float* ws, const AttentionKernels& kern,
+           ToFloatFn k_decode, ToFloatFn v_decode)
         : b_(b),
           l_(l),
           kern_(kern),
@@ -207,8 +213,8 @@ class Worker {
           acc_(ws + l.acc),
           maxes_(ws + l.maxes),
           sums_(ws + l.sums),
-          k_decode_(attention_row_decoder(kern, *b.k.traits)),
-          v_decode_(attention_row_decoder(kern, *b.v.traits)) {}
+          k_decode_(k_decode),
+          v_decode_(v_decode) {}
 
     // Runs the item, leaving each query's unnormalised state in acc_/maxes_/sums_.
     int run(const Item& it) {
@@ -224,14 +230,12 @@ class Worker {
         std::fill(sums_, sums_ + n_q, 0.0f);
         std::fill(acc_, acc_ + size_t(n_q) * hd_v, 0.0f);
 
-        const uint8_t* k_head = b_.k.data + size_t(it.kv_head) * b_.k.head_stride;
-        const uint8_t* v_head = b_.v.data + size_t(it.kv_head) * b_.v.head_stride;
         for (uint32_t j0 = it.kv_begin; j0 < it.kv_end; j0 += kBlock) {
             const int nb = int(std::min<uint32_t>(kBlock, it.kv_end - j0));
             // Positions of this block each query sees: queries are ordered by token, so the
             // counts never decrease with the query index.
             auto seen = [&](int i) {
-                const int64_t limit = int64_t(b_.pos0) + it.t0 + i / group + 1;
+                const int64_t limit = int64_t(it.pos_t0) + i / group + 1;
                 return int(std::clamp<int64_t>(limit - j0, 0, nb));
             };
             const int most = seen(n_q - 1);
@@ -242,7 +246,7 @@ class Worker {
 
             // Scores of the block, the running maximum and sum, and the rescaling of what was
             // accumulated under a smaller maximum. Positions a query does not see weigh 0.
-            const FloatRows keys = rows(b_.k, k_head, j0, most, hd_k, k_decode_, kblock_);
+            const FloatRows keys = rows(it.seq->k, it.kv_head, j0, most, hd_k, k_decode_, kblock_);
             float* s = scores_ + size_t(first) * kBlock;
             kern_.scores(queries_ + size_t(first) * hd_k, n_seeing, keys.data, keys.ld, most, hd_k,
                          s, kBlock);
@@ -262,7 +266,8 @@ class Worker {
             }
 
             // The values, weighted.
-            const FloatRows values = rows(b_.v, v_head, j0, most, hd_v, v_decode_, vblock_);
+            const FloatRows values =
+                rows(it.seq->v, it.kv_head, j0, most, hd_v, v_decode_, vblock_);
             kern_.accumulate(scores_ + size_t(first) * kBlock, kBlock, n_seeing, values.data,
                              values.ld, most, hd_v, acc_ + size_t(first) * hd_v);
         }
@@ -287,9 +292,11 @@ class Worker {
     }
 
   private:
-    static FloatRows rows(const KvRows& kv, const uint8_t* head, uint32_t j0, int n, int head_dim,
+    // Rows [j0, j0 + n) of one head; a block never straddles two pages (kKvPageSize is a
+    // multiple of kBlock and blocks start at multiples of kBlock).
+    static FloatRows rows(const KvRows& kv, int head, uint32_t j0, int n, int head_dim,
                           ToFloatFn decode, float* buffer) {
-        const uint8_t* first = head + size_t(j0) * kv.stride;
+        const uint8_t* first = kv.row(head, j0);
         if (kv.traits->type == GgmlType::F32 && kv.stride % sizeof(float) == 0) {
             return {reinterpret_cast<const float*>(first), int(kv.stride / sizeof(float))};
         }
@@ -347,47 +354,77 @@ void attention(Parallel& par, const AttentionBatch& b, AttentionScratch& scratch
     const AttentionShape& shape = scratch.shape_;
     const Layout l = layout_of(shape);
     const AttentionKernels& kern = attention_kernels();
-    const uint32_t n_kv_max = b.pos0 + b.n_tokens;
-    const int64_t work = int64_t(b.n_tokens) * b.n_head * n_kv_max * (b.head_dim_k + b.head_dim_v);
-    const int n_threads = work < kMinParallelWork ? 1 : std::min(par.n_threads(), shape.n_threads);
+    if (b.n_seqs == 0) return;
+    // The cache types are the same for every sequence of a layer.
+    const ToFloatFn k_decode = attention_row_decoder(kern, *b.seqs[0].k.traits);
+    const ToFloatFn v_decode = attention_row_decoder(kern, *b.seqs[0].v.traits);
 
-    // Work items: (KV head, tile of tokens), and for a single token at long context also
-    // (KV head, range of positions) so that every thread has work.
-    const uint32_t n_tiles = (b.n_tokens + uint32_t(l.tile_tokens) - 1) / uint32_t(l.tile_tokens);
+    // Work items: (sequence, KV head, tile of its tokens). When every sequence decodes a single
+    // token and there are fewer of those items than threads, long contexts are also split into
+    // ranges of positions so that every thread has work (flash decoding).
+    int64_t work = 0;
+    uint32_t n_kv_max = 0;
+    bool all_single = true;
+    uint32_t* tiles = scratch.tiles_.data();  // items before each sequence, per split
+    tiles[0] = 0;
+    for (uint32_t s = 0; s < b.n_seqs; ++s) {
+        const AttentionSeq& q = b.seqs[s];
+        const uint32_t n_kv = q.pos0 + q.n_tokens;
+        n_kv_max = std::max(n_kv_max, n_kv);
+        all_single = all_single && q.n_tokens == 1;
+        work += int64_t(q.n_tokens) * b.n_head * n_kv * (b.head_dim_k + b.head_dim_v);
+        const uint32_t n_tiles =
+            (q.n_tokens + uint32_t(l.tile_tokens) - 1) / uint32_t(l.tile_tokens);
+        tiles[s + 1] = tiles[s] + n_tiles * uint32_t(b.n_head_kv);
+    }
+    const int n_threads = work < kMinParallelWork ? 1 : std::min(par.n_threads(), shape.n_threads);
     int n_split = 1;
     uint32_t split_len = n_kv_max;
-    if (b.n_tokens == 1 && b.n_head_kv < n_threads) {
-        n_split = std::min<int>((n_threads + b.n_head_kv - 1) / b.n_head_kv,
+    const int64_t n_base_items = tiles[b.n_seqs];
+    if (all_single && n_base_items < n_threads) {
+        n_split = std::min<int>(int((n_threads + n_base_items - 1) / n_base_items),
                                 int(std::max<uint32_t>(1, n_kv_max / kMinSplitLen)));
         n_split = std::max(1, std::min(n_split, std::max(1, shape.n_threads)));
         split_len = (n_kv_max + uint32_t(n_split) - 1) / uint32_t(n_split);
         split_len = (split_len + kBlock - 1) / kBlock * kBlock;
         n_split = int((n_kv_max + split_len - 1) / split_len);
     }
-    const int64_t n_items = int64_t(b.n_head_kv) * n_tiles * n_split;
+    const int64_t n_items = n_base_items * n_split;
     float* partials =
         scratch.buffer_.data() + scratch.per_thread_ * size_t(std::max(1, shape.n_threads));
+    const size_t part_floats = size_t(b.head_dim_v + 2);
 
     auto run_items = [&](int ith, int nth) {
-        Worker w(b, l, scratch.buffer_.data() + size_t(ith) * scratch.per_thread_, kern);
+        Worker w(b, l, scratch.buffer_.data() + size_t(ith) * scratch.per_thread_, kern, k_decode,
+                 v_decode);
         const Range r = split_range(n_items, ith, nth);
+        uint32_t s = 0;  // the sequence of the current item (items are in sequence order)
         for (int64_t idx = r.begin; idx < r.end; ++idx) {
-            Item it{};
             const int split = int(idx % n_split);
-            const int64_t rest = idx / n_split;
-            it.kv_head = int(rest % b.n_head_kv);
-            const uint32_t tile = uint32_t(rest / b.n_head_kv);
-            it.t0 = tile * uint32_t(l.tile_tokens);
-            it.t1 = std::min(b.n_tokens, it.t0 + uint32_t(l.tile_tokens));
+            const uint32_t base = uint32_t(idx / n_split);
+            while (base >= tiles[s + 1]) ++s;
+            const AttentionSeq& q = b.seqs[s];
+            const uint32_t local = base - tiles[s];
+            Item it{};
+            it.seq = &q;
+            it.kv_head = int(local % uint32_t(b.n_head_kv));
+            const uint32_t tile = local / uint32_t(b.n_head_kv);
+            const uint32_t t0 = tile * uint32_t(l.tile_tokens);
+            const uint32_t t1 = std::min(q.n_tokens, t0 + uint32_t(l.tile_tokens));
+            it.t0 = q.first_token + t0;
+            it.t1 = q.first_token + t1;
+            it.pos_t0 = q.pos0 + t0;
             it.kv_begin = uint32_t(split) * split_len;
-            it.kv_end = std::min(b.pos0 + it.t1, it.kv_begin + split_len);
+            it.kv_end = std::min(q.pos0 + t1, it.kv_begin + split_len);
+            if (it.kv_begin >= it.kv_end) it.kv_end = it.kv_begin;  // a split past a short context
             const int n_q = w.run(it);
             if (n_split == 1) {
                 w.finish(it, n_q);
             } else {
                 for (int i = 0; i < n_q; ++i) {
                     const int h = it.kv_head * l.group + i;
-                    w.save(i, partials + (size_t(h) * n_split + split) * (b.head_dim_v + 2));
+                    w.save(i,
+                           partials + ((size_t(s) * b.n_head + h) * n_split + split) * part_floats);
                 }
             }
         }
@@ -401,9 +438,12 @@ void attention(Parallel& par, const AttentionBatch& b, AttentionScratch& scratch
         });
     }
     if (n_split > 1) {
-        for (int h = 0; h < b.n_head; ++h) {
-            merge_splits(partials + size_t(h) * n_split * (b.head_dim_v + 2), n_split, b.head_dim_v,
-                         b.out + size_t(h) * b.head_dim_v);
+        for (uint32_t s = 0; s < b.n_seqs; ++s) {
+            for (int h = 0; h < b.n_head; ++h) {
+                merge_splits(partials + (size_t(s) * b.n_head + h) * n_split * part_floats, n_split,
+                             b.head_dim_v,
+                             b.out + (size_t(b.seqs[s].first_token) * b.n_head + h) * b.head_dim_v);
+            }
         }
     }
 }

@@ -152,6 +152,8 @@ struct SustainedBench {
 void run_sustained_bench(const SustainedBench& bench, const SustainedOptions& options);
 // bench's pseudo-random prompt ids (the ones bench/llamacpp-bench.mjs uses), cmd_bench.cpp.
 std::vector<mw_token> bench_prompt_ids(int n, int32_t n_vocab);
+void add_serve_command(CLI::App& app);  // cmd_serve.cpp
+void add_chat_command(CLI::App& app);   // cmd_chat.cpp
 
 // `memwall` without arguments: probe this machine, then plan the catalogue for it (cmd_main.cpp).
 int run_main_job();

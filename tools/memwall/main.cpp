@@ -15,6 +15,8 @@ std::vector<std::string> expand_aliases(int argc, char** argv) {
     static const std::pair<const char*, const char*> kAliases[] = {
         {"-ctk", "--cache-type-k"},
         {"-ctv", "--cache-type-v"},
+        {"-np", "--parallel"},
+        {"-sys", "--system-prompt"},
     };
     std::vector<std::string> args;
     for (int i = 0; i < argc; ++i) {
@@ -58,6 +60,8 @@ int main(int argc, char** argv) {
     cli::add_pull_command(app);
     cli::add_verify_command(app);
     cli::add_plot_command(app);
+    cli::add_serve_command(app);
+    cli::add_chat_command(app);
 
     std::vector<std::string> args = expand_aliases(argc, argv);
     std::vector<char*> cargs;

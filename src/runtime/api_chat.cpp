@@ -1,0 +1,89 @@
+// The C API of chats (memwall.h, "Chat"): a ChatSession on a context of its own.
+#include <memory>
+#include <string>
+
+#include "memwall.h"
+#include "runtime/api_error.h"
+#include "runtime/api_model.h"
+#include "runtime/chat_session.h"
+
+struct mw_chat {
+    std::unique_ptr<mw::Context> ctx;
+    std::unique_ptr<mw::ChatSession> session;
+};
+
+extern "C" {
+
+mw_chat_params mw_chat_default_params(void) {
+    mw_chat_params p{};
+    p.system_prompt = nullptr;
+    p.chat_template = nullptr;
+    p.sampling = mw_sampler_default_params();
+    p.n_predict = -1;
+    return p;
+}
+
+mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
+                         const mw_chat_params* params, mw_chat** out) {
+    if (!out) {
+        mw::set_api_last_error("mw_chat_create: out is NULL");
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    *out = nullptr;
+    const mw::LoadedModel* loaded = mw::loaded_model_of(model);
+    if (!loaded) {
+        mw::set_api_last_error("mw_chat_create: model is NULL");
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    const mw_chat_params p = params ? *params : mw_chat_default_params();
+    const mw_context_params cp = ctx_params ? *ctx_params : mw_context_default_params();
+    return mw::guarded([&] {
+        auto chat = std::make_unique<mw_chat>();
+        chat->ctx = std::make_unique<mw::Context>(*loaded, mw::context_params_of(cp));
+        mw::ChatOptions o;
+        o.system_prompt = p.system_prompt ? p.system_prompt : "";
+        o.template_override = p.chat_template ? p.chat_template : "";
+        o.sampling = mw::sampler_params_of(p.sampling);
+        o.n_predict = p.n_predict;
+        chat->session = std::make_unique<mw::ChatSession>(*loaded, *chat->ctx, o);
+        *out = chat.release();
+    });
+}
+
+void mw_chat_free(mw_chat* chat) {
+    delete chat;
+}
+
+mw_status mw_chat_send(mw_chat* chat, const char* text, size_t text_len, mw_piece_fn on_text,
+                       void* user_data, mw_chat_reply* reply) {
+    if (!chat || (!text && text_len > 0)) {
+        mw::set_api_last_error("mw_chat_send: chat or text is NULL");
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    return mw::guarded([&] {
+        const mw::ChatReply r = chat->session->send(
+            std::string_view(text ? text : "", text_len), [&](std::string_view piece) {
+                return on_text ? on_text(user_data, piece.data(), piece.size()) : true;
+            });
+        if (reply) {
+            reply->n_prompt_tokens = r.n_prompt_tokens;
+            reply->n_reused_tokens = r.n_reused_tokens;
+            reply->n_generated = r.n_generated;
+            reply->n_dropped_turns = r.n_dropped_turns;
+            reply->prompt_ms = r.prompt_ms;
+            reply->decode_ms = r.decode_ms;
+            reply->cancelled = r.cancelled;
+            reply->context_full = r.context_full;
+        }
+    });
+}
+
+void mw_chat_cancel(mw_chat* chat) {
+    if (chat && chat->session) chat->session->cancel();
+}
+
+void mw_chat_reset(mw_chat* chat) {
+    if (chat && chat->session) chat->session->reset();
+}
+
+}  // extern "C"

@@ -1,0 +1,117 @@
+// The C API of the HTTP server (memwall.h, "HTTP server"): creates a context of one sequence
+// per slot on a loaded model and serves it.
+#include <memory>
+#include <string>
+
+#include "memwall.h"
+#include "runtime/api_error.h"
+#include "runtime/api_model.h"
+#include "runtime/chat_render.h"
+#include "runtime/context.h"
+#if defined(MEMWALL_SERVER)
+#include "server/http_server.h"
+#endif
+
+struct mw_server {
+    std::unique_ptr<mw::Context> ctx;
+#if defined(MEMWALL_SERVER)
+    std::unique_ptr<mw::server::HttpServer> http;
+#endif
+};
+
+extern "C" {
+
+mw_server_params mw_server_default_params(void) {
+    mw_server_params p{};
+    p.host = "127.0.0.1";
+    p.port = 8080;
+    p.api_key = nullptr;
+    p.model_name = nullptr;
+    p.chat_template = nullptr;
+    p.queue_max = 64;
+    p.timeout_s = 600.0;
+    p.max_body_bytes = 8u << 20;
+    p.max_tokens = -1;
+    p.sampling = mw_sampler_default_params();
+    return p;
+}
+
+mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
+                           const mw_server_params* params, mw_server** out) {
+    if (!out) {
+        mw::set_api_last_error("mw_server_create: out is NULL");
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    *out = nullptr;
+    const mw::LoadedModel* loaded = mw::loaded_model_of(model);
+    if (!loaded) {
+        mw::set_api_last_error("mw_server_create: model is NULL");
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+#if !defined(MEMWALL_SERVER)
+    (void)ctx_params;
+    (void)params;
+    mw::set_api_last_error("this build of memwall has no HTTP server (built without cpp-httplib)");
+    return MW_ERR_UNSUPPORTED;
+#else
+    const mw_server_params p = params ? *params : mw_server_default_params();
+    const mw_context_params cp = ctx_params ? *ctx_params : mw_context_default_params();
+    return mw::guarded([&] {
+        auto srv = std::make_unique<mw_server>();
+        srv->ctx = std::make_unique<mw::Context>(*loaded, mw::context_params_of(cp));
+        mw::server::ServerOptions o;
+        o.host = p.host ? p.host : "127.0.0.1";
+        o.port = p.port;
+        o.api_key = p.api_key ? p.api_key : "";
+        o.model_name = p.model_name ? p.model_name : "";
+        o.queue_max = p.queue_max < 0 ? 0 : uint32_t(p.queue_max);
+        o.timeout_s = p.timeout_s > 0 ? p.timeout_s : 600.0;
+        o.max_body_bytes = p.max_body_bytes ? size_t(p.max_body_bytes) : size_t(8u << 20);
+        o.max_tokens = p.max_tokens;
+        o.sampling = mw::sampler_params_of(p.sampling);
+        const std::string tmpl = p.chat_template ? p.chat_template : "";
+        o.render_chat = mw::chat_renderer(*loaded, tmpl);
+        srv->http = std::make_unique<mw::server::HttpServer>(*loaded, *srv->ctx, std::move(o));
+        srv->http->bind();
+        *out = srv.release();
+    });
+#endif
+}
+
+#if defined(MEMWALL_SERVER)
+int32_t mw_server_port(const mw_server* s) {
+    return s && s->http ? s->http->port() : -1;
+}
+
+mw_status mw_server_run(mw_server* s) {
+    if (!s) {
+        mw::set_api_last_error("mw_server_run: server is NULL");
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    return mw::guarded([&] { s->http->run(); });
+}
+
+void mw_server_stop(mw_server* s, double grace_s) {
+    if (s && s->http) s->http->stop(grace_s);
+}
+
+void mw_server_free(mw_server* s) {
+    if (!s) return;
+    s->http.reset();  // stops first: the context outlives every request
+    delete s;
+}
+#else
+int32_t mw_server_port(const mw_server*) {
+    return -1;
+}
+mw_status mw_server_run(mw_server*) {
+    mw::set_api_last_error("this build of memwall has no HTTP server");
+    return MW_ERR_UNSUPPORTED;
+}
+void mw_server_stop(mw_server*, double) {}
+void mw_server_free(mw_server* s) {
+    delete s;
+}
+#endif
+
+}  // extern "C"

@@ -1,0 +1,62 @@
+// memwall's OpenAI-compatible HTTP server over a scheduler (server/scheduler.h), on
+// cpp-httplib: POST /v1/chat/completions and /v1/completions (streamed as server-sent events or
+// not), GET /v1/models, /health, /metrics (Prometheus text) and / (a chat page built into the
+// binary). Every error is OpenAI's error JSON with a 4xx when the client is at fault (malformed
+// JSON, wrong types, unsupported fields, a prompt longer than a slot's context, a bad API key,
+// a body over the size limit) and a 5xx only when the server is.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "model/sampler.h"
+#include "runtime/context.h"
+#include "runtime/loaded_model.h"
+#include "server/scheduler.h"
+
+namespace mw::server {
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;           // 0: any free port (see HttpServer::port())
+    std::string api_key;       // empty: no key required
+    std::string model_name;    // the id /v1/models lists (default: the file's name)
+    uint32_t queue_max = 64;   // requests waiting for a slot before 503
+    double timeout_s = 600.0;  // per request, from its arrival
+    size_t max_body_bytes = 8u << 20;
+    int32_t max_tokens = -1;  // per request (-1: the slot's context)
+    SamplerParams sampling;   // defaults for fields a request does not give
+    int http_threads = 0;     // 0: slots + queue + 4
+    // Renders a checked conversation (OpenAI messages) to the prompt text.
+    std::function<std::string(const nlohmann::json& messages)> render_chat;
+};
+
+class HttpServer {
+  public:
+    // The context's sequences are the slots; it must outlive the server.
+    HttpServer(const LoadedModel& model, Context& ctx, ServerOptions options);
+    ~HttpServer();
+
+    // Binds the socket (throws ErrorKind::io naming the address when it cannot).
+    void bind();
+    int port() const;
+    // Serves until stop(); returns when every connection is closed.
+    void run();
+    // Thread-safe: stops taking requests, lets running ones finish for up to `grace_s`, then
+    // cancels the rest and makes run() return.
+    void stop(double grace_s);
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// The chat page served at / (HTML, CSS and JavaScript in one document, no external resources).
+const std::string& chat_page_html();
+
+}  // namespace mw::server

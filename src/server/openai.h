@@ -1,0 +1,72 @@
+// OpenAI's request and response shapes for /v1/chat/completions and /v1/completions: a request
+// body is checked field by field (types, ranges, fields memwall does not support), and every
+// problem is an ApiError with the status and the message the client gets, in OpenAI's error JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/sampler.h"
+#include "server/scheduler.h"
+
+namespace mw::server {
+
+struct ApiError {
+    int status = 400;
+    std::string message;
+    std::string type = "invalid_request_error";  // or "server_error", "authentication_error"
+    std::string param;                           // the field at fault, if any
+    std::string code;
+};
+
+// {"error": {"message", "type", "param", "code"}}
+nlohmann::json error_json(const ApiError& e);
+
+struct CompletionRequest {
+    bool chat = false;
+    nlohmann::json messages;  // chat: the conversation, checked
+    std::string prompt;       // completions
+    std::string model;
+    int32_t max_tokens = -1;  // -1: not given
+    SamplerParams sampling;
+    bool seed_given = false;
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;
+    bool ignore_eos = false;
+};
+
+// The limits a request is checked against.
+struct RequestLimits {
+    int32_t max_tokens = -1;  // the server's limit per request (-1: none)
+    uint32_t n_vocab = 0;
+};
+
+// Parses and checks a request body; throws ApiError (400 with the parse position for malformed
+// JSON, naming the field for a wrong type or value, listing unsupported fields). Sampling fields
+// not given keep `defaults`.
+CompletionRequest parse_completion_request(std::string_view body, bool chat,
+                                           const SamplerParams& defaults,
+                                           const RequestLimits& limits);
+
+// Responses.
+nlohmann::json usage_json(const Usage& u);
+nlohmann::json chat_response(const std::string& id, int64_t created, const std::string& model,
+                             const std::string& text, Finish finish, const Usage& usage);
+// A streamed chunk: the role in the first one, text in the middle ones, the finish reason in
+// the last.
+nlohmann::json chat_chunk(const std::string& id, int64_t created, const std::string& model,
+                          const std::string* text, bool with_role, Finish finish);
+nlohmann::json completion_response(const std::string& id, int64_t created, const std::string& model,
+                                   const std::string& text, Finish finish, const Usage& usage);
+nlohmann::json completion_chunk(const std::string& id, int64_t created, const std::string& model,
+                                const std::string& text, Finish finish);
+// The final chunk of a stream with stream_options.include_usage.
+nlohmann::json usage_chunk(const std::string& id, int64_t created, const std::string& model,
+                           bool chat, const Usage& usage);
+
+}  // namespace mw::server

@@ -1,0 +1,196 @@
+// memwall chat: a conversation on the terminal. Replies stream to stdout as they are generated;
+// each turn decodes only the new message (the history stays in the KV cache). /reset forgets
+// the conversation, /exit or Ctrl-D ends it, Ctrl-C stops the current reply and keeps the
+// session. When stdin is not a terminal, each line of it is a user message (a script).
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "common.h"
+
+namespace cli {
+namespace {
+
+mw_chat* g_chat = nullptr;                // for the SIGINT handler
+volatile sig_atomic_t g_replying = 0;     // a reply is being generated
+volatile sig_atomic_t g_interrupted = 0;  // Ctrl-C at the prompt
+
+void on_sigint(int) {
+    if (g_replying && g_chat) {
+        mw_chat_cancel(g_chat);  // async-signal-safe
+    } else {
+        g_interrupted = 1;
+        const char hint[] = "\n(Ctrl-D or /exit ends the chat)\n> ";
+        [[maybe_unused]] ssize_t n = write(STDERR_FILENO, hint, sizeof hint - 1);
+    }
+}
+
+bool print_text(void*, const char* text, size_t len) {
+    std::fwrite(text, 1, len, stdout);
+    std::fflush(stdout);
+    return true;
+}
+
+}  // namespace
+
+void add_chat_command(CLI::App& app) {
+    auto* cmd = app.add_subcommand("chat", "Chat with the model on the terminal");
+    struct Options {
+        ModelOptions model;
+        std::string system_prompt;
+        std::string chat_template, chat_template_file;
+        int n_predict = -1;
+        uint32_t n_ctx = 0;
+        uint32_t n_batch = 512;
+        std::string threads;
+        float temp = 0.8f;
+        int top_k = 40;
+        float top_p = 0.95f;
+        float min_p = 0.05f;
+        float repeat_penalty = 1.0f;
+        int repeat_last_n = 64;
+        int64_t seed = -1;
+        std::string ctk = "f16", ctv = "f16";
+        bool force = false;
+        bool verbose = false;
+    };
+    auto opt = std::make_shared<Options>();
+    opt->model.add_to(*cmd);
+    cmd->add_option("--system-prompt", opt->system_prompt, "System prompt (-sys)");
+    cmd->add_option("--chat-template", opt->chat_template,
+                    "Chat template: a built-in name or the template text (default: the file's)");
+    cmd->add_option("--chat-template-file", opt->chat_template_file,
+                    "Read the chat template from a file");
+    cmd->add_option("-n,--n-predict", opt->n_predict,
+                    "Tokens per reply (-1: until an end token or a full context)")
+        ->capture_default_str();
+    cmd->add_option("-c,--ctx-size", opt->n_ctx,
+                    "Context size in tokens (0: min(training context, 4096))")
+        ->capture_default_str();
+    cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens per step")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", opt->threads, "Threads (default: physical performance cores)");
+    cmd->add_option("--temp", opt->temp, "Temperature (0: greedy)")->capture_default_str();
+    cmd->add_option("--top-k", opt->top_k, "Top-k (0: off)")->capture_default_str();
+    cmd->add_option("--top-p", opt->top_p, "Top-p (1: off)")->capture_default_str();
+    cmd->add_option("--min-p", opt->min_p, "Min-p (0: off)")->capture_default_str();
+    cmd->add_option("--repeat-penalty", opt->repeat_penalty, "Repetition penalty (1: off)")
+        ->capture_default_str();
+    cmd->add_option("--repeat-last-n", opt->repeat_last_n, "Tokens the penalties look back")
+        ->capture_default_str();
+    cmd->add_option("-s,--seed", opt->seed, "Random seed (-1: random)")->capture_default_str();
+    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk)")->capture_default_str();
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)")
+        ->capture_default_str();
+    cmd->add_flag("--force", opt->force, "Run even when the plan says the model does not fit");
+    cmd->add_flag("--verbose", opt->verbose, "Print the prompt and reply speed of each turn");
+    cmd->callback([opt] {
+        const Options& o = *opt;
+        if (o.n_predict < -1 || o.n_predict == 0) {
+            fail(fmt::format("chat: -n {}: expected a positive token count or -1", o.n_predict));
+        }
+        std::string tmpl = o.chat_template;
+        if (!o.chat_template_file.empty()) {
+            FILE* f = std::fopen(o.chat_template_file.c_str(), "rb");
+            if (!f)
+                fail(fmt::format("--chat-template-file {}: cannot read it", o.chat_template_file));
+            tmpl.clear();
+            char buf[4096];
+            for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) tmpl.append(buf, n);
+            std::fclose(f);
+        }
+        mw_context_params cp = mw_context_default_params();
+        cp.n_ctx = o.n_ctx;
+        cp.n_batch = o.n_batch;
+        cp.n_threads = parse_threads(o.threads);
+        cp.type_k = parse_kv_type(o.ctk, "-ctk");
+        cp.type_v = parse_kv_type(o.ctv, "-ctv");
+        check_fit_or_fail(o.model.path, cp, o.force);
+        ModelPtr model = load_model(o.model);
+
+        mw_chat_params chp = mw_chat_default_params();
+        chp.system_prompt = o.system_prompt.empty() ? nullptr : o.system_prompt.c_str();
+        chp.chat_template = tmpl.empty() ? nullptr : tmpl.c_str();
+        chp.n_predict = o.n_predict;
+        chp.sampling.temperature = o.temp;
+        chp.sampling.top_k = o.top_k;
+        chp.sampling.top_p = o.top_p;
+        chp.sampling.min_p = o.min_p;
+        chp.sampling.repeat_penalty = o.repeat_penalty;
+        chp.sampling.repeat_last_n = o.repeat_last_n;
+        chp.sampling.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
+        mw_chat* raw = nullptr;
+        if (mw_status st = mw_chat_create(model.get(), &cp, &chp, &raw); st != MW_OK) {
+            fail_status(st, "chat");
+        }
+        std::unique_ptr<mw_chat, void (*)(mw_chat*)> chat(raw, mw_chat_free);
+        g_chat = chat.get();
+        struct sigaction sa {};
+        sa.sa_handler = on_sigint;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, nullptr);
+
+        const bool interactive = isatty(STDIN_FILENO);
+        if (interactive) {
+            fmt::print(stderr,
+                       "chat with {}: /reset forgets the conversation, /exit or Ctrl-D ends it, "
+                       "Ctrl-C stops a reply\n",
+                       mw_model_desc(model.get()));
+        }
+        std::string line;
+        for (;;) {
+            if (interactive) {
+                fmt::print(stderr, "> ");
+                std::fflush(stderr);
+            }
+            if (!std::getline(std::cin, line)) break;  // Ctrl-D, or the end of the script
+            g_interrupted = 0;
+            while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+            if (line.empty()) continue;
+            if (line == "/exit" || line == "/quit") break;
+            if (line == "/reset") {
+                mw_chat_reset(chat.get());
+                fmt::print(stderr, "(conversation forgotten)\n");
+                continue;
+            }
+            mw_chat_reply r{};
+            g_replying = 1;
+            const mw_status st =
+                mw_chat_send(chat.get(), line.data(), line.size(), print_text, nullptr, &r);
+            g_replying = 0;
+            std::fputc('\n', stdout);
+            std::fflush(stdout);
+            if (st != MW_OK) {
+                fmt::print(stderr, "error: {}\n", mw_last_error());
+                if (st == MW_ERR_INVALID_ARGUMENT) continue;  // a message too long: say so, go on
+                fail("chat stopped");
+            }
+            if (r.n_dropped_turns > 0) {
+                fmt::print(stderr,
+                           "(the conversation outgrew the context: the {} oldest messages were "
+                           "dropped; the system prompt stays)\n",
+                           r.n_dropped_turns);
+            }
+            if (r.cancelled) fmt::print(stderr, "(reply stopped)\n");
+            if (r.context_full) fmt::print(stderr, "(reply stopped: the context is full)\n");
+            if (o.verbose) {
+                fmt::print(stderr,
+                           "[prompt {} tokens, {} reused, {} decoded in {:.0f} ms; reply {} tokens "
+                           "in {:.0f} ms, {:.2f} tok/s]\n",
+                           r.n_prompt_tokens, r.n_reused_tokens,
+                           r.n_prompt_tokens - r.n_reused_tokens, r.prompt_ms, r.n_generated,
+                           r.decode_ms,
+                           r.decode_ms > 0 ? 1000.0 * r.n_generated / r.decode_ms : 0.0);
+            }
+        }
+        g_chat = nullptr;
+    });
+}
+
+}  // namespace cli

@@ -1,0 +1,246 @@
+// memwall serve: an OpenAI-compatible HTTP server (flags as llama-server's where it has them).
+// The plan for every slot's context is checked before the model loads; SIGTERM or SIGINT lets
+// running requests finish (for --shutdown-grace seconds), then exits 0.
+#include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common.h"
+#include "plan_render.h"
+
+namespace cli {
+namespace {
+
+std::string read_secret_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(fmt::format("--api-key-file {}: cannot read it", path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string key = ss.str();
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' ')) {
+        key.pop_back();
+    }
+    if (key.empty()) fail(fmt::format("--api-key-file {}: the file is empty", path));
+    return key;
+}
+
+std::string read_text_file(const std::string& path, const char* flag) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(fmt::format("{} {}: cannot read it", flag, path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+bool is_loopback(const std::string& host) {
+    return host == "127.0.0.1" || host == "localhost" || host == "::1" ||
+           host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+    auto* cmd = app.add_subcommand("serve", "Serve the model over HTTP (OpenAI-compatible API)");
+    struct Options {
+        ModelOptions model;
+        std::string host = "127.0.0.1";
+        int port = 8080;
+        uint32_t n_parallel = 4;
+        uint32_t n_ctx = 0;
+        uint32_t n_batch = 512;
+        std::string threads;
+        std::string ctk = "f16", ctv = "f16";
+        std::string api_key, api_key_file;
+        std::string alias;
+        std::string chat_template, chat_template_file;
+        int queue = 64;
+        double timeout = 600.0;
+        double grace = 10.0;
+        uint64_t max_body = 8u << 20;
+        int n_predict = -1;
+        float temp = 0.8f;
+        int top_k = 40;
+        float top_p = 0.95f;
+        float min_p = 0.05f;
+        float repeat_penalty = 1.0f;
+        int repeat_last_n = 64;
+        bool force = false;
+    };
+    auto opt = std::make_shared<Options>();
+    opt->model.add_to(*cmd);
+    cmd->add_option("--host", opt->host,
+                    "Address to listen on (another than loopback exposes the server: set an API "
+                    "key)")
+        ->capture_default_str();
+    cmd->add_option("--port", opt->port, "Port (0: any free port)")->capture_default_str();
+    cmd->add_option("--parallel", opt->n_parallel,
+                    "Slots: requests decoded together in one batch (-np)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    cmd->add_option("-c,--ctx-size", opt->n_ctx,
+                    "KV cache size in tokens for all slots together; each slot gets ctx-size / "
+                    "parallel (0: parallel x min(training context, 4096))")
+        ->capture_default_str();
+    cmd->add_option("-b,--batch-size", opt->n_batch, "Tokens per forward step")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", opt->threads, "Threads (default: physical performance cores)");
+    cmd->add_option("--cache-type-k", opt->ctk,
+                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0")
+        ->capture_default_str();
+    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)")
+        ->capture_default_str();
+    cmd->add_option("--api-key", opt->api_key,
+                    "Require this key (Authorization: Bearer KEY) on every route but /health and "
+                    "/; also read from MEMWALL_API_KEY");
+    cmd->add_option("--api-key-file", opt->api_key_file, "Read the API key from a file");
+    cmd->add_option("-a,--alias", opt->alias, "Model id listed by /v1/models")
+        ->capture_default_str();
+    cmd->add_option("--chat-template", opt->chat_template,
+                    "Chat template: a built-in name or the template text (default: the file's)");
+    cmd->add_option("--chat-template-file", opt->chat_template_file,
+                    "Read the chat template from a file");
+    cmd->add_option("--queue-size", opt->queue, "Requests waiting for a slot before 503")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 100000));
+    cmd->add_option("--timeout", opt->timeout, "Seconds a request may take from its arrival")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--shutdown-grace", opt->grace,
+                    "Seconds running requests get to finish after SIGTERM")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--max-body", opt->max_body, "Largest request body in bytes (413 above)")
+        ->capture_default_str();
+    cmd->add_option("-n,--n-predict", opt->n_predict,
+                    "Most tokens a request may ask for (-1: a slot's context)")
+        ->capture_default_str();
+    cmd->add_option("--temp", opt->temp, "Default temperature")->capture_default_str();
+    cmd->add_option("--top-k", opt->top_k, "Default top-k (0: off)")->capture_default_str();
+    cmd->add_option("--top-p", opt->top_p, "Default top-p (1: off)")->capture_default_str();
+    cmd->add_option("--min-p", opt->min_p, "Default min-p (0: off)")->capture_default_str();
+    cmd->add_option("--repeat-penalty", opt->repeat_penalty, "Default repetition penalty (1: off)")
+        ->capture_default_str();
+    cmd->add_option("--repeat-last-n", opt->repeat_last_n, "Tokens the penalties look back")
+        ->capture_default_str();
+    cmd->add_flag("--force", opt->force, "Serve even when the plan says it does not fit");
+    cmd->callback([opt] {
+        const Options& o = *opt;
+        if (o.n_predict < -1 || o.n_predict == 0) {
+            fail(fmt::format("serve: -n {}: expected a positive token count or -1", o.n_predict));
+        }
+        if (o.port < 0 || o.port > 65535) fail(fmt::format("serve: --port {}: not a port", o.port));
+        std::string key = o.api_key;
+        if (!o.api_key_file.empty()) key = read_secret_file(o.api_key_file);
+        if (key.empty()) {
+            if (const char* env = std::getenv("MEMWALL_API_KEY")) key = env;
+        }
+        std::string tmpl = o.chat_template;
+        if (!o.chat_template_file.empty())
+            tmpl = read_text_file(o.chat_template_file, "--chat-template-file");
+
+        mw_context_params cp = mw_context_default_params();
+        cp.n_seq_max = o.n_parallel;
+        cp.n_batch = o.n_batch;
+        cp.n_threads = parse_threads(o.threads);
+        cp.type_k = parse_kv_type(o.ctk, "-ctk");
+        cp.type_v = parse_kv_type(o.ctv, "-ctv");
+        if (o.n_ctx > 0) {
+            if (o.n_ctx < o.n_parallel * 8) {
+                fail(
+                    fmt::format("serve: -c {} leaves {} tokens per slot for {} slots; raise -c "
+                                "or lower --parallel",
+                                o.n_ctx, o.n_ctx / o.n_parallel, o.n_parallel));
+            }
+            cp.n_ctx = o.n_ctx;
+        }
+        // The model's header decides the default per-slot context: the plan reads it too.
+        ModelPtr vocab_only;
+        if (cp.n_ctx == 0) {
+            vocab_only = load_model(o.model, true, true);
+            const int32_t train = mw_model_n_ctx_train(vocab_only.get());
+            const uint32_t per_slot = uint32_t(std::min<int32_t>(train > 0 ? train : 4096, 4096));
+            cp.n_ctx = per_slot * o.n_parallel;
+            vocab_only.reset();
+        }
+        // Refuse or fit, for every slot's context, before anything is allocated.
+        const mw_fit fit = check_fit_or_fail(o.model.path, cp, o.force);
+
+        // The signals end the server through a thread of their own (not a signal handler):
+        // blocked here, before any thread starts, so that every thread inherits the mask.
+        sigset_t signals;
+        sigemptyset(&signals);
+        sigaddset(&signals, SIGTERM);
+        sigaddset(&signals, SIGINT);
+        sigaddset(&signals, SIGUSR1);
+        pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+        signal(SIGPIPE, SIG_IGN);  // a client that hangs up is noticed by the failed write
+
+        ModelPtr model = load_model(o.model);
+        mw_server_params sp = mw_server_default_params();
+        sp.host = o.host.c_str();
+        sp.port = o.port;
+        sp.api_key = key.empty() ? nullptr : key.c_str();
+        sp.model_name = o.alias.empty() ? nullptr : o.alias.c_str();
+        sp.chat_template = tmpl.empty() ? nullptr : tmpl.c_str();
+        sp.queue_max = o.queue;
+        sp.timeout_s = o.timeout;
+        sp.max_body_bytes = o.max_body;
+        sp.max_tokens = o.n_predict;
+        sp.sampling = mw_sampler_default_params();
+        sp.sampling.temperature = o.temp;
+        sp.sampling.top_k = o.top_k;
+        sp.sampling.top_p = o.top_p;
+        sp.sampling.min_p = o.min_p;
+        sp.sampling.repeat_penalty = o.repeat_penalty;
+        sp.sampling.repeat_last_n = o.repeat_last_n;
+        mw_server* raw = nullptr;
+        if (mw_status st = mw_server_create(model.get(), &cp, &sp, &raw); st != MW_OK) {
+            fail_status(st, "serve");
+        }
+        std::unique_ptr<mw_server, void (*)(mw_server*)> server(raw, mw_server_free);
+        if (!is_loopback(o.host) && key.empty()) {
+            fmt::print(stderr,
+                       "warning: listening on {} without an API key: anyone who can reach this "
+                       "address can use the server (set --api-key)\n",
+                       o.host);
+        }
+        fmt::print(stderr,
+                   "memwall serve: http://{}:{}/ ({} slots of {} tokens{}; planned peak {}: "
+                   "weights {}, KV cache {}, compute {}, overhead {}; Ctrl-C or SIGTERM stops)\n",
+                   o.host, mw_server_port(server.get()), o.n_parallel, cp.n_ctx / o.n_parallel,
+                   key.empty() ? "" : ", API key required", human_bytes(double(fit.total_bytes)),
+                   human_bytes(double(fit.weights_bytes)), human_bytes(double(fit.kv_bytes)),
+                   human_bytes(double(fit.compute_bytes)), human_bytes(double(fit.overhead_bytes)));
+
+        std::atomic<bool> finished{false};
+        std::thread waiter([&] {
+            int sig = 0;
+            while (sigwait(&signals, &sig) == 0) {
+                if (finished.load()) return;
+                if (sig == SIGTERM || sig == SIGINT) {
+                    fmt::print(stderr,
+                               "memwall serve: {} received, finishing running requests "
+                               "(up to {} s)\n",
+                               sig == SIGTERM ? "SIGTERM" : "SIGINT", o.grace);
+                    mw_server_stop(server.get(), o.grace);
+                    return;
+                }
+            }
+        });
+        const mw_status st = mw_server_run(server.get());
+        finished.store(true);
+        pthread_kill(waiter.native_handle(), SIGUSR1);
+        waiter.join();
+        if (st != MW_OK) fail_status(st, "serve");
+        fmt::print(stderr, "memwall serve: stopped\n");
+    });
+}
+
+}  // namespace cli
