@@ -68,8 +68,12 @@ Evaluator::Evaluator(const RenderContext& context)
     : context_(context), root_(std::make_shared<Scope>(nullptr)) {}
 
 Evaluator::~Evaluator() {
+    // Hold every object while emptying them, so that none is destroyed full (a long chain of
+    // namespaces would be destroyed recursively) and cycles through scopes are broken.
+    std::vector<std::shared_ptr<Object>> alive;
     for (const auto& w : tracked_)
-        if (const std::shared_ptr<Object> o = w.lock()) o->release();
+        if (std::shared_ptr<Object> o = w.lock()) alive.push_back(std::move(o));
+    for (const auto& o : alive) o->release();
 }
 
 void Evaluator::track(const std::shared_ptr<Object>& object) {
@@ -205,9 +209,13 @@ Evaluator::Flow Evaluator::exec_node(const Node& node, const ScopePtr& scope, st
                 return Flow::break_;
             case NodeKind::continue_:
                 return Flow::continue_;
-            case NodeKind::unsupported:
-                throw_error(ErrorKind::runtime, "{} is not supported here",
-                            as<Unsupported>(node).what);
+            case NodeKind::unsupported: {
+                // Jinja2 raises TypeError for include/import/extends without a loader.
+                const std::string& what = as<Unsupported>(node).what;
+                throw_error(what.find("loader") != std::string::npos ? ErrorKind::type
+                                                                     : ErrorKind::runtime,
+                            "{} is not supported here", what);
+            }
             default:
                 throw_error(ErrorKind::runtime, "not a statement");
         }

@@ -63,17 +63,18 @@ inline Value like(const Value& input, std::string s) {
     return input.is_markup() ? Value::markup(std::move(s)) : Value::string(std::move(s));
 }
 
-// Sort keys: "a,b" gives a list of keys per item (make_multi_attrgetter).
+// Sort keys (make_multi_attrgetter): always a list, one value per comma-separated attribute,
+// so that undefined keys compare equal (list comparison checks == first) instead of raising.
 inline Value multi_key(Evaluator& ev, const std::optional<Value>& attribute, bool ignore_case,
-                const Value& item) {
-    if (attribute && attribute->is_string() &&
-        attribute->str().find(',') != std::string::npos) {
-        List keys;
+                       const Value& item) {
+    List keys;
+    if (attribute && attribute->is_string()) {
         for (const std::string& a : text::split(attribute->str(), std::string(","), -1))
             keys.push_back(AttrGetter(Value::string(a), ignore_case)(ev, item));
-        return Value::list(std::move(keys));
+    } else {
+        keys.push_back(AttrGetter(attribute, ignore_case)(ev, item));
     }
-    return AttrGetter(attribute, ignore_case)(ev, item);
+    return Value::list(std::move(keys));
 }
 
 // Filters over sequences (filters_seq.cpp).

@@ -163,13 +163,21 @@ Value f_indent(Evaluator& ev, const Value& v, const CallArgs& args) {
     std::string rv;
     if (opt_bool(a[2], false)) {
         for (size_t i = 0; i < lines.size(); ++i) {
-            if (i) rv += "\n" + indention;
+            if (i) {
+                rv += '\n';
+                rv += indention;
+            }
             rv += lines[i];
         }
     } else {
         rv = lines.empty() ? "" : lines[0];
-        for (size_t i = 1; i < lines.size(); ++i)
-            rv += "\n" + (lines[i].empty() ? "" : indention + lines[i]);
+        for (size_t i = 1; i < lines.size(); ++i) {
+            rv += '\n';
+            if (!lines[i].empty()) {
+                rv += indention;
+                rv += lines[i];
+            }
+        }
     }
     if (opt_bool(a[1], false)) rv = indention + rv;
     return like(v, std::move(rv));

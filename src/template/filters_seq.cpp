@@ -3,6 +3,7 @@
 // select, unique, batch, slice, items, reverse of a list) return one-pass generators here too:
 // they are always true, have no len() and are consumed by reading them.
 #include <random>
+#include <unordered_set>
 
 #include "template/filter_support.h"
 #include "template/library.h"
@@ -322,14 +323,11 @@ Value f_sum(Evaluator& ev, const Value& v, const CallArgs& args) {
 Value f_unique(Evaluator& ev, const Value& v, const CallArgs& args) {
     const Bound a = bind_args("unique", args, {"case_sensitive", "attribute"}, 0);
     const AttrGetter getter(a[1], !opt_bool(a[0], false));
-    auto seen = std::make_shared<List>();
+    auto seen = std::make_shared<std::unordered_set<std::string>>();
     return make_generator(ev, v, [getter, seen](Evaluator& e, Value& item) {
         const Value key = getter(e, item);
         check_hashable(key);
-        for (const Value& s : *seen)
-            if (equal(s, key)) return false;
-        seen->push_back(key);
-        return true;
+        return seen->insert(*hash_key(key)).second;
     });
 }
 

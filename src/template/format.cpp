@@ -526,6 +526,7 @@ std::string format_percent(Evaluator& ev, std::string_view format, const Value& 
                 bad_char(i);
         }
         ++i;
+        ev.check_size(out.size());
         ev.charge(out.size());
     }
     if (!mapping && source.tuple && source.next < source.tuple->size())
@@ -671,6 +672,7 @@ struct BraceFormatter {
                                                   ? render(spec, depth + 1)
                                                   : std::string(spec);
             out += format_spec(v, resolved_spec);
+            ev.check_size(out.size());
             ev.charge(out.size());
             i = j;
         }

@@ -4,6 +4,16 @@
 
 namespace mw::tmpl {
 
+void Namespace::release() {
+    List held;
+    for (auto& [k, v] : attrs.entries) {
+        held.push_back(std::move(k));
+        held.push_back(std::move(v));
+    }
+    attrs.entries.clear();
+    bury(held);
+}
+
 std::string Namespace::repr() const { return "<Namespace " + tmpl::repr(Value::dict(attrs)) + ">"; }
 
 std::optional<Value> Namespace::attribute(Evaluator&, std::string_view name) {
@@ -39,6 +49,11 @@ Value make_generator(Evaluator& ev, const Value& source,
         std::optional<Iter> it;
         std::function<bool(Evaluator&, Value&)> fn;
     };
+    int depth = 1;
+    if (const Generator* g = source.object_as<Generator>()) depth = g->depth() + 1;
+    if (depth > Generator::max_depth)
+        throw_error(ErrorKind::limit, "generators (map, select, ...) chained more than {} deep",
+                    Generator::max_depth);
     auto state = std::make_shared<State>(State{source, std::nullopt, std::move(fn)});
     auto generator = std::make_shared<Generator>(type, [state](Evaluator& e, Value& out) {
         if (!state->it) state->it.emplace(e, state->source);
@@ -51,7 +66,7 @@ Value make_generator(Evaluator& ev, const Value& source,
             }
         }
         return false;
-    });
+    }, depth);
     ev.track(generator);
     return Value::object(std::move(generator));
 }

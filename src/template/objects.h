@@ -18,6 +18,8 @@ namespace mw::tmpl {
 class Namespace : public Object {
   public:
     Dict attrs;
+    ~Namespace() override { release(); }
+    void release() override;
     const char* type_name() const override { return "Namespace"; }
     std::string repr() const override;
     std::optional<Value> attribute(Evaluator& ev, std::string_view name) override;
@@ -27,6 +29,10 @@ class Function : public Object {
   public:
     Function(const char* name, NativeFn fn, Value self)
         : name_(name), fn_(fn), self_(std::move(self)) {}
+    ~Function() override {
+        List held{std::move(self_)};
+        bury(held);
+    }
     const char* type_name() const override {
         return self_.is_undefined() ? "function" : "builtin_function_or_method";
     }
@@ -43,7 +49,12 @@ class Function : public Object {
 class Generator : public Object {
   public:
     using NextFn = std::function<bool(Evaluator&, Value&)>;
-    Generator(const char* type, NextFn next) : type_(type), next_(std::move(next)) {}
+    // depth: how many generators this one reads through (their chains are bounded: reading
+    // one recurses through them).
+    Generator(const char* type, NextFn next, int depth = 1)
+        : type_(type), next_(std::move(next)), depth_(depth) {}
+    int depth() const { return depth_; }
+    static constexpr int max_depth = 200;
     const char* type_name() const override { return type_; }
     std::string repr() const override;
     bool is_iterator() const override { return true; }
@@ -56,6 +67,7 @@ class Generator : public Object {
   private:
     const char* type_;
     NextFn next_;
+    int depth_;
     bool done_ = false;
 };
 // A generator over `source` (anything iterable), each item mapped by `fn`; `fn` returning
@@ -125,6 +137,7 @@ class Loop : public Object {
 class Cycler : public Object {
   public:
     explicit Cycler(List items) : items_(std::move(items)) {}
+    ~Cycler() override { bury(items_); }
     const char* type_name() const override { return "Cycler"; }
     std::optional<Value> attribute(Evaluator& ev, std::string_view name) override;
     Value next_item();

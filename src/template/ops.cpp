@@ -71,7 +71,8 @@ double float_mod(double vx, double wx) {
 Value repeat(Evaluator& ev, const Value& seq, int64_t n) {
     if (n <= 0) return seq.is_string() ? Value::string("") : seq.is_list() ? Value::list({})
                                                                           : Value::tuple({});
-    const size_t unit = seq.is_string() ? seq.str().size() : seq.items().size();
+    const size_t unit =
+        seq.is_string() ? seq.str().size() : seq.items().size() * sizeof(Value);
     if (unit != 0 && uint64_t(n) > ev.context().limits.max_output_bytes / unit)
         throw_error(ErrorKind::limit, "a value of more than {} bytes",
                     ev.context().limits.max_output_bytes);
@@ -142,8 +143,8 @@ Value binary_op(Evaluator& ev, BinaryOp op, const Value& a, const Value& b) {
             if ((a.is_list() && b.is_list()) || (a.is_tuple() && b.is_tuple())) {
                 List out = a.items();
                 out.insert(out.end(), b.items().begin(), b.items().end());
-                ev.check_size(out.size());
-                ev.charge(out.size());
+                ev.check_size(out.size() * sizeof(Value));
+                ev.charge(out.size() * sizeof(Value));
                 return a.is_list() ? Value::list(std::move(out)) : Value::tuple(std::move(out));
             }
             if (a.is_string() || a.is_list() || a.is_tuple())

@@ -267,6 +267,7 @@ Value g_dict(Evaluator& ev, const Value&, const CallArgs& args) {
 Value g_namespace(Evaluator& ev, const Value&, const CallArgs& args) {
     auto ns = std::make_shared<Namespace>();
     ns->attrs = build_dict(ev, args, "namespace");
+    ev.track(ns);
     return Value::object(std::move(ns));
 }
 

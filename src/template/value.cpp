@@ -1,6 +1,7 @@
 #include "template/value.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "template/evaluator.h"
 #include "template/format.h"
@@ -61,7 +62,59 @@ struct UndefinedInfo {
     ErrorKind kind;
 };
 
+// Containers nested deeper than this are refused (their destruction and comparison recurse).
+constexpr uint32_t kMaxDepth = 512;
+
+struct ListBox {
+    List items;
+    uint32_t depth = 0;
+    ~ListBox() { bury(items); }
+};
+
+struct DictBox {
+    Dict dict;
+    uint32_t depth = 0;
+    ~DictBox() {
+        List values;
+        values.reserve(dict.entries.size() * 2);
+        for (auto& [k, v] : dict.entries) {
+            values.push_back(std::move(k));
+            values.push_back(std::move(v));
+        }
+        bury(values);
+    }
+};
+
+uint32_t depth_of(const Value& v);
+
+uint32_t checked_depth(uint32_t child_depth) {
+    if (child_depth + 1 > kMaxDepth)
+        throw_error(ErrorKind::limit, "lists and dicts nested deeper than {} levels", kMaxDepth);
+    return child_depth + 1;
+}
+
+// While a value is being destroyed, the values it held wait here: destroying a long chain of
+// containers and namespaces is a loop, not a recursion.
+thread_local List* t_graveyard = nullptr;
+
 }  // namespace
+
+void bury(List& values) {
+    if (t_graveyard) {
+        for (Value& v : values)
+            if (v.is_object() || v.is_sequence() || v.is_dict())
+                t_graveyard->push_back(std::move(v));
+        return;
+    }
+    List pending;
+    t_graveyard = &pending;
+    for (Value& v : values) pending.push_back(std::move(v));
+    while (!pending.empty()) {
+        Value last = std::move(pending.back());
+        pending.pop_back();
+    }  // `last` dies each round; what it held is appended to `pending`
+    t_graveyard = nullptr;
+}
 
 Value Value::none() {
     Value v;
@@ -104,9 +157,14 @@ Value Value::markup(std::string s) {
 }
 
 Value Value::list(List items) {
+    uint32_t depth = 0;
+    for (const Value& item : items) depth = std::max(depth, depth_of(item));
+    auto box = std::make_shared<ListBox>();
+    box->depth = checked_depth(depth);
+    box->items = std::move(items);
     Value v;
     v.kind_ = Kind::list;
-    v.p_ = std::make_shared<List>(std::move(items));
+    v.p_ = std::move(box);
     return v;
 }
 
@@ -117,9 +175,14 @@ Value Value::tuple(List items) {
 }
 
 Value Value::dict(Dict d) {
+    uint32_t depth = 0;
+    for (const auto& [k, val] : d.entries) depth = std::max({depth, depth_of(k), depth_of(val)});
+    auto box = std::make_shared<DictBox>();
+    box->depth = checked_depth(depth);
+    box->dict = std::move(d);
     Value v;
     v.kind_ = Kind::dict;
-    v.p_ = std::make_shared<Dict>(std::move(d));
+    v.p_ = std::move(box);
     return v;
 }
 
@@ -142,8 +205,16 @@ double Value::as_double() const {
 }
 
 const std::string& Value::str() const { return *static_cast<const std::string*>(p_.get()); }
-const List& Value::items() const { return *static_cast<const List*>(p_.get()); }
-const Dict& Value::dict() const { return *static_cast<const Dict*>(p_.get()); }
+const List& Value::items() const { return static_cast<const ListBox*>(p_.get())->items; }
+const Dict& Value::dict() const { return static_cast<const DictBox*>(p_.get())->dict; }
+
+namespace {
+uint32_t depth_of(const Value& v) {
+    if (v.is_sequence()) return static_cast<const ListBox*>(v.p_for_depth())->depth;
+    if (v.is_dict()) return static_cast<const DictBox*>(v.p_for_depth())->depth;
+    return 0;
+}
+}  // namespace
 Object* Value::object() const { return static_cast<Object*>(p_.get()); }
 
 const std::string& Value::undefined_hint() const {
@@ -159,27 +230,95 @@ void Value::fail_undefined() const {
     throw TemplateError(kind, undefined_hint());
 }
 
+std::optional<std::string> hash_key(const Value& v) {
+    // Built by appending (GCC 12 warns about `"i" + std::to_string(...)`).
+    std::string key;
+    switch (v.kind()) {
+        case Kind::string:
+            key = 's';
+            key += v.str();
+            return key;
+        case Kind::none:
+            return std::string("n");
+        case Kind::undefined:
+            return std::string("u");
+        case Kind::boolean:
+        case Kind::integer:
+            key = 'i';
+            key += std::to_string(v.as_int());
+            return key;
+        case Kind::floating: {
+            const double d = v.as_double();
+            const bool integral = d == std::floor(d) && std::fabs(d) < 9.2e18;
+            key = integral ? 'i' : 'f';
+            key += integral ? std::to_string(int64_t(d)) : float_repr(d);
+            return key;
+        }
+        case Kind::tuple:
+            key = 't';
+            for (const Value& item : v.items()) {
+                const std::optional<std::string> k = hash_key(item);
+                if (!k) return std::nullopt;
+                key += std::to_string(k->size());
+                key += ':';
+                key += *k;
+            }
+            return key;
+        case Kind::object:
+            return fmt::format("o{}", v.p_for_depth());
+        default:
+            return std::nullopt;
+    }
+}
+
+namespace {
+constexpr size_t kIndexFrom = 8;  // dicts smaller than this are searched
+}
+
+std::optional<size_t> Dict::position(const Value* key, std::string_view string_key) const {
+    if (entries.size() < kIndexFrom) {
+        for (size_t i = 0; i < entries.size(); ++i) {
+            const Value& k = entries[i].first;
+            if (key ? equal(k, *key) : (k.is_string() && k.str() == string_key)) return i;
+        }
+        return std::nullopt;
+    }
+    std::optional<std::string> h;
+    if (key) {
+        h = hash_key(*key);
+        if (!h) return std::nullopt;  // unhashable: never a key
+    } else {
+        h.emplace(1, 's');
+        h->append(string_key);
+    }
+    if (indexed_ > entries.size()) {
+        index_.clear();
+        indexed_ = 0;
+    }
+    for (; indexed_ < entries.size(); ++indexed_)
+        if (const auto k = hash_key(entries[indexed_].first)) index_.emplace(*k, indexed_);
+    const auto it = index_.find(*h);
+    if (it == index_.end() || it->second >= entries.size()) return std::nullopt;
+    return it->second;
+}
+
 const Value* Dict::find(const Value& key) const {
-    if (key.is_string()) return find(std::string_view(key.str()));
-    for (const auto& [k, v] : entries)
-        if (equal(k, key)) return &v;
-    return nullptr;
+    const std::optional<size_t> i = key.is_string() ? position(nullptr, key.str()) : position(&key, {});
+    return i ? &entries[*i].second : nullptr;
 }
 
 const Value* Dict::find(std::string_view key) const {
-    for (const auto& [k, v] : entries)
-        if (k.is_string() && k.str() == key) return &v;
-    return nullptr;
+    const std::optional<size_t> i = position(nullptr, key);
+    return i ? &entries[*i].second : nullptr;
 }
 
 void Dict::set(Value key, Value value) {
-    for (auto& [k, v] : entries) {
-        if (equal(k, key)) {
-            v = std::move(value);
-            return;
-        }
+    const std::optional<size_t> i = key.is_string() ? position(nullptr, key.str()) : position(&key, {});
+    if (i) {
+        entries[*i].second = std::move(value);
+    } else {
+        entries.emplace_back(std::move(key), std::move(value));
     }
-    entries.emplace_back(std::move(key), std::move(value));
 }
 
 std::vector<std::optional<Value>> bind_args(const char* function, const CallArgs& args,

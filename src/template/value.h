@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -91,6 +92,7 @@ class Value {
     const std::string& undefined_hint() const;
     // Same heap object (Python's `is` for containers and objects).
     bool same_object(const Value& other) const { return p_ && p_ == other.p_; }
+    const void* p_for_depth() const { return p_.get(); }
 
   private:
     Kind kind_ = Kind::undefined;
@@ -104,6 +106,8 @@ class Value {
 };
 
 // A Python dict: insertion-ordered; keys compare with Python equality (1 == 1.0 == True).
+// Lookups in dicts of more than a few entries go through a hash index (built as needed), so
+// that a template building a big dict stays linear.
 struct Dict {
     std::vector<std::pair<Value, Value>> entries;
 
@@ -112,7 +116,16 @@ struct Dict {
     // Replaces the value of an existing key (keeping its place) or appends.
     void set(Value key, Value value);
     size_t size() const { return entries.size(); }
+
+  private:
+    std::optional<size_t> position(const Value* key, std::string_view string_key) const;
+    mutable std::unordered_map<std::string, size_t> index_;
+    mutable size_t indexed_ = 0;
 };
+
+// A text equal for keys Python's hash and == consider the same (1, 1.0 and True; a string and
+// its Markup), nullopt for unhashable values (lists, dicts).
+std::optional<std::string> hash_key(const Value& v);
 
 // Arguments of a call, as Python passes them.
 struct CallArgs {
@@ -147,6 +160,10 @@ class Object : public std::enable_shared_from_this<Object> {
     // cycles (a macro stored in the scope it closes over) end with the render.
     virtual void release() {}
 };
+
+// Destroys `values` without recursing through the containers and objects they hold (see
+// value.cpp); destructors of objects holding values call it.
+void bury(List& values);
 
 // ---- Python semantics ------------------------------------------------------------------------
 

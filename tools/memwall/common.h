@@ -83,6 +83,7 @@ void add_perplexity_command(CLI::App& app);
 void add_synth_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);  // and imatrix (cmd_quantize.cpp)
 void add_imatrix_command(CLI::App& app);
+void add_template_command(CLI::App& app);
 
 // `memwall` without arguments: probe this machine, then plan the catalogue for it (cmd_main.cpp).
 int run_main_job();

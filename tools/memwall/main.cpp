@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     cli::add_synth_command(app);
     cli::add_quantize_command(app);
     cli::add_imatrix_command(app);
+    cli::add_template_command(app);
 
     std::vector<std::string> args = expand_aliases(argc, argv);
     std::vector<char*> cargs;
