@@ -463,8 +463,8 @@ typedef struct mw_chat_message {
  * success *out holds the text (free it with mw_free_string) and *out_len, unless NULL, its
  * length (the text may contain NUL bytes). */
 MW_API mw_status mw_template_render(const char* source, size_t source_len, const char* name,
-                                    const char* context_json, const char* strftime_now,
-                                    char** out, size_t* out_len);
+                                    const char* context_json, const char* strftime_now, char** out,
+                                    size_t* out_len);
 
 /* The prompt for a conversation, like llama.cpp's llama_chat_apply_template. tmpl: NULL for
  * the model's own (tokenizer.chat_template, else a built-in chosen from its special tokens,

@@ -86,9 +86,8 @@ TEST(ChatBuiltins, RenderAsTheirFamilysPublishedTemplate) {
         size_t n_compared = 0;
         for (const ordered_json& c : corpus().cases) {
             if (c["template"] != f.reference || (f.system_only && !has_system(c))) continue;
-            SCOPED_TRACE(fmt::format("built-in {} vs {} / {} / add_generation_prompt={}",
-                                     f.builtin, f.reference,
-                                     c["conversation"].get<std::string>(),
+            SCOPED_TRACE(fmt::format("built-in {} vs {} / {} / add_generation_prompt={}", f.builtin,
+                                     f.reference, c["conversation"].get<std::string>(),
                                      c["add_generation_prompt"].get<bool>()));
             const ChatInputs in = inputs_of(c);
             if (c["expected"].is_object()) {
@@ -168,8 +167,9 @@ TEST(ChatResolve, AsLlamaCppChooses) {
     EXPECT_EQ(r.name, "llama3");
     EXPECT_NE(r.description.find("special tokens"), std::string::npos) << r.description;
     EXPECT_EQ(mw::chat::resolve_template("", "", has({"<start_of_turn>"})).name, "gemma");
-    EXPECT_EQ(mw::chat::resolve_template("", std::nullopt, has({"<|im_start|>", "<|im_sep|>"})).name,
-              "phi4");
+    EXPECT_EQ(
+        mw::chat::resolve_template("", std::nullopt, has({"<|im_start|>", "<|im_sep|>"})).name,
+        "phi4");
     r = mw::chat::resolve_template("", std::nullopt, has({"<s>"}));
     EXPECT_EQ(r.origin, TemplateOrigin::fallback);
     EXPECT_EQ(r.name, "chatml");
@@ -234,9 +234,10 @@ TEST(ChatTemplateInputs, ExtraVariablesAndToolsAreSeen) {
 TEST(ChatCApi, ModelTemplateAndFallback) {
     const std::string dir = mw::test::temp_dir();
     mw::gguf::GgufWriter w = mw::test::tiny_model_writer({});
-    w.set_string("tokenizer.chat_template",
-                 "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{{ eos_token }}"
-                 "{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}");
+    w.set_string(
+        "tokenizer.chat_template",
+        "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{{ eos_token }}"
+        "{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}");
     w.write_file(dir + "/with.gguf");
     mw::test::tiny_model_writer({}).write_file(dir + "/without.gguf");
 
@@ -273,8 +274,8 @@ TEST(ChatCApi, ModelTemplateAndFallback) {
     n = mw_chat_apply_template(nullptr, "{{ messages | length }}", messages, 2, true, buf, 8);
     EXPECT_STREQ(buf, "2");
     // Errors: -1 and a message naming the line and construct.
-    EXPECT_EQ(mw_chat_apply_template(with, "{{ messages[0].nope.deeper }}", messages, 2, true,
-                                     buf, sizeof buf),
+    EXPECT_EQ(mw_chat_apply_template(with, "{{ messages[0].nope.deeper }}", messages, 2, true, buf,
+                                     sizeof buf),
               -1);
     EXPECT_NE(std::string(mw_last_error()).find("line 1, in attribute"), std::string::npos)
         << mw_last_error();

@@ -2,8 +2,8 @@
 // naming the template, the line and the construct, and bad files or contexts named.
 #include <gtest/gtest.h>
 
-#include <ctime>
 #include <fmt/format.h>
+#include <ctime>
 
 #include <fstream>
 
@@ -20,7 +20,9 @@ struct Files {
     }
 };
 
-std::string q(const std::string& path) { return fmt::format("'{}'", path); }
+std::string q(const std::string& path) {
+    return fmt::format("'{}'", path);
+}
 
 mw::test::CommandResult memwall(const std::string& args) {
     return mw::test::run_command(fmt::format("{} template {}", q(mw::test::cli_path()), args));
@@ -28,8 +30,9 @@ mw::test::CommandResult memwall(const std::string& args) {
 
 TEST(TemplateCli, RendersByteForByte) {
     Files f;
-    const std::string t = f.write("t.jinja", "{{ bos_token }}{% for m in messages %}{{ m.content }}"
-                                             "{% endfor %}{{ '\\x00end' }}\n");
+    const std::string t = f.write("t.jinja",
+                                  "{{ bos_token }}{% for m in messages %}{{ m.content }}"
+                                  "{% endfor %}{{ '\\x00end' }}\n");
     const std::string ctx = f.write("ctx.json", R"({"bos_token": "<s>", "messages": [
         {"role": "user", "content": "héllo\n"}]})");
     const auto r = memwall(fmt::format("'{}' --context '{}'", t, ctx));
@@ -56,10 +59,11 @@ TEST(TemplateCli, StrftimeNow) {
 TEST(TemplateCli, ErrorsNameTemplateLineAndConstruct) {
     Files f;
     const std::string ctx = f.write("ctx.json", R"({"messages": [{"role": "system"}]})");
-    const std::string raises = f.write(
-        "raises.jinja", "line 1\n{% for m in messages %}\n{% if m.role == 'system' %}"
-                        "{{ raise_exception('System role not supported') }}{% endif %}\n"
-                        "{% endfor %}");
+    const std::string raises =
+        f.write("raises.jinja",
+                "line 1\n{% for m in messages %}\n{% if m.role == 'system' %}"
+                "{{ raise_exception('System role not supported') }}{% endif %}\n"
+                "{% endfor %}");
     auto r = memwall(q(raises) + " --context " + q(ctx));
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_EQ(r.out, "");

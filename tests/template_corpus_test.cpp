@@ -104,9 +104,9 @@ TEST(TemplateCorpus, EveryCaseThroughTheCli) {
             std::ofstream f(ctx_path, std::ios::binary);
             f << context_of(c).dump();
         }
-        const auto r = mw::test::run_command(fmt::format(
-            "'{}' template '{}' --context '{}' --strftime-now '26 Jul 2024'", mw::test::cli_path(),
-            template_path(c), ctx_path));
+        const auto r = mw::test::run_command(
+            fmt::format("'{}' template '{}' --context '{}' --strftime-now '26 Jul 2024'",
+                        mw::test::cli_path(), template_path(c), ctx_path));
         if (c["expected"].is_object()) {
             EXPECT_NE(r.exit_code, 0);
             EXPECT_TRUE(r.out.empty()) << r.out;

@@ -65,6 +65,8 @@ constexpr const char* kContext = R"json({
   "words": ["delta", "Alpha", "charlie", "bravo", "alpha"]
 })json";
 
+// One template per line, as long as it is: Python renders each at test time.
+// clang-format off
 const char* const kTemplates[] = {
     // inline if / else, nested and in filters
     R"({{ 'yes' if n > 5 else 'no' }} {{ 'a' if nothing else 'b' if n else 'c' }} {{ (n if n > 100) is defined }} {{ [1, 2] if empty else [3] }})",
@@ -120,6 +122,7 @@ const char* const kTemplates[] = {
     R"({% for x in n %}{% endfor %})",
     R"({{ d | tojson(sort_keys=true) }}{{ {1: 'a', 'b': 2} | tojson(sort_keys=true) }})",
 };
+// clang-format on
 
 bool python_with_jinja2() {
     return mw::test::run_command("python3 -c 'import jinja2, jinja2.sandbox, jinja2.ext'")
@@ -139,9 +142,10 @@ TEST(TemplateCrossCheck, SameRenderAsPythonJinja2) {
         std::ofstream(dir + "/render.py") << kRenderPy;
         std::ofstream(dir + "/cases.json", std::ios::binary) << cases.dump();
     }
-    const auto r = mw::test::run_command(fmt::format("python3 '{0}/render.py' '{0}/cases.json' "
-                                                     "'{0}/out.json'",
-                                                     dir));
+    const auto r =
+        mw::test::run_command(fmt::format("python3 '{0}/render.py' '{0}/cases.json' "
+                                          "'{0}/out.json'",
+                                          dir));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const ordered_json expected = ordered_json::parse(mw::test::read_text(dir + "/out.json"));
     ASSERT_EQ(expected.size(), cases.size());
@@ -155,7 +159,8 @@ TEST(TemplateCrossCheck, SameRenderAsPythonJinja2) {
         std::optional<std::string> got;
         std::string error;
         try {
-            got = mw::tmpl::Template::parse(kTemplates[i], "crosscheck").render(vars.dict(), options);
+            got =
+                mw::tmpl::Template::parse(kTemplates[i], "crosscheck").render(vars.dict(), options);
         } catch (const mw::tmpl::TemplateError& e) {
             error = e.what();
         }
@@ -164,8 +169,8 @@ TEST(TemplateCrossCheck, SameRenderAsPythonJinja2) {
             EXPECT_FALSE(got) << "Jinja2 raised " << expected[i]["error"] << " but we rendered:\n"
                               << *got;
         } else if (!got) {
-            ADD_FAILURE() << "Jinja2 rendered " << expected[i]["out"] << " but we failed: "
-                          << error;
+            ADD_FAILURE() << "Jinja2 rendered " << expected[i]["out"]
+                          << " but we failed: " << error;
         } else {
             EXPECT_EQ(*got, expected[i]["out"].get<std::string>());
         }

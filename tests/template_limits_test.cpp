@@ -66,9 +66,8 @@ TEST(TemplateLimits, Loops) {
 }
 
 TEST(TemplateLimits, DefaultIterationLimitIsReachedQuickly) {
-    expect_limit(
-        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
-        "more than 1000000 loop iterations");
+    expect_limit("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                 "more than 1000000 loop iterations");
 }
 
 TEST(TemplateLimits, OutputAndValueSizes) {
@@ -114,7 +113,7 @@ TEST(TemplateLimits, Nesting) {
     for (int i = 0; i < 10000; ++i) ifs += "{% if true %}";
     EXPECT_EQ(render_error(ifs).kind(), ErrorKind::syntax);
     EXPECT_EQ(render_error("{{ " + std::string(100000, '-') + "1 }}").kind(), ErrorKind::syntax);
-    EXPECT_EQ(render_error("{{ [" + std::string(50000, '[') + "]") .kind(), ErrorKind::syntax);
+    EXPECT_EQ(render_error("{{ [" + std::string(50000, '[') + "]").kind(), ErrorKind::syntax);
 
     // Values nested deeper than 512 levels, and long chains of generators, are refused.
     expect_limit(

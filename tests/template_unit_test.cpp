@@ -18,6 +18,8 @@ struct Case {
     const char* expected;
 };
 
+// Tables of Jinja2 source and what Jinja2 makes of it, one entry per case.
+// clang-format off
 const Case kCases[] = {
     {"Whitespace", R"(a
   {% if true %}
@@ -281,6 +283,13 @@ foo|x y & z|1.2 MB|1.0 KiB| a="1" c="x&lt;"|a%20b/c%3F%C3%A9|a=x+y&b=2)"},
      R"(abab|a|b|c)"},
     {"Globals", R"({{ strftime_now('%Y') }}|{{ raise_exception is defined }})",
      R"(26 Jul 2024|True)"},
+    // dict.keys()/values()/items() are views: re-iterable, sized, printed as Python prints them.
+    {"DictViews", R"({% set d = {'a': 1, 'b': 2} %}{{ d.items() }}|{{ d.keys() | length }}|{{ 'a' in d.keys() }}|{{ 2 in d.values() }}|{{ d.values() | reverse | list }}|{% for k in d.keys() %}{{ loop.length }}{{ k }}{% endfor %}|{{ d.items() | list }}|{{ {}.keys() is iterable }}|{{ 'y' if {}.items() else 'n' }})",
+     R"(dict_items([('a', 1), ('b', 2)])|2|True|True|[2, 1]|2a2b|[('a', 1), ('b', 2)]|True|n)"},
+    {"DictViews", R"({% set v = {'a': 1}.keys() %}{% for x in v %}{{ x }}{% endfor %}{% for x in v %}{{ x }}{% endfor %}|{{ v | list | length }}|{{ v | first }}|{{ {'a': 1}.items()[0] }})",
+     R"(aa|1|a|)"},
+    {"DictViews", R"({% set d = {'a': 1, 'b': 2} %}{{ d.values() | sum }}|{{ d.items() | map('first') | join }}|{{ d.keys() | sort | join }}|{{ d.values() == [1, 2] }}|{{ d.keys() | string }})",
+     R"(3|ab|ab|False|dict_keys(['a', 'b']))"},
 };
 
 struct ErrorCase {
@@ -342,7 +351,20 @@ const ErrorCase kErrors[] = {
     {R"({% raw %} never closed)", "TemplateSyntaxError"},
     {R"({% set loop = 1 %}{% for loop in [1] %}{% endfor %})", "TemplateAssertionError"},
     {R"({% include 'other.jinja' %})", "TypeError"},
+    // Slices are Python's own obj[a:b:c], not the sandbox's getitem (no undefined fallback).
+    {R"({% set d = {'a': 1} %}{{ d[1:] }})", "TypeError"},
+    {R"({% set n = 5 %}{{ n[1:] }})", "TypeError"},
+    {R"({% set n = none %}{{ n[1:] }})", "TypeError"},
+    {R"({% set xs = [1, 2] %}{{ xs['a':] }})", "TypeError"},
+    {R"({% set s = 'abc' %}{{ s[1.5:] }})", "TypeError"},
+    {R"({{ x[1:] }})", "UndefinedError"},
+    {R"({{ {'a': 1}.keys() | tojson }})", "TypeError"},
+    // Bad escapes in string literals: syntax errors located at their line (fuzz_template found
+    // the lexer's error without a location).
+    {R"({{ '\u12' }})", "TemplateSyntaxError"},
+    {R"({{ 'a\x4' }})", "TemplateSyntaxError"},
 };
+// clang-format on
 
 // Our ErrorKind for each exception Jinja2 raises (its compile-time checks raise subclasses of
 // TemplateSyntaxError or Python's SyntaxError; filter argument checks raise

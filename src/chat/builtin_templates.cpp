@@ -96,6 +96,7 @@ constexpr const char* kMistralV3 = R"tmpl(
 
 // Mistral v7 (Large 2411) and v7-tekken (Small 3.x): [SYSTEM_PROMPT] blocks; tekken has no
 // spaces after the tags.
+// clang-format off
 #define MW_MISTRAL_V7(SP)                                                                   \
     "{{- bos_token -}}\n"                                                                   \
     "{%- for message in messages -%}\n"                                                     \
@@ -107,6 +108,7 @@ constexpr const char* kMistralV3 = R"tmpl(
     "        {{ '" SP "' ~ message.content ~ eos_token }}\n"                                \
     "    {%- endif -%}\n"                                                                   \
     "{%- endfor -%}\n"
+// clang-format on
 constexpr const char* kMistralV7 = MW_MISTRAL_V7(" ");
 constexpr const char* kMistralV7Tekken = MW_MISTRAL_V7("");
 #undef MW_MISTRAL_V7
@@ -281,8 +283,7 @@ const std::vector<Builtin> kBuiltins = {
      kMistralV3},
     {"mistral-v7", "Mistral v7 (Large 2411): [SYSTEM_PROMPT] ... [/SYSTEM_PROMPT][INST] ...",
      kMistralV7},
-    {"mistral-v7-tekken", "Mistral v7 tekken (Small 3.x): v7 without the spaces",
-     kMistralV7Tekken},
+    {"mistral-v7-tekken", "Mistral v7 tekken (Small 3.x): v7 without the spaces", kMistralV7Tekken},
     {"phi3", "Phi-3 / Phi-3.5: <|user|> ... <|end|>", kPhi3},
     {"phi4", "Phi-4: <|im_start|>role<|im_sep|> ... <|im_end|>", kPhi4},
     {"gemma", "Gemma / Gemma 2: <start_of_turn>user|model ... <end_of_turn>", kGemma},
@@ -290,15 +291,16 @@ const std::vector<Builtin> kBuiltins = {
     {"deepseek2", "DeepSeek V2: User: ... Assistant:", kDeepseek2},
     {"deepseek3", "DeepSeek V3 / R1: <｜User｜> ... <｜Assistant｜>", kDeepseek3},
     {"command-r", "Command-R / R+: <|START_OF_TURN_TOKEN|><|USER_TOKEN|> ...", kCommandR},
-    {"granite", "Granite 3.x: <|start_of_role|>role<|end_of_role|> ... <|end_of_text|>",
-     kGranite},
+    {"granite", "Granite 3.x: <|start_of_role|>role<|end_of_role|> ... <|end_of_text|>", kGranite},
     {"zephyr", "Zephyr: <|user|> ... </s>", kZephyr},
     {"vicuna", "Vicuna 1.1: USER: ... ASSISTANT: ...", kVicuna},
 };
 
 }  // namespace
 
-const std::vector<Builtin>& builtins() { return kBuiltins; }
+const std::vector<Builtin>& builtins() {
+    return kBuiltins;
+}
 
 const Builtin* find_builtin(std::string_view name) {
     for (const Builtin& b : kBuiltins)

@@ -16,7 +16,9 @@ tmpl::Template parse_or_fail(const TemplateSource& source) {
     }
 }
 
-std::string origin_text(const Builtin& b) { return fmt::format("built-in '{}'", b.name); }
+std::string origin_text(const Builtin& b) {
+    return fmt::format("built-in '{}'", b.name);
+}
 
 }  // namespace
 
@@ -51,8 +53,8 @@ TemplateSource resolve_template(std::string_view override_name_or_text,
         if (const Builtin* b = find_builtin(override_name_or_text))
             return {std::string(b->source), std::string(b->name), TemplateOrigin::override_builtin,
                     origin_text(*b) + " (asked for)"};
-        return {std::string(override_name_or_text), "--chat-template", TemplateOrigin::override_text,
-                "the template given with --chat-template"};
+        return {std::string(override_name_or_text), "--chat-template",
+                TemplateOrigin::override_text, "the template given with --chat-template"};
     }
     if (model_template && !model_template->empty())
         return {*model_template, "tokenizer.chat_template", TemplateOrigin::model,

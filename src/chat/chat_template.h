@@ -58,8 +58,8 @@ enum class TemplateOrigin {
 };
 
 struct TemplateSource {
-    std::string text;         // Jinja
-    std::string name;         // for error messages: "chatml", "tokenizer.chat_template", ...
+    std::string text;  // Jinja
+    std::string name;  // for error messages: "chatml", "tokenizer.chat_template", ...
     TemplateOrigin origin;
     std::string description;  // one line for the user: which template is used and why
 };

@@ -47,6 +47,8 @@ tmpl::Value convert(const nlohmann::ordered_json& j, int depth) {
 
 }  // namespace
 
-tmpl::Value json_to_value(const nlohmann::ordered_json& json) { return convert(json, 0); }
+tmpl::Value json_to_value(const nlohmann::ordered_json& json) {
+    return convert(json, 0);
+}
 
 }  // namespace mw::chat

@@ -41,7 +41,8 @@ nlohmann::ordered_json parse_json(const char* text, const char* what) {
 mw::chat::TemplateSource template_for(const mw_model* model, const char* tmpl) {
     const mw::LoadedModel* m = mw::loaded_model_of(model);
     if (!m && !tmpl)
-        fail(ErrorKind::invalid_argument, "a chat template needs a model or a template (both NULL)");
+        fail(ErrorKind::invalid_argument,
+             "a chat template needs a model or a template (both NULL)");
     std::optional<std::string> model_template;
     std::function<bool(std::string_view)> has_token;
     if (m) {
@@ -104,9 +105,8 @@ mw_status mw_template_render(const char* source, size_t source_len, const char* 
                  context.type_name());
         std::string text;
         try {
-            const mw::tmpl::Template t =
-                mw::tmpl::Template::parse(std::string_view(source ? source : "", source_len),
-                                          template_name);
+            const mw::tmpl::Template t = mw::tmpl::Template::parse(
+                std::string_view(source ? source : "", source_len), template_name);
             mw::tmpl::RenderOptions options;
             if (strftime_now) options.strftime_now = std::string(strftime_now);
             text = t.render(mw::chat::json_to_value(context).dict(), options);
@@ -133,9 +133,10 @@ int32_t mw_chat_apply_template(const mw_model* model, const char* tmpl,
                 fail(ErrorKind::invalid_argument, "message {} has no role (NULL)", i);
             nlohmann::ordered_json msg = nlohmann::ordered_json::object();
             msg["role"] = mw::tmpl::text::repair_utf8(messages[i].role);
-            msg["content"] = messages[i].content
-                                 ? nlohmann::ordered_json(mw::tmpl::text::repair_utf8(messages[i].content))
-                                 : nlohmann::ordered_json();
+            msg["content"] =
+                messages[i].content
+                    ? nlohmann::ordered_json(mw::tmpl::text::repair_utf8(messages[i].content))
+                    : nlohmann::ordered_json();
             in.messages.push_back(std::move(msg));
         }
         in.add_generation_prompt = add_generation_prompt;

@@ -106,7 +106,7 @@ struct Slice : Node {
 struct Args {
     std::vector<NodePtr> positional;
     std::vector<std::pair<std::string, NodePtr>> keywords;
-    NodePtr star;      // *args
+    NodePtr star;       // *args
     NodePtr star_star;  // **kwargs
 };
 

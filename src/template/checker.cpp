@@ -64,9 +64,10 @@ class Checker {
             case NodeKind::test: {
                 auto* f = static_cast<FilterOrTest*>(n);
                 const bool is_filter = n->kind == NodeKind::filter;
-                if (!soft && !(is_filter ? find_filter(f->name) != nullptr : find_test(f->name) != nullptr))
-                    fail(*n, fmt::format("No {} named '{}'.", is_filter ? "filter" : "test",
-                                         f->name));
+                if (!soft &&
+                    !(is_filter ? find_filter(f->name) != nullptr : find_test(f->name) != nullptr))
+                    fail(*n,
+                         fmt::format("No {} named '{}'.", is_filter ? "filter" : "test", f->name));
                 expr(f->value.get(), soft);
                 args(f->args, soft);
                 break;
@@ -304,6 +305,8 @@ class Checker {
 
 }  // namespace
 
-void check(Body& body) { Checker().body(body, false, 0); }
+void check(Body& body) {
+    Checker().body(body, false, 0);
+}
 
 }  // namespace mw::tmpl

@@ -33,7 +33,8 @@ const char* error_kind_name(ErrorKind kind);
 // that knows them, so helpers below the evaluator throw without a location.
 class TemplateError : public std::exception {
   public:
-    TemplateError(ErrorKind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+    TemplateError(ErrorKind kind, std::string message)
+        : kind_(kind), message_(std::move(message)) {}
 
     ErrorKind kind() const { return kind_; }
     const std::string& message() const { return message_; }

@@ -197,7 +197,8 @@ Evaluator::Flow Evaluator::exec_node(const Node& node, const ScopePtr& scope, st
                 std::vector<Value> values;
                 for (const auto& v : n.values) values.push_back(eval(*v, scope));
                 const ScopePtr inner = std::make_shared<Scope>(scope);
-                for (size_t i = 0; i < n.targets.size(); ++i) assign(*n.targets[i], values[i], inner);
+                for (size_t i = 0; i < n.targets.size(); ++i)
+                    assign(*n.targets[i], values[i], inner);
                 return exec(n.body, inner, out);
             }
             case NodeKind::block: {
@@ -212,9 +213,9 @@ Evaluator::Flow Evaluator::exec_node(const Node& node, const ScopePtr& scope, st
             case NodeKind::unsupported: {
                 // Jinja2 raises TypeError for include/import/extends without a loader.
                 const std::string& what = as<Unsupported>(node).what;
-                throw_error(what.find("loader") != std::string::npos ? ErrorKind::type
-                                                                     : ErrorKind::runtime,
-                            "{} is not supported here", what);
+                throw_error(
+                    what.find("loader") != std::string::npos ? ErrorKind::type : ErrorKind::runtime,
+                    "{} is not supported here", what);
             }
             default:
                 throw_error(ErrorKind::runtime, "not a statement");
@@ -414,22 +415,32 @@ Value Evaluator::eval_inner(const Node& node, const ScopePtr& scope) {
             const Value obj = eval(*n.object, scope);
             if (n.key->kind != NodeKind::slice) return get_item(obj, eval(*n.key, scope));
             const Slice& s = as<Slice>(*n.key);
-            const auto bound = [&](const NodePtr& e) { return e ? eval(*e, scope) : Value::none(); };
-            const Value start = bound(s.start), stop = bound(s.stop), step = bound(s.step);
-            if (obj.is_undefined()) obj.fail_undefined();
-            const auto index = [](const Value& v, bool& ok) -> std::optional<int64_t> {
-                if (v.is_none()) return std::nullopt;
-                if (!v.is_integral()) ok = false;
-                return v.is_integral() ? std::optional<int64_t>(v.as_int()) : std::nullopt;
+            const auto bound = [&](const NodePtr& e) {
+                return e ? eval(*e, scope) : Value::none();
             };
-            bool ok = obj.is_string() || obj.is_sequence();
-            const auto a = index(start, ok), b = index(stop, ok), c = index(step, ok);
-            if (!ok) return Value::undefined(fmt::format("{} has no element slice", object_type_repr(obj)));
+            const Value start = bound(s.start), stop = bound(s.stop), step = bound(s.step);
+            // Jinja2 slices with Python's own obj[a:b:c], not the sandbox's getitem: what
+            // cannot be sliced raises.
+            if (obj.is_undefined()) obj.fail_undefined();
+            if (obj.is_dict()) throw_error(ErrorKind::type, "unhashable type: 'slice'");
+            if (!obj.is_string() && !obj.is_sequence())
+                throw_error(ErrorKind::type, "'{}' object is not subscriptable", type_name(obj));
+            const auto index = [](const Value& v) -> std::optional<int64_t> {
+                if (v.is_none()) return std::nullopt;
+                if (v.is_undefined()) v.fail_undefined();
+                if (!v.is_integral())
+                    throw_error(ErrorKind::type,
+                                "slice indices must be integers or None or have an __index__ "
+                                "method");
+                return v.as_int();
+            };
+            const auto a = index(start), b = index(stop), c = index(step);
             if (obj.is_string()) {
                 const std::u32string u = text::decode(obj.str());
                 const auto r = text::resolve_slice(a, b, c, u.size());
                 std::u32string out;
-                for (size_t i = 0; i < r.count; ++i) out += u[size_t(r.start + int64_t(i) * r.step)];
+                for (size_t i = 0; i < r.count; ++i)
+                    out += u[size_t(r.start + int64_t(i) * r.step)];
                 return obj.is_markup() ? Value::markup(text::encode(out))
                                        : Value::string(text::encode(out));
             }
@@ -437,7 +448,8 @@ Value Evaluator::eval_inner(const Node& node, const ScopePtr& scope) {
             const auto r = text::resolve_slice(a, b, c, items.size());
             List out;
             out.reserve(r.count);
-            for (size_t i = 0; i < r.count; ++i) out.push_back(items[size_t(r.start + int64_t(i) * r.step)]);
+            for (size_t i = 0; i < r.count; ++i)
+                out.push_back(items[size_t(r.start + int64_t(i) * r.step)]);
             return obj.is_list() ? Value::list(std::move(out)) : Value::tuple(std::move(out));
         }
         case NodeKind::call: {
@@ -563,9 +575,9 @@ namespace {
 // getattr(obj, name) without the item fallback: nullopt for AttributeError.
 std::optional<Value> python_getattr(Evaluator& ev, const Value& obj, std::string_view name) {
     if (name.size() > 4 && name.substr(0, 2) == "__" && name.substr(name.size() - 2) == "__")
-        return Value::undefined(fmt::format("access to attribute '{}' of '{}' object is unsafe.",
-                                            name, type_name(obj)),
-                                ErrorKind::security);
+        return Value::undefined(
+            fmt::format("access to attribute '{}' of '{}' object is unsafe.", name, type_name(obj)),
+            ErrorKind::security);
     if (obj.is_object()) return obj.object()->attribute(ev, name);
     return builtin_attribute(obj, name);
 }
@@ -577,8 +589,7 @@ Value Evaluator::get_attr(const Value& obj, std::string_view name) {
     if (std::optional<Value> v = python_getattr(*this, obj, name)) return *v;
     if (obj.is_dict())
         if (const Value* v = obj.dict().find(name)) return *v;
-    return Value::undefined(
-        fmt::format("'{}' has no attribute '{}'", object_type_repr(obj), name));
+    return Value::undefined(fmt::format("'{}' has no attribute '{}'", object_type_repr(obj), name));
 }
 
 Value Evaluator::get_item(const Value& obj, const Value& key) {
@@ -607,7 +618,8 @@ Value Evaluator::get_item(const Value& obj, const Value& key) {
                 if (i < 0) i += len;
                 if (i >= 0 && i < len) {
                     std::string c = text::substr(s, size_t(i), size_t(i) + 1);
-                    return obj.is_markup() ? Value::markup(std::move(c)) : Value::string(std::move(c));
+                    return obj.is_markup() ? Value::markup(std::move(c))
+                                           : Value::string(std::move(c));
                 }
             }
             break;
@@ -624,7 +636,8 @@ Value Evaluator::get_item(const Value& obj, const Value& key) {
 
 Value Evaluator::call(const Value& callee, const CallArgs& args) {
     if (callee.is_undefined()) callee.fail_undefined();
-    if (callee.is_object() && callee.object()->callable()) return callee.object()->call(*this, args);
+    if (callee.is_object() && callee.object()->callable())
+        return callee.object()->call(*this, args);
     throw_error(ErrorKind::type, "'{}' object is not callable", type_name(callee));
 }
 

@@ -18,8 +18,8 @@
 namespace mw::tmpl {
 
 struct Limits {
-    size_t max_output_bytes = size_t(32) << 20;  // the render, and any one string or list built
-    uint64_t max_iterations = 1'000'000;         // loop iterations and items filters produce
+    size_t max_output_bytes = size_t(32) << 20;   // the render, and any one string or list built
+    uint64_t max_iterations = 1'000'000;          // loop iterations and items filters produce
     int max_call_depth = 100;                     // nested macro calls and recursive loops
     uint64_t max_work_bytes = uint64_t(1) << 30;  // bytes of strings built during the render
 };
@@ -75,8 +75,7 @@ class Evaluator {
     struct Frame;
     std::string call_macro(const Signature& sig, const Body& body, const std::string& name,
                            const ScopePtr& closure, const CallArgs& args, const Value& caller);
-    std::string run_loop(const For& node, const ScopePtr& scope, const Value& iterable,
-                         int depth);
+    std::string run_loop(const For& node, const ScopePtr& scope, const Value& iterable, int depth);
 
   private:
     enum class Flow { normal, break_, continue_ };

@@ -15,7 +15,9 @@ namespace mw::tmpl::filters {
 
 using Bound = std::vector<std::optional<Value>>;
 
-inline bool opt_bool(const std::optional<Value>& v, bool otherwise) { return v ? truthy(*v) : otherwise; }
+inline bool opt_bool(const std::optional<Value>& v, bool otherwise) {
+    return v ? truthy(*v) : otherwise;
+}
 
 inline int64_t int_of(const Value& v, const char* what) {
     if (v.is_undefined()) v.fail_undefined();

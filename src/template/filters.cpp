@@ -18,7 +18,6 @@ namespace filters {
 
 namespace {
 
-
 Value f_abs(Evaluator&, const Value& v, const CallArgs& args) {
     bind_args("abs", args, {}, 0);
     if (v.is_float()) return Value::number(std::fabs(v.as_double()));
@@ -40,7 +39,8 @@ Value f_attr(Evaluator& ev, const Value& v, const CallArgs& args) {
         found = builtin_attribute(v, name);
     }
     if (!found)
-        return Value::undefined(fmt::format("'{} object' has no attribute '{}'", type_name(v), name));
+        return Value::undefined(
+            fmt::format("'{} object' has no attribute '{}'", type_name(v), name));
     return ev.get_attr(v, name);
 }
 
@@ -92,8 +92,8 @@ Value f_filesizeformat(Evaluator&, const Value& v, const CallArgs& args) {
     for (int i = 0; i < 8; ++i) {
         unit = std::pow(base, i + 2);
         if (bytes < unit || i == 7)
-            return Value::string(fmt::format("{:.1f} {}", base * bytes / unit,
-                                             binary ? kBinary[i] : kDecimal[i]));
+            return Value::string(
+                fmt::format("{:.1f} {}", base * bytes / unit, binary ? kBinary[i] : kDecimal[i]));
     }
     return Value::string("");
 }
@@ -207,7 +207,7 @@ std::optional<int64_t> parse_int(std::string s, int64_t base) {
             last_digit = false;
             continue;
         }
-        const int d = c >= '0' && c <= '9'   ? c - '0'
+        const int d = c >= '0' && c <= '9'                 ? c - '0'
                       : (c | 32) >= 'a' && (c | 32) <= 'z' ? (c | 32) - 'a' + 10
                                                            : 99;
         if (d >= base) return std::nullopt;
@@ -248,7 +248,9 @@ Value f_upper(Evaluator&, const Value& v, const CallArgs& args) {
     return like(v, text::upper(to_str(v)));
 }
 
-Value f_pprint(Evaluator&, const Value& v, const CallArgs&) { return Value::string(repr(v)); }
+Value f_pprint(Evaluator&, const Value& v, const CallArgs&) {
+    return Value::string(repr(v));
+}
 
 Value f_replace(Evaluator& ev, const Value& v, const CallArgs& args) {
     const Bound a = bind_args("replace", args, {"old", "new", "count"}, 2);
@@ -267,7 +269,8 @@ Value f_round(Evaluator&, const Value& v, const CallArgs& args) {
     const std::string method = a[1] ? to_str(*a[1]) : "common";
     if (method != "common" && method != "ceil" && method != "floor")
         throw_error(ErrorKind::runtime, "method must be common, ceil or floor");
-    if (v.is_undefined()) throw_error(ErrorKind::type, "type Undefined doesn't define __round__ method");
+    if (v.is_undefined())
+        throw_error(ErrorKind::type, "type Undefined doesn't define __round__ method");
     if (!v.is_number())
         throw_error(ErrorKind::type, "type {} doesn't define __round__ method", type_name(v));
     if (method == "common") {
@@ -323,8 +326,8 @@ Value f_striptags(Evaluator&, const Value& v, const CallArgs& args) {
         joined += w;
     }
     static const std::pair<const char*, const char*> kEntities[] = {
-        {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#39;", "'"}, {"&#34;", "\""},
-        {"&nbsp;", "\u00a0"}, {"&amp;", "&"}};
+        {"&lt;", "<"},   {"&gt;", ">"},        {"&quot;", "\""}, {"&#39;", "'"},
+        {"&#34;", "\""}, {"&nbsp;", "\u00a0"}, {"&amp;", "&"}};
     for (const auto& [from, to] : kEntities) joined = text::replace(joined, from, to, -1);
     return Value::string(std::move(joined));
 }
@@ -346,7 +349,8 @@ Value f_title(Evaluator&, const Value& v, const CallArgs& args) {
         if (is_sep) {
             out += item;
         } else {
-            out += text::upper(text::substr(item, 0, 1)) + text::lower(text::substr(item, 1, SIZE_MAX));
+            out += text::upper(text::substr(item, 0, 1)) +
+                   text::lower(text::substr(item, 1, SIZE_MAX));
         }
         i = j;
     }
@@ -398,7 +402,8 @@ Value f_truncate(Evaluator&, const Value& v, const CallArgs& args) {
         throw_error(ErrorKind::runtime, "expected length >= {}, got {}", text::length(end), len);
     if (leeway < 0) throw_error(ErrorKind::runtime, "expected leeway >= 0, got {}", leeway);
     if (int64_t(length(v)) <= len + leeway) return v;
-    if (!v.is_string()) throw_error(ErrorKind::type, "'{}' object is not subscriptable", type_name(v));
+    if (!v.is_string())
+        throw_error(ErrorKind::type, "'{}' object is not subscriptable", type_name(v));
     const std::string head = text::substr(v.str(), 0, size_t(len - int64_t(text::length(end))));
     if (opt_bool(a[1], false)) return Value::string(head + end);
     const size_t space = head.rfind(' ');
@@ -410,7 +415,8 @@ Value f_urlencode(Evaluator& ev, const Value& v, const CallArgs& args) {
     const auto quote = [](const std::string& s, bool for_qs) {
         std::string out;
         for (unsigned char c : s) {
-            if (isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || (!for_qs && c == '/')) {
+            if (isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' ||
+                (!for_qs && c == '/')) {
                 out += char(c);
             } else if (for_qs && c == ' ') {
                 out += '+';
@@ -504,13 +510,15 @@ Value f_wordwrap(Evaluator&, const Value& v, const CallArgs& args) {
 
 Value f_xmlattr(Evaluator&, const Value& v, const CallArgs& args) {
     const Bound a = bind_args("xmlattr", args, {"autospace"}, 0);
-    if (!v.is_dict()) throw_error(ErrorKind::type, "'{}' object has no attribute 'items'", type_name(v));
+    if (!v.is_dict())
+        throw_error(ErrorKind::type, "'{}' object has no attribute 'items'", type_name(v));
     std::string rv;
     for (const auto& [k, val] : v.dict().entries) {
         if (val.is_none() || val.is_undefined()) continue;
         const std::string key = to_str(k);
         if (key.find_first_of(" \t\n\r\f\v/>=") != std::string::npos)
-            throw_error(ErrorKind::value, "Invalid character in attribute name: {}", text::py_repr(key));
+            throw_error(ErrorKind::value, "Invalid character in attribute name: {}",
+                        text::py_repr(key));
         if (!rv.empty()) rv += ' ';
         rv += text::html_escape(key) + "=\"" + text::html_escape(to_str(val)) + "\"";
     }
@@ -528,24 +536,60 @@ struct FilterEntry {
 };
 
 constexpr FilterEntry kFilters[] = {
-    {"abs", f_abs},           {"attr", f_attr},         {"batch", f_batch},
-    {"capitalize", f_capitalize}, {"center", f_center}, {"count", f_length},
-    {"d", f_default},         {"default", f_default},   {"dictsort", f_dictsort},
-    {"e", f_escape},          {"escape", f_escape},     {"filesizeformat", f_filesizeformat},
-    {"first", f_first},       {"float", f_float},       {"forceescape", f_forceescape},
-    {"format", f_format},     {"groupby", f_groupby},   {"indent", f_indent},
-    {"int", f_int},           {"items", f_items},       {"join", f_join},
-    {"last", f_last},         {"length", f_length},     {"list", f_list},
-    {"lower", f_lower},       {"map", f_map},           {"max", f_max},
-    {"min", f_min},           {"pprint", f_pprint},     {"random", f_random},
-    {"reject", f_reject},     {"rejectattr", f_rejectattr}, {"replace", f_replace},
-    {"reverse", f_reverse},   {"round", f_round},       {"safe", f_safe},
-    {"select", f_select},     {"selectattr", f_selectattr}, {"slice", f_slice},
-    {"sort", f_sort},         {"string", f_string},     {"striptags", f_striptags},
-    {"sum", f_sum},           {"title", f_title},       {"tojson", f_tojson},
-    {"trim", f_trim},         {"truncate", f_truncate}, {"unique", f_unique},
-    {"upper", f_upper},       {"urlencode", f_urlencode}, {"urlize", f_unsupported},
-    {"wordcount", f_wordcount}, {"wordwrap", f_wordwrap}, {"xmlattr", f_xmlattr},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"batch", f_batch},
+    {"capitalize", f_capitalize},
+    {"center", f_center},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"filesizeformat", f_filesizeformat},
+    {"first", f_first},
+    {"float", f_float},
+    {"forceescape", f_forceescape},
+    {"format", f_format},
+    {"groupby", f_groupby},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_max},
+    {"min", f_min},
+    {"pprint", f_pprint},
+    {"random", f_random},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"slice", f_slice},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"striptags", f_striptags},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"truncate", f_truncate},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"urlencode", f_urlencode},
+    {"urlize", f_unsupported},
+    {"wordcount", f_wordcount},
+    {"wordwrap", f_wordwrap},
+    {"xmlattr", f_xmlattr},
 };
 
 }  // namespace

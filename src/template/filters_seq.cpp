@@ -43,7 +43,8 @@ Value f_batch(Evaluator& ev, const Value& v, const CallArgs& args) {
 Value f_dictsort(Evaluator& ev, const Value& v, const CallArgs& args) {
     const Bound a = bind_args("dictsort", args, {"case_sensitive", "by", "reverse"}, 0);
     if (v.is_undefined()) v.fail_undefined();
-    if (!v.is_dict()) throw_error(ErrorKind::type, "'{}' object has no attribute 'items'", type_name(v));
+    if (!v.is_dict())
+        throw_error(ErrorKind::type, "'{}' object has no attribute 'items'", type_name(v));
     const std::string by = a[1] ? to_str(*a[1]) : "key";
     if (by != "key" && by != "value")
         throw_error(ErrorKind::runtime, "You can only sort by either \"key\" or \"value\"");
@@ -136,6 +137,13 @@ List reversed_items(Evaluator& ev, const Value& v) {
             std::reverse(items.begin(), items.end());
             return items;
         }
+        case Kind::object:
+            if (v.object()->sequence()) {
+                List items = to_list(ev, v);
+                std::reverse(items.begin(), items.end());
+                return items;
+            }
+            [[fallthrough]];
         default:
             throw_error(ErrorKind::type, "'{}' object is not reversible", type_name(v));
     }
@@ -207,8 +215,12 @@ Value min_max(Evaluator& ev, const Value& v, const CallArgs& args, bool is_max) 
 
 }  // namespace
 
-Value f_max(Evaluator& ev, const Value& v, const CallArgs& args) { return min_max(ev, v, args, true); }
-Value f_min(Evaluator& ev, const Value& v, const CallArgs& args) { return min_max(ev, v, args, false); }
+Value f_max(Evaluator& ev, const Value& v, const CallArgs& args) {
+    return min_max(ev, v, args, true);
+}
+Value f_min(Evaluator& ev, const Value& v, const CallArgs& args) {
+    return min_max(ev, v, args, false);
+}
 
 Value f_random(Evaluator& ev, const Value& v, const CallArgs& args) {
     bind_args("random", args, {}, 0);
@@ -248,10 +260,18 @@ Value select_or_reject(Evaluator& ev, const Value& v, const CallArgs& args, bool
 
 }  // namespace
 
-Value f_select(Evaluator& ev, const Value& v, const CallArgs& a) { return select_or_reject(ev, v, a, true, false); }
-Value f_reject(Evaluator& ev, const Value& v, const CallArgs& a) { return select_or_reject(ev, v, a, false, false); }
-Value f_selectattr(Evaluator& ev, const Value& v, const CallArgs& a) { return select_or_reject(ev, v, a, true, true); }
-Value f_rejectattr(Evaluator& ev, const Value& v, const CallArgs& a) { return select_or_reject(ev, v, a, false, true); }
+Value f_select(Evaluator& ev, const Value& v, const CallArgs& a) {
+    return select_or_reject(ev, v, a, true, false);
+}
+Value f_reject(Evaluator& ev, const Value& v, const CallArgs& a) {
+    return select_or_reject(ev, v, a, false, false);
+}
+Value f_selectattr(Evaluator& ev, const Value& v, const CallArgs& a) {
+    return select_or_reject(ev, v, a, true, true);
+}
+Value f_rejectattr(Evaluator& ev, const Value& v, const CallArgs& a) {
+    return select_or_reject(ev, v, a, false, true);
+}
 
 Value f_reverse(Evaluator& ev, const Value& v, const CallArgs& args) {
     bind_args("reverse", args, {}, 0);
@@ -265,8 +285,9 @@ Value f_reverse(Evaluator& ev, const Value& v, const CallArgs& args) {
         std::reverse(items.begin(), items.end());
         return Value::list(std::move(items));
     }
-    const char* type = v.is_dict() ? "dict_reversekeyiterator" : v.is_tuple() ? "reversed"
-                                                                              : "list_reverseiterator";
+    const char* type = v.is_dict()    ? "dict_reversekeyiterator"
+                       : v.is_tuple() ? "reversed"
+                                      : "list_reverseiterator";
     return make_list_iterator(reversed_items(ev, v), type);
 }
 
@@ -284,7 +305,8 @@ Value f_slice(Evaluator& ev, const Value& v, const CallArgs& args) {
         if (n < extra) ++offset;
         const int64_t end = offset + (n + 1) * per;
         List tmp;
-        for (int64_t i = std::max<int64_t>(start, 0); i < std::min(end, len); ++i) tmp.push_back(seq[size_t(i)]);
+        for (int64_t i = std::max<int64_t>(start, 0); i < std::min(end, len); ++i)
+            tmp.push_back(seq[size_t(i)]);
         if (a[1] && !a[1]->is_none() && n >= extra) tmp.push_back(*a[1]);
         out.push_back(Value::list(std::move(tmp)));
         ev.tick();
@@ -297,7 +319,8 @@ Value f_sort(Evaluator& ev, const Value& v, const CallArgs& args) {
     const bool reverse = opt_bool(a[0], false), ignore_case = !opt_bool(a[1], false);
     List items = to_list(ev, v);
     std::vector<std::pair<Value, Value>> keyed;
-    for (Value& item : items) keyed.emplace_back(multi_key(ev, a[2], ignore_case, item), std::move(item));
+    for (Value& item : items)
+        keyed.emplace_back(multi_key(ev, a[2], ignore_case, item), std::move(item));
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
         return reverse ? less(y.first, x.first) : less(x.first, y.first);
     });
@@ -310,7 +333,8 @@ Value f_sum(Evaluator& ev, const Value& v, const CallArgs& args) {
     const Bound a = bind_args("sum", args, {"attribute", "start"}, 0);
     const AttrGetter getter(a[0], false);
     Value total = a[1] ? *a[1] : Value::integer(0);
-    if (total.is_string()) throw_error(ErrorKind::type, "sum() can't sum strings [use ''.join(seq) instead]");
+    if (total.is_string())
+        throw_error(ErrorKind::type, "sum() can't sum strings [use ''.join(seq) instead]");
     Iter it(ev, v);
     Value item;
     while (it.next(item)) {

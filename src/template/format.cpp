@@ -335,8 +335,7 @@ std::string format_spec(const Value& v, std::string_view spec_text) {
         if (spec.sign != '-')
             throw_error(ErrorKind::value, "Sign not allowed in string format specifier");
         if (spec.align == '=')
-            throw_error(ErrorKind::value,
-                        "'=' alignment not allowed in string format specifier");
+            throw_error(ErrorKind::value, "'=' alignment not allowed in string format specifier");
         std::string s = v.str();
         if (spec.precision >= 0) s = text::substr(s, 0, size_t(spec.precision));
         return pad("", s, spec.width, spec.align ? spec.align : '<', spec.fill);
@@ -347,8 +346,7 @@ std::string format_spec(const Value& v, std::string_view spec_text) {
         return format_int_spec(v.as_int(), spec);
     }
     if (v.is_float()) return format_float_spec(v.as_double(), spec);
-    throw_error(ErrorKind::type, "unsupported format string passed to {}.__format__",
-                type_name(v));
+    throw_error(ErrorKind::type, "unsupported format string passed to {}.__format__", type_name(v));
 }
 
 std::string format_percent(Evaluator& ev, std::string_view format, const Value& args,
@@ -362,8 +360,8 @@ std::string format_percent(Evaluator& ev, std::string_view format, const Value& 
         const std::u32string rest = text::decode(format.substr(at));
         std::string c;
         text::append_utf8(c, rest[0]);
-        throw_error(ErrorKind::value, "unsupported format character '{}' (0x{:x}) at index {}",
-                    c, uint32_t(rest[0]), text::length(format.substr(0, at)));
+        throw_error(ErrorKind::value, "unsupported format character '{}' (0x{:x}) at index {}", c,
+                    uint32_t(rest[0]), text::length(format.substr(0, at)));
     };
     bool used_mapping = false;
     while (i < format.size()) {
@@ -435,8 +433,7 @@ std::string format_percent(Evaluator& ev, std::string_view format, const Value& 
             spec.precision = 0;
             number(spec.precision);
         }
-        while (i < format.size() && (format[i] == 'h' || format[i] == 'l' || format[i] == 'L'))
-            ++i;
+        while (i < format.size() && (format[i] == 'h' || format[i] == 'l' || format[i] == 'L')) ++i;
         if (i >= format.size()) throw_error(ErrorKind::value, "incomplete format");
         const char conv = format[i];
         if (conv == '%') {
@@ -466,7 +463,8 @@ std::string format_percent(Evaluator& ev, std::string_view format, const Value& 
                     }
                     body = ascii;
                 }
-                if (escape_args && !(conv == 's' && arg->is_markup())) body = text::html_escape(body);
+                if (escape_args && !(conv == 's' && arg->is_markup()))
+                    body = text::html_escape(body);
                 if (spec.precision >= 0) body = text::substr(body, 0, size_t(spec.precision));
                 out += pad("", body, spec.width, fill_align, ' ');
                 break;
@@ -494,8 +492,8 @@ std::string format_percent(Evaluator& ev, std::string_view format, const Value& 
                 const bool decimal = conv == 'd' || conv == 'i' || conv == 'u';
                 if (!decimal && !arg->is_integral()) {
                     if (arg->is_undefined()) arg->fail_undefined();
-                    throw_error(ErrorKind::type, "%{} format: an integer is required, not {}",
-                                conv, type_name(*arg));
+                    throw_error(ErrorKind::type, "%{} format: an integer is required, not {}", conv,
+                                type_name(*arg));
                 }
                 const int64_t v = to_index(*arg, std::string(1, conv).c_str());
                 body = int_digits(v, decimal ? 10 : conv == 'o' ? 8 : 16, conv == 'X');
@@ -550,9 +548,9 @@ struct BraceFormatter {
         if (end == std::string_view::npos) end = name.size();
         const std::string_view first = name.substr(0, end);
         Value obj;
-        const bool numeric =
-            !first.empty() && std::all_of(first.begin(), first.end(),
-                                          [](char c) { return c >= '0' && c <= '9'; });
+        const bool numeric = !first.empty() && std::all_of(first.begin(), first.end(), [](char c) {
+            return c >= '0' && c <= '9';
+        });
         if (first.empty() || numeric) {
             size_t index;
             if (first.empty()) {
@@ -572,8 +570,7 @@ struct BraceFormatter {
             }
             if (index >= args.positional.size())
                 throw_error(ErrorKind::index,
-                            "Replacement index {} out of range for positional args tuple",
-                            index);
+                            "Replacement index {} out of range for positional args tuple", index);
             obj = args.positional[index];
         } else {
             const Value* v = nullptr;
@@ -595,9 +592,9 @@ struct BraceFormatter {
                 if (j == std::string_view::npos)
                     throw_error(ErrorKind::value, "Missing ']' in format string");
                 const std::string_view key = name.substr(i + 1, j - i - 1);
-                const bool digits =
-                    !key.empty() && std::all_of(key.begin(), key.end(),
-                                                [](char c) { return c >= '0' && c <= '9'; });
+                const bool digits = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+                    return c >= '0' && c <= '9';
+                });
                 obj = ev.get_item(obj, digits && key.size() < 18
                                            ? Value::integer(std::stoll(std::string(key)))
                                            : Value::string(std::string(key)));

@@ -26,7 +26,7 @@ std::string format_spec(const Value& v, std::string_view spec);
 
 struct JsonOptions {
     bool ensure_ascii = false;
-    std::optional<std::string> indent;  // nullopt: one line
+    std::optional<std::string> indent;          // nullopt: one line
     std::optional<std::string> item_separator;  // nullopt: ", " (or "," with an indent)
     std::string key_separator = ": ";
     bool sort_keys = false;

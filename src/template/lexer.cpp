@@ -27,7 +27,9 @@ size_t skip_space(std::string_view s, size_t i) {
     return i;
 }
 
-bool all_space(std::string_view s) { return !s.empty() && skip_space(s, 0) == s.size(); }
+bool all_space(std::string_view s) {
+    return !s.empty() && skip_space(s, 0) == s.size();
+}
 
 // Python's str.rstrip().
 std::string_view rstrip(std::string_view s) {
@@ -40,7 +42,9 @@ std::string_view rstrip(std::string_view s) {
     return s.substr(0, bytes);
 }
 
-int count_newlines(std::string_view s) { return int(std::count(s.begin(), s.end(), '\n')); }
+int count_newlines(std::string_view s) {
+    return int(std::count(s.begin(), s.end(), '\n'));
+}
 
 bool is_name_start(char32_t c) {
     return c == '_' || (c < 0x80 ? ((c | 32) >= 'a' && (c | 32) <= 'z') : text::is_alpha(c));
@@ -49,16 +53,18 @@ bool is_name_char(char32_t c) {
     return is_name_start(c) || (c >= '0' && c <= '9') || (c >= 0x80 && text::is_alnum(c));
 }
 
-const char* const kOperators[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*",
-                                  "%",  "~",  "[",  "]",  "(",  ")",  "{", "}", ">", "<",
-                                  "=",  ".",  ":",  "|",  ",",  ";"};
+const char* const kOperators[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/",
+                                  "*",  "%",  "~",  "[",  "]",  "(",  ")", "{", "}",
+                                  ">",  "<",  "=",  ".",  ":",  "|",  ",", ";"};
 
 // Python's "unicode-escape" decoding of a string literal's body, after its non-ASCII
 // characters were written as backslash escapes (which is what Jinja2 does).
 std::string unescape(std::string_view body, int line) {
     std::string out;
     const auto fail = [&](const char* what) {
-        throw_error(ErrorKind::syntax, "line {}: {} in string literal", line, what);
+        TemplateError e(ErrorKind::syntax, fmt::format("{} in string literal", what));
+        e.locate(line, "string literal");
+        throw e;
     };
     const auto hex = [&](size_t at, size_t n) -> char32_t {
         if (at + n > body.size()) fail("truncated escape");
@@ -173,8 +179,7 @@ class Lexer {
                 src_ += source[i];
             }
         }
-        if (!options.keep_trailing_newline && !src_.empty() && src_.back() == '\n')
-            src_.pop_back();
+        if (!options.keep_trailing_newline && !src_.empty() && src_.back() == '\n') src_.pop_back();
     }
 
     std::vector<Token> run() {
@@ -427,8 +432,8 @@ class Lexer {
         }
         int base = 10;
         size_t start = pos_, end;
-        if (s[pos_] == '0' && pos_ + 1 < s.size() && std::string_view("bBoOxX").find(s[pos_ + 1]) !=
-                                                         std::string_view::npos) {
+        if (s[pos_] == '0' && pos_ + 1 < s.size() &&
+            std::string_view("bBoOxX").find(s[pos_ + 1]) != std::string_view::npos) {
             const char p = char(s[pos_ + 1] | 32);
             base = p == 'b' ? 2 : p == 'o' ? 8 : 16;
             bool (*ok)(char) = p == 'b'   ? [](char c) { return c == '0' || c == '1'; }
@@ -487,7 +492,8 @@ class Lexer {
         if (quote != '\'' && quote != '"') return false;
         size_t i = pos_ + 1;
         while (i < s.size() && s[i] != quote) i += s[i] == '\\' ? 2 : 1;
-        if (i >= s.size()) fail(fmt::format("unexpected char {} at {}", quote == '"' ? "'\"'" : "\"'\"", pos_));
+        if (i >= s.size())
+            fail(fmt::format("unexpected char {} at {}", quote == '"' ? "'\"'" : "\"'\"", pos_));
         const std::string_view body = s.substr(pos_ + 1, i - pos_ - 1);
         tokens_.push_back({TokenType::string, unescape(body, line_), 0, 0, line_});
         line_ += count_newlines(body);

@@ -8,6 +8,7 @@
 #include "template/evaluator.h"
 #include "template/format.h"
 #include "template/library.h"
+#include "template/objects.h"
 #include "template/text.h"
 
 namespace mw::tmpl {
@@ -124,8 +125,8 @@ Value str_method(Evaluator& ev, const Value& self, const CallArgs& args, std::st
     };
     if (name == "strip" || name == "lstrip" || name == "rstrip") {
         const auto a = bind_args(std::string(name).c_str(), args, {"chars"}, 0);
-        return Value::string(text::strip(s, opt_str(a[0], "strip"), name != "rstrip",
-                                         name != "lstrip"));
+        return Value::string(
+            text::strip(s, opt_str(a[0], "strip"), name != "rstrip", name != "lstrip"));
     }
     if (name == "split" || name == "rsplit") {
         const auto a = bind_args(std::string(name).c_str(), args, {"sep", "maxsplit"}, 0);
@@ -140,7 +141,8 @@ Value str_method(Evaluator& ev, const Value& self, const CallArgs& args, std::st
     }
     if (name == "startswith" || name == "endswith") return affix(self, args, name == "startswith");
     if (name == "upper") return no_args("upper"), Value::string(text::upper(s));
-    if (name == "lower" || name == "casefold") return no_args("lower"), Value::string(text::lower(s));
+    if (name == "lower" || name == "casefold")
+        return no_args("lower"), Value::string(text::lower(s));
     if (name == "title") return no_args("title"), Value::string(text::title(s));
     if (name == "capitalize") return no_args("capitalize"), Value::string(text::capitalize(s));
     if (name == "swapcase") return no_args("swapcase"), Value::string(text::swapcase(s));
@@ -173,8 +175,8 @@ Value str_method(Evaluator& ev, const Value& self, const CallArgs& args, std::st
         Value item;
         while (it.next(item)) {
             if (!item.is_string())
-                throw_error(ErrorKind::type, "sequence item {}: expected str instance, {} found",
-                            i, type_name(item));
+                throw_error(ErrorKind::type, "sequence item {}: expected str instance, {} found", i,
+                            type_name(item));
             if (i++) out += s;
             out += item.str();
             ev.check_size(out.size());
@@ -198,7 +200,7 @@ Value str_method(Evaluator& ev, const Value& self, const CallArgs& args, std::st
         const int64_t width = int_arg(*a[0]);
         ev.check_size(size_t(std::max<int64_t>(width, 0)) * 4);
         const char32_t fill = fill_arg(a[1], "center");
-        return Value::string(name == "center" ? text::center(s, width, fill)
+        return Value::string(name == "center"  ? text::center(s, width, fill)
                              : name == "ljust" ? text::ljust(s, width, fill)
                                                : text::rjust(s, width, fill));
     }
@@ -275,14 +277,14 @@ Value str_method(Evaluator& ev, const Value& self, const CallArgs& args, std::st
 
 bool is_str_method(std::string_view name) {
     static constexpr std::string_view kNames[] = {
-        "strip",      "lstrip",       "rstrip",     "split",       "rsplit",    "splitlines",
-        "startswith", "endswith",     "upper",      "lower",       "casefold",  "title",
-        "capitalize", "swapcase",     "replace",    "find",        "rfind",     "index",
-        "rindex",     "count",        "join",       "format",      "format_map", "center",
-        "ljust",      "rjust",        "zfill",      "expandtabs",  "partition", "rpartition",
-        "removeprefix", "removesuffix", "isalpha",  "isalnum",     "isdigit",   "isdecimal",
-        "isnumeric",  "isspace",      "islower",    "isupper",     "isascii",   "isprintable",
-        "istitle",    "isidentifier"};
+        "strip",        "lstrip",       "rstrip",  "split",      "rsplit",     "splitlines",
+        "startswith",   "endswith",     "upper",   "lower",      "casefold",   "title",
+        "capitalize",   "swapcase",     "replace", "find",       "rfind",      "index",
+        "rindex",       "count",        "join",    "format",     "format_map", "center",
+        "ljust",        "rjust",        "zfill",   "expandtabs", "partition",  "rpartition",
+        "removeprefix", "removesuffix", "isalpha", "isalnum",    "isdigit",    "isdecimal",
+        "isnumeric",    "isspace",      "islower", "isupper",    "isascii",    "isprintable",
+        "istitle",      "isidentifier"};
     return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
@@ -299,8 +301,8 @@ Value sequence_method(Evaluator& ev, const Value& self, const CallArgs& args,
     }
     if (name == "count") {
         const auto a = bind_args("count", args, {"value"}, 1);
-        return Value::integer(int64_t(std::count_if(items.begin(), items.end(),
-                                                    [&](const Value& v) { return equal(v, *a[0]); })));
+        return Value::integer(int64_t(std::count_if(
+            items.begin(), items.end(), [&](const Value& v) { return equal(v, *a[0]); })));
     }
     if (name == "copy") return Value::list(items);
     (void)ev;
@@ -325,14 +327,17 @@ Value dict_method(Evaluator&, const Value& self, const CallArgs& args, std::stri
         }
     }
     if (name == "copy") return self;
-    return Value::list(std::move(out));
+    const char* type = name == "items"  ? "dict_items"
+                       : name == "keys" ? "dict_keys"
+                                        : "dict_values";
+    return Value::object(std::make_shared<DictView>(type, std::move(out)));
 }
 
 // Markup's methods: these return Markup and escape their string arguments.
 bool markup_escaping(std::string_view name) {
     static constexpr std::string_view kNames[] = {
-        "capitalize", "title", "lower", "upper", "replace", "ljust", "rjust", "lstrip",
-        "rstrip", "center", "strip", "expandtabs", "swapcase", "zfill"};
+        "capitalize", "title",  "lower",  "upper", "replace",    "ljust",    "rjust",
+        "lstrip",     "rstrip", "center", "strip", "expandtabs", "swapcase", "zfill"};
     return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
@@ -429,10 +434,13 @@ std::optional<Value> builtin_attribute(const Value& obj, std::string_view name) 
             if (name == "real") return obj;
             if (name == "imag") return Value::number(0.0);
             if (name == "is_integer")
-                return make_function("is_integer", [](Evaluator&, const Value& self, const CallArgs&) {
-                    const double d = self.as_double();
-                    return Value::boolean(std::isfinite(d) && d == std::floor(d));
-                }, obj);
+                return make_function(
+                    "is_integer",
+                    [](Evaluator&, const Value& self, const CallArgs&) {
+                        const double d = self.as_double();
+                        return Value::boolean(std::isfinite(d) && d == std::floor(d));
+                    },
+                    obj);
             return std::nullopt;
         default:
             return std::nullopt;

@@ -14,7 +14,9 @@ void Namespace::release() {
     bury(held);
 }
 
-std::string Namespace::repr() const { return "<Namespace " + tmpl::repr(Value::dict(attrs)) + ">"; }
+std::string Namespace::repr() const {
+    return "<Namespace " + tmpl::repr(Value::dict(attrs)) + ">";
+}
 
 std::optional<Value> Namespace::attribute(Evaluator&, std::string_view name) {
     if (const Value* v = attrs.find(name)) return *v;
@@ -30,7 +32,9 @@ Value make_function(const char* name, NativeFn fn, Value self) {
     return Value::object(std::make_shared<Function>(name, fn, std::move(self)));
 }
 
-std::string Generator::repr() const { return fmt::format("<{} object>", type_); }
+std::string Generator::repr() const {
+    return fmt::format("<{} object>", type_);
+}
 
 bool Generator::next(Evaluator& ev, Value& out) {
     if (done_) return false;
@@ -41,8 +45,8 @@ bool Generator::next(Evaluator& ev, Value& out) {
     return true;
 }
 
-Value make_generator(Evaluator& ev, const Value& source,
-                     std::function<bool(Evaluator&, Value&)> fn, const char* type) {
+Value make_generator(Evaluator& ev, const Value& source, std::function<bool(Evaluator&, Value&)> fn,
+                     const char* type) {
     // The source is opened on the first read, as a Python generator starts when first resumed.
     struct State {
         Value source;
@@ -55,18 +59,21 @@ Value make_generator(Evaluator& ev, const Value& source,
         throw_error(ErrorKind::limit, "generators (map, select, ...) chained more than {} deep",
                     Generator::max_depth);
     auto state = std::make_shared<State>(State{source, std::nullopt, std::move(fn)});
-    auto generator = std::make_shared<Generator>(type, [state](Evaluator& e, Value& out) {
-        if (!state->it) state->it.emplace(e, state->source);
-        Value item;
-        while (state->it->next(item)) {
-            e.tick();
-            if (state->fn(e, item)) {
-                out = std::move(item);
-                return true;
+    auto generator = std::make_shared<Generator>(
+        type,
+        [state](Evaluator& e, Value& out) {
+            if (!state->it) state->it.emplace(e, state->source);
+            Value item;
+            while (state->it->next(item)) {
+                e.tick();
+                if (state->fn(e, item)) {
+                    out = std::move(item);
+                    return true;
+                }
             }
-        }
-        return false;
-    }, depth);
+            return false;
+        },
+        depth);
     ev.track(generator);
     return Value::object(std::move(generator));
 }
@@ -102,8 +109,12 @@ std::optional<Value> Macro::attribute(Evaluator&, std::string_view name) {
 
 Loop::Loop(Evaluator& ev, const Value& iterable, const Value& source, const For* recursive_node,
            ScopePtr outer, int depth0)
-    : ev_(ev), iterable_(source), it_(std::in_place, ev, source), recursive_(recursive_node),
-      outer_(std::move(outer)), depth0_(depth0) {
+    : ev_(ev),
+      iterable_(source),
+      it_(std::in_place, ev, source),
+      recursive_(recursive_node),
+      outer_(std::move(outer)),
+      depth0_(depth0) {
     (void)iterable;
 }
 
@@ -139,6 +150,12 @@ int64_t Loop::length() {
         case Kind::dict:
             length_ = int64_t(tmpl::length(iterable_));
             return *length_;
+        case Kind::object:
+            if (const List* items = iterable_.object()->sequence()) {
+                length_ = int64_t(items->size());
+                return *length_;
+            }
+            break;
         default:
             break;
     }
@@ -162,7 +179,9 @@ void Loop::release() {
     outer_.reset();
 }
 
-std::string Loop::repr() const { return fmt::format("<LoopContext {}>", index0_ + 1); }
+std::string Loop::repr() const {
+    return fmt::format("<LoopContext {}>", index0_ + 1);
+}
 
 Value Loop::call(Evaluator& ev, const CallArgs& args) {
     if (!recursive_)
@@ -192,11 +211,15 @@ std::optional<Value> Loop::attribute(Evaluator&, std::string_view name) {
         return pending_.front();
     }
     if (name == "cycle") {
-        return make_function("cycle", [](Evaluator&, const Value& self, const CallArgs& args) {
-            if (args.positional.empty()) throw_error(ErrorKind::type, "no items for cycling given");
-            const int64_t i = self.as_int();
-            return args.positional[size_t(i) % args.positional.size()];
-        }, Value::integer(index0_));
+        return make_function(
+            "cycle",
+            [](Evaluator&, const Value& self, const CallArgs& args) {
+                if (args.positional.empty())
+                    throw_error(ErrorKind::type, "no items for cycling given");
+                const int64_t i = self.as_int();
+                return args.positional[size_t(i) % args.positional.size()];
+            },
+            Value::integer(index0_));
     }
     if (name == "changed") {
         struct Changed : Object {

@@ -72,16 +72,37 @@ class Generator : public Object {
 };
 // A generator over `source` (anything iterable), each item mapped by `fn`; `fn` returning
 // false skips the item.
-Value make_generator(Evaluator& ev, const Value& source,
-                     std::function<bool(Evaluator&, Value&)> fn, const char* type = "generator");
+Value make_generator(Evaluator& ev, const Value& source, std::function<bool(Evaluator&, Value&)> fn,
+                     const char* type = "generator");
 // A generator over the given items.
 Value make_list_iterator(List items, const char* type);
+
+// dict.keys(), .values(), .items(): iterable again and again, sized, not subscriptable, not
+// JSON; printed as Python prints them ("dict_items([('a', 1)])").
+class DictView : public Object {
+  public:
+    DictView(const char* type, List items) : type_(type), items_(std::move(items)) {}
+    ~DictView() override { bury(items_); }
+    const char* type_name() const override { return type_; }
+    std::string repr() const override {
+        return fmt::format("{}({})", type_, tmpl::repr(Value::list(items_)));
+    }
+    const List* sequence() const override { return &items_; }
+    bool truthy() const override { return !items_.empty(); }
+
+  private:
+    const char* type_;
+    List items_;
+};
 
 class Macro : public Object {
   public:
     Macro(const Signature& sig, const Body& body, std::string name, ScopePtr closure,
           Value caller = Value())
-        : sig_(sig), body_(body), name_(std::move(name)), closure_(std::move(closure)),
+        : sig_(sig),
+          body_(body),
+          name_(std::move(name)),
+          closure_(std::move(closure)),
           caller_(std::move(caller)) {}
     const char* type_name() const override { return "Macro"; }
     std::string repr() const override { return "<Macro '" + name_ + "'>"; }

@@ -69,10 +69,11 @@ double float_mod(double vx, double wx) {
 }
 
 Value repeat(Evaluator& ev, const Value& seq, int64_t n) {
-    if (n <= 0) return seq.is_string() ? Value::string("") : seq.is_list() ? Value::list({})
-                                                                          : Value::tuple({});
-    const size_t unit =
-        seq.is_string() ? seq.str().size() : seq.items().size() * sizeof(Value);
+    if (n <= 0)
+        return seq.is_string() ? Value::string("")
+               : seq.is_list() ? Value::list({})
+                               : Value::tuple({});
+    const size_t unit = seq.is_string() ? seq.str().size() : seq.items().size() * sizeof(Value);
     if (unit != 0 && uint64_t(n) > ev.context().limits.max_output_bytes / unit)
         throw_error(ErrorKind::limit, "a value of more than {} bytes",
                     ev.context().limits.max_output_bytes);
@@ -130,7 +131,8 @@ Value binary_op(Evaluator& ev, BinaryOp op, const Value& a, const Value& b) {
         case BinaryOp::add:
             if (floats) return Value::number(a.as_double() + b.as_double());
             if (numbers)
-                return checked([](int64_t x, int64_t y, int64_t* r) { return __builtin_add_overflow(x, y, r); },
+                return checked([](int64_t x, int64_t y,
+                                  int64_t* r) { return __builtin_add_overflow(x, y, r); },
                                a.as_int(), b.as_int());
             if (a.is_string() && b.is_string()) {
                 ev.check_size(a.str().size() + b.str().size());
@@ -154,16 +156,20 @@ Value binary_op(Evaluator& ev, BinaryOp op, const Value& a, const Value& b) {
         case BinaryOp::sub:
             if (floats) return Value::number(a.as_double() - b.as_double());
             if (numbers)
-                return checked([](int64_t x, int64_t y, int64_t* r) { return __builtin_sub_overflow(x, y, r); },
+                return checked([](int64_t x, int64_t y,
+                                  int64_t* r) { return __builtin_sub_overflow(x, y, r); },
                                a.as_int(), b.as_int());
             unsupported(op, a, b);
         case BinaryOp::mul:
             if (floats) return Value::number(a.as_double() * b.as_double());
             if (numbers)
-                return checked([](int64_t x, int64_t y, int64_t* r) { return __builtin_mul_overflow(x, y, r); },
+                return checked([](int64_t x, int64_t y,
+                                  int64_t* r) { return __builtin_mul_overflow(x, y, r); },
                                a.as_int(), b.as_int());
-            if ((a.is_string() || a.is_sequence()) && b.is_integral()) return repeat(ev, a, b.as_int());
-            if ((b.is_string() || b.is_sequence()) && a.is_integral()) return repeat(ev, b, a.as_int());
+            if ((a.is_string() || a.is_sequence()) && b.is_integral())
+                return repeat(ev, a, b.as_int());
+            if ((b.is_string() || b.is_sequence()) && a.is_integral())
+                return repeat(ev, b, a.as_int());
             if (a.is_string() || a.is_sequence() || b.is_string() || b.is_sequence())
                 throw_error(ErrorKind::type, "can't multiply sequence by non-int of type '{}'",
                             type_name(a.is_string() || a.is_sequence() ? b : a));
@@ -223,7 +229,10 @@ Value unary_plus(const Value& v) {
 namespace {
 
 bool ordered(CompareOp op, const Value& a, const Value& b) {
-    const char* sym = op == CompareOp::lt ? "<" : op == CompareOp::le ? "<=" : op == CompareOp::gt ? ">" : ">=";
+    const char* sym = op == CompareOp::lt   ? "<"
+                      : op == CompareOp::le ? "<="
+                      : op == CompareOp::gt ? ">"
+                                            : ">=";
     if (a.is_undefined()) a.fail_undefined();
     if (b.is_undefined()) b.fail_undefined();
     const auto apply = [op](auto x, auto y) {
@@ -261,7 +270,8 @@ bool contains(Evaluator& ev, const Value& container, const Value& item) {
         case Kind::string:
             if (!item.is_string()) {
                 if (item.is_undefined()) item.fail_undefined();
-                throw_error(ErrorKind::type, "'in <string>' requires string as left operand, not {}",
+                throw_error(ErrorKind::type,
+                            "'in <string>' requires string as left operand, not {}",
                             type_name(item));
             }
             return container.str().find(item.str()) != std::string::npos;
@@ -276,6 +286,11 @@ bool contains(Evaluator& ev, const Value& container, const Value& item) {
         case Kind::undefined:
             return false;
         case Kind::object:
+            if (const List* items = container.object()->sequence()) {
+                for (const Value& v : *items)
+                    if (equal(v, item)) return true;
+                return false;
+            }
             if (container.object()->is_iterator()) {
                 Value v;
                 while (container.object()->next(ev, v)) {

@@ -9,7 +9,9 @@ namespace mw::tmpl {
 
 namespace {
 
-bool is_op(const Token& t, std::string_view op) { return t.type == TokenType::op && t.value == op; }
+bool is_op(const Token& t, std::string_view op) {
+    return t.type == TokenType::op && t.value == op;
+}
 bool is_name(const Token& t, std::string_view name) {
     return t.type == TokenType::name && t.value == name;
 }
@@ -84,12 +86,13 @@ class Parser {
             std::string expected;
             const auto& want = stack.back();
             for (size_t i = 0; i < want.size(); ++i)
-                expected += (i ? (i + 1 == want.size() ? " or " : ", ") : "") + ("'" + want[i] + "'");
+                expected +=
+                    (i ? (i + 1 == want.size() ? " or " : ", ") : "") + ("'" + want[i] + "'");
             message += " Jinja was looking for the following tags: " + expected + ".";
         }
         if (!tag_stack_.empty())
-            message += " The innermost block that needs to be closed is '" + tag_stack_.back() +
-                       "'.";
+            message +=
+                " The innermost block that needs to be closed is '" + tag_stack_.back() + "'.";
         fail(message);
     }
 
@@ -164,10 +167,9 @@ class Parser {
         const Token& t = current();
         if (t.type != TokenType::name) fail("tag name expected");
         const std::string tag = t.value;
-        static const char* const kKnown[] = {"for",    "if",     "block", "extends", "print",
-                                             "macro",  "include", "from",  "import",  "set",
-                                             "with",   "autoescape", "call", "filter", "break",
-                                             "continue"};
+        static const char* const kKnown[] = {
+            "for",    "if",  "block", "extends",    "print", "macro",  "include", "from",
+            "import", "set", "with",  "autoescape", "call",  "filter", "break",   "continue"};
         if (std::find_if(std::begin(kKnown), std::end(kKnown),
                          [&](const char* k) { return tag == k; }) == std::end(kKnown)) {
             std::string message = fmt::format("Encountered unknown tag '{}'.", tag);
@@ -286,8 +288,9 @@ class Parser {
         node->scoped = skip_name("scoped");
         skip_name("required");
         if (is_op(current(), "-"))
-            fail("Block names in Jinja have to be valid Python identifiers and may not contain "
-                 "hyphens, use an underscore instead.");
+            fail(
+                "Block names in Jinja have to be valid Python identifiers and may not contain "
+                "hyphens, use an underscore instead.");
         node->body = parse_statements({"endblock"}, true);
         skip_name(node->name);
         return node;
@@ -523,7 +526,8 @@ class Parser {
         int line = current().line;
         NodePtr left = parse_unary(true);
         while (skip_op("**")) {
-            left = std::make_unique<Binary>(line, BinaryOp::pow, std::move(left), parse_unary(true));
+            left =
+                std::make_unique<Binary>(line, BinaryOp::pow, std::move(left), parse_unary(true));
             line = current().line;
         }
         return left;
@@ -550,7 +554,8 @@ class Parser {
         const Token& t = current();
         if (t.type == TokenType::name) {
             next();
-            if (t.value == "true" || t.value == "True") return const_node(t.line, Value::boolean(true));
+            if (t.value == "true" || t.value == "True")
+                return const_node(t.line, Value::boolean(true));
             if (t.value == "false" || t.value == "False")
                 return const_node(t.line, Value::boolean(false));
             if (t.value == "none" || t.value == "None") return const_node(t.line, Value::none());
@@ -567,8 +572,10 @@ class Parser {
             while (current().type == TokenType::string) s += next().value;
             return const_node(line, Value::string(std::move(s)));
         }
-        if (t.type == TokenType::integer) return const_node(t.line, Value::integer(next().int_value));
-        if (t.type == TokenType::floating) return const_node(t.line, Value::number(next().float_value));
+        if (t.type == TokenType::integer)
+            return const_node(t.line, Value::integer(next().int_value));
+        if (t.type == TokenType::floating)
+            return const_node(t.line, Value::number(next().float_value));
         if (is_op(t, "(")) {
             next();
             NodePtr node = parse_tuple(false, true, {}, true);
@@ -788,7 +795,8 @@ class Parser {
         DepthGuard guard(*this);
         const int line = next().line;
         const bool negated = skip_name("not");
-        auto t = std::make_unique<FilterOrTest>(NodeKind::test, line, std::move(node), dotted_name());
+        auto t =
+            std::make_unique<FilterOrTest>(NodeKind::test, line, std::move(node), dotted_name());
         const Token& c = current();
         if (is_op(c, "(")) {
             parse_call_args(t->args);

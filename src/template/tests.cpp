@@ -219,8 +219,9 @@ Value g_range(Evaluator& ev, const Value&, const CallArgs& args) {
     }
     if (step == 0) throw_error(ErrorKind::value, "range() arg 3 must not be zero");
     const __int128 span = step > 0 ? __int128(stop) - start : __int128(start) - stop;
-    const __int128 count = span <= 0 ? 0 : (span + (step > 0 ? step : -__int128(step)) - 1) /
-                                               (step > 0 ? step : -__int128(step));
+    const __int128 count = span <= 0 ? 0
+                                     : (span + (step > 0 ? step : -__int128(step)) - 1) /
+                                           (step > 0 ? step : -__int128(step));
     if (count > 100000)
         throw_error(ErrorKind::overflow,
                     "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
@@ -295,8 +296,7 @@ Value g_strftime_now(Evaluator& ev, const Value&, const CallArgs& args) {
     const auto a = bind_args("strftime_now", args, {"format"}, 1);
     if (ev.context().strftime_now) return Value::string(*ev.context().strftime_now);
     if (!a[0]->is_string())
-        throw_error(ErrorKind::type, "strftime() argument 1 must be str, not {}",
-                    type_name(*a[0]));
+        throw_error(ErrorKind::type, "strftime() argument 1 must be str, not {}", type_name(*a[0]));
     const std::time_t now = std::time(nullptr);
     std::tm tm{};
     localtime_r(&now, &tm);

@@ -252,11 +252,19 @@ bool is_numeric(char32_t c) {
     return unicode::info(uint32_t(c)).is_number();
 }
 
-bool is_alnum(char32_t c) { return is_alpha(c) || is_numeric(c); }
+bool is_alnum(char32_t c) {
+    return is_alpha(c) || is_numeric(c);
+}
 
-bool is_lower(char32_t c) { return simple_upper(c) != c || c == U'\u00DF'; }
-bool is_upper(char32_t c) { return simple_lower(c) != c; }
-bool is_cased(char32_t c) { return is_lower(c) || is_upper(c); }
+bool is_lower(char32_t c) {
+    return simple_upper(c) != c || c == U'\u00DF';
+}
+bool is_upper(char32_t c) {
+    return simple_lower(c) != c;
+}
+bool is_cased(char32_t c) {
+    return is_lower(c) || is_upper(c);
+}
 
 bool is_printable(char32_t c) {
     if (c < 0x80) return c >= 0x20 && c < 0x7F;
@@ -264,7 +272,9 @@ bool is_printable(char32_t c) {
     return cat != unicode::control && cat != unicode::undefined && cat != unicode::separator;
 }
 
-bool is_word(char32_t c) { return c == '_' || is_alnum(c); }
+bool is_word(char32_t c) {
+    return c == '_' || is_alnum(c);
+}
 
 bool is_linebreak(char32_t c) {
     return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D ||

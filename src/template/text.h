@@ -37,7 +37,7 @@ bool is_lower(char32_t c);
 bool is_upper(char32_t c);
 bool is_cased(char32_t c);
 bool is_printable(char32_t c);
-bool is_word(char32_t c);  // the regex class \w
+bool is_word(char32_t c);       // the regex class \w
 bool is_linebreak(char32_t c);  // str.splitlines boundaries
 
 std::string lower(std::string_view s);
@@ -57,8 +57,7 @@ std::vector<std::string> rsplit(std::string_view s, const std::optional<std::str
                                 int64_t maxsplit);
 std::vector<std::string> splitlines(std::string_view s, bool keepends);
 // str.replace; count < 0: all.
-std::string replace(std::string_view s, std::string_view old, std::string_view with,
-                    int64_t count);
+std::string replace(std::string_view s, std::string_view old, std::string_view with, int64_t count);
 
 // Python slice bounds resolved for a sequence of `len` items (negative indices, clamping).
 struct SliceIndices {

@@ -204,9 +204,15 @@ double Value::as_double() const {
     return double(as_int());
 }
 
-const std::string& Value::str() const { return *static_cast<const std::string*>(p_.get()); }
-const List& Value::items() const { return static_cast<const ListBox*>(p_.get())->items; }
-const Dict& Value::dict() const { return static_cast<const DictBox*>(p_.get())->dict; }
+const std::string& Value::str() const {
+    return *static_cast<const std::string*>(p_.get());
+}
+const List& Value::items() const {
+    return static_cast<const ListBox*>(p_.get())->items;
+}
+const Dict& Value::dict() const {
+    return static_cast<const DictBox*>(p_.get())->dict;
+}
 
 namespace {
 uint32_t depth_of(const Value& v) {
@@ -215,7 +221,9 @@ uint32_t depth_of(const Value& v) {
     return 0;
 }
 }  // namespace
-Object* Value::object() const { return static_cast<Object*>(p_.get()); }
+Object* Value::object() const {
+    return static_cast<Object*>(p_.get());
+}
 
 const std::string& Value::undefined_hint() const {
     static const std::string none = "undefined value";
@@ -303,7 +311,8 @@ std::optional<size_t> Dict::position(const Value* key, std::string_view string_k
 }
 
 const Value* Dict::find(const Value& key) const {
-    const std::optional<size_t> i = key.is_string() ? position(nullptr, key.str()) : position(&key, {});
+    const std::optional<size_t> i =
+        key.is_string() ? position(nullptr, key.str()) : position(&key, {});
     return i ? &entries[*i].second : nullptr;
 }
 
@@ -313,7 +322,8 @@ const Value* Dict::find(std::string_view key) const {
 }
 
 void Dict::set(Value key, Value value) {
-    const std::optional<size_t> i = key.is_string() ? position(nullptr, key.str()) : position(&key, {});
+    const std::optional<size_t> i =
+        key.is_string() ? position(nullptr, key.str()) : position(&key, {});
     if (i) {
         entries[*i].second = std::move(value);
     } else {
@@ -330,8 +340,9 @@ std::vector<std::optional<Value>> bind_args(const char* function, const CallArgs
                     names.size(), args.positional.size());
     for (size_t i = 0; i < args.positional.size(); ++i) out[i] = args.positional[i];
     for (const auto& [key, value] : args.keywords) {
-        const auto it = std::find_if(names.begin(), names.end(),
-                                     [&](const char* n) { return key == n; });
+        const std::string& k = key;  // clang 14 cannot capture a structured binding
+        const auto it =
+            std::find_if(names.begin(), names.end(), [&](const char* n) { return k == n; });
         if (it == names.end())
             throw_error(ErrorKind::type, "{}() got an unexpected keyword argument '{}'", function,
                         key);
@@ -348,13 +359,17 @@ std::vector<std::optional<Value>> bind_args(const char* function, const CallArgs
     return out;
 }
 
-std::string Object::repr() const { return fmt::format("<{} object>", type_name()); }
+std::string Object::repr() const {
+    return fmt::format("<{} object>", type_name());
+}
 
 Value Object::call(Evaluator&, const CallArgs&) {
     throw_error(ErrorKind::type, "'{}' object is not callable", type_name());
 }
 
-std::optional<Value> Object::attribute(Evaluator&, std::string_view) { return std::nullopt; }
+std::optional<Value> Object::attribute(Evaluator&, std::string_view) {
+    return std::nullopt;
+}
 
 bool Object::next(Evaluator&, Value&) {
     throw_error(ErrorKind::type, "'{}' object is not an iterator", type_name());
@@ -381,7 +396,7 @@ bool truthy(const Value& v) {
         case Kind::dict:
             return v.dict().size() > 0;
         case Kind::object:
-            return true;
+            return v.object()->truthy();
     }
     return false;
 }
@@ -563,6 +578,9 @@ size_t length(const Value& v) {
             return v.items().size();
         case Kind::dict:
             return v.dict().size();
+        case Kind::object:
+            if (const List* items = v.object()->sequence()) return items->size();
+            [[fallthrough]];
         default:
             throw_error(ErrorKind::type, "object of type '{}' has no len()", type_name(v));
     }
@@ -598,6 +616,11 @@ bool Iter::next(Value& out) {
             out = value_.dict().entries[pos_++].first;
             return true;
         case Kind::object:
+            if (const List* items = value_.object()->sequence()) {
+                if (pos_ >= items->size()) return false;
+                out = (*items)[pos_++];
+                return true;
+            }
             return value_.object()->next(ev_, out);
         default:
             return false;  // undefined
@@ -613,7 +636,7 @@ bool iterable(const Value& v) {
         case Kind::dict:
             return true;
         case Kind::object:
-            return v.object()->is_iterator();
+            return v.object()->is_iterator() || v.object()->sequence() != nullptr;
         default:
             return false;
     }

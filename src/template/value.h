@@ -156,6 +156,9 @@ class Object : public std::enable_shared_from_this<Object> {
     // Generators and iterators: one pass, consumed as they are read.
     virtual bool is_iterator() const { return false; }
     virtual bool next(Evaluator& ev, Value& out);
+    // Re-iterable collections that are not lists (dict views): their items, else nullptr.
+    virtual const List* sequence() const { return nullptr; }
+    virtual bool truthy() const { return true; }
     // Drops what this object holds that can lead back to it (scopes), so that reference
     // cycles (a macro stored in the scope it closes over) end with the render.
     virtual void release() {}

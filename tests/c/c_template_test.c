@@ -23,11 +23,11 @@ int main(void) {
         "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}";
     char* out = NULL;
     size_t len = 0;
-    mw_status st = mw_template_render(
-        tmpl, strlen(tmpl), "c.jinja",
-        "{\"bos_token\": \"<s>\", \"add_generation_prompt\": true, "
-        "\"messages\": [{\"role\": \"user\", \"content\": \"  hi  \"}]}",
-        NULL, &out, &len);
+    mw_status st =
+        mw_template_render(tmpl, strlen(tmpl), "c.jinja",
+                           "{\"bos_token\": \"<s>\", \"add_generation_prompt\": true, "
+                           "\"messages\": [{\"role\": \"user\", \"content\": \"  hi  \"}]}",
+                           NULL, &out, &len);
     CHECK(st == MW_OK, "%s", mw_last_error());
     if (st == MW_OK) {
         CHECK(strcmp(out, "<s><user>hi<assistant>") == 0, "got %s", out);
@@ -41,9 +41,9 @@ int main(void) {
     st = mw_template_render(raises, strlen(raises), "r.jinja", "{}", "26 Jul 2024", &out, &len);
     CHECK(st == MW_ERR_INVALID_ARGUMENT, "status %d", (int)st);
     CHECK(out == NULL, "out set on failure");
-    CHECK(strstr(mw_last_error(), "template 'r.jinja', line 2, in call of raise_exception()") !=
-              NULL,
-          "%s", mw_last_error());
+    CHECK(
+        strstr(mw_last_error(), "template 'r.jinja', line 2, in call of raise_exception()") != NULL,
+        "%s", mw_last_error());
 
     /* A built-in applied to a conversation, without a model. */
     const mw_chat_message chat[] = {{"system", "Be brief."}, {"user", "Hello"}};
