@@ -47,9 +47,10 @@ void add_template_command(CLI::App& app) {
     cmd->add_option("--context", opt->context,
                     "JSON object of the variables: messages, add_generation_prompt, bos_token, "
                     "eos_token, tools, ... (- reads stdin)");
-    auto* strftime = cmd->add_option("--strftime-now", opt->strftime_now,
-                    "What strftime_now() returns, whatever its format (default: the current "
-                    "date, formatted)");
+    auto* strftime =
+        cmd->add_option("--strftime-now", opt->strftime_now,
+                        "What strftime_now() returns, whatever its format (default: the current "
+                        "date, formatted)");
     cmd->add_flag("--list", opt->list, "List the built-in templates (for --chat-template NAME)");
     cmd->callback([opt, strftime] {
         if (opt->list) {
@@ -67,9 +68,9 @@ void add_template_command(CLI::App& app) {
         const std::string context = read_all(opt->context, "context");
         char* out = nullptr;
         size_t len = 0;
-        const mw_status st = mw_template_render(
-            source.data(), source.size(), opt->file.c_str(), context.c_str(),
-            strftime->count() ? opt->strftime_now.c_str() : nullptr, &out, &len);
+        const mw_status st =
+            mw_template_render(source.data(), source.size(), opt->file.c_str(), context.c_str(),
+                               strftime->count() ? opt->strftime_now.c_str() : nullptr, &out, &len);
         if (st != MW_OK) {
             const std::string error = mw_last_error();
             if (error.rfind("the context", 0) == 0) fail(opt->context + ": " + error);
