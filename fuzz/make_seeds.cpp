@@ -11,6 +11,8 @@
 //                     and tensor type;
 //   fuzz_hf_config/   Hugging Face config.json files of every model_type the planner knows;
 //   fuzz_safetensors/ small .safetensors files: every dtype, metadata, an empty tensor;
+//   fuzz_template/    the chat templates of SHARED_DIR/testdata/chat-templates, the built-in
+//                     templates and small templates using each construct;
 // so that the fuzzers start from realistic inputs at a size where they run fast.
 //
 // usage: fuzz_make_seeds OUT_DIR [SHARED_DIR]
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "chat/chat_template.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
@@ -423,6 +426,41 @@ void write_safetensors_seeds(const std::string& out) {
     save(out + "/empty.safetensors", safetensors_file("{}", 0));
 }
 
+// ---- fuzz_template: real chat templates, the built-ins, one template per construct ----------
+
+void write_template_seeds(const std::string& out, const std::string& shared) {
+    namespace fs = std::filesystem;
+    const auto save_text = [&](const std::string& name, std::string_view text) {
+        save(out + "/" + name, std::vector<uint8_t>(text.begin(), text.end()));
+    };
+    const std::string dir = shared + "/testdata/chat-templates/templates";
+    if (!shared.empty() && fs::is_directory(dir)) {
+        for (const auto& entry : fs::directory_iterator(dir)) {
+            if (entry.path().extension() != ".jinja") continue;
+            std::ifstream in(entry.path(), std::ios::binary);
+            const std::string text((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+            save_text("shared-" + entry.path().filename().string(), text);
+        }
+    }
+    for (const auto& b : chat::builtins()) save_text("builtin-" + std::string(b.name), b.source);
+    const char* const kConstructs[] = {
+        "{% for m in messages %}{{ loop.index0 }}{{ m.role | upper }}{% endfor %}",
+        "{% set ns = namespace(x=0) %}{% for i in range(3) %}{% set ns.x = ns.x + i %}{% endfor %}"
+        "{{ ns.x }}",
+        "{% macro m(a, b=1) %}{{ a ~ b }}{{ caller() }}{% endmacro %}{% call m(2) %}c{% endcall %}",
+        "{{ messages | selectattr('role', 'eq', 'user') | map(attribute='content') | join(',') }}",
+        "{{ tools | tojson(indent=2) }}{{ messages[1:][::-1] | length }}",
+        "{%- if messages[0].role == 'system' -%}{{ raise_exception('no') }}{%- endif -%}",
+        "{{ '%s %d' % ('a', 1) }}{{ '{:>5}'.format('x') }}{{ 'a b'.split() }}",
+        "{% for x in [1, [2, [3]]] recursive %}{{ loop(x) if x is iterable else x }}{% endfor %}",
+        "{% raw %}{{ x }}{% endraw %}{# c #}{{ 1 if true else 2 }}",
+        "{% filter upper %}{% set t %}x{% endset %}{{ t }}{% endfilter %}",
+    };
+    int i = 0;
+    for (const char* t : kConstructs) save_text(fmt::format("construct-{}.jinja", i++), t);
+}
+
 // ---- fuzz_gguf ------------------------------------------------------------------------------
 
 void write_gguf_seeds(const std::string& out, const std::vector<std::string>& shared_files) {
@@ -462,7 +500,7 @@ int main(int argc, char** argv) {
             std::sort(shared_files.begin(), shared_files.end());
         }
         for (const char* target : {"fuzz_gguf", "fuzz_vocab", "fuzz_vocab_gguf", "fuzz_model",
-                                   "fuzz_hf_config", "fuzz_safetensors"}) {
+                                   "fuzz_hf_config", "fuzz_safetensors", "fuzz_template"}) {
             fs::create_directories(out + "/" + target);
         }
         write_gguf_seeds(out + "/fuzz_gguf", shared_files);
@@ -471,6 +509,7 @@ int main(int argc, char** argv) {
         write_model_seeds(out + "/fuzz_model");
         write_config_seeds(out + "/fuzz_hf_config");
         write_safetensors_seeds(out + "/fuzz_safetensors");
+        write_template_seeds(out + "/fuzz_template", shared);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
         return 1;

@@ -862,6 +862,57 @@ MW_API mw_verify_params mw_verify_default_params(void);
  * and the SHA-256 when given. Returns the report as JSON (keys in docs/verify.md; "ok" is true
  * only when every check passes); NULL when the file cannot be opened or sha256 is malformed. */
 MW_API char* mw_verify_json(const char* path, const mw_verify_params* params);
+/* ---- Chat templates ---------------------------------------------------------------------- */
+/* Jinja chat templates rendered as Hugging Face transformers renders them (Python Jinja2 3.1 in
+ * its sandbox, trim_blocks and lstrip_blocks; tojson is json.dumps; raise_exception() and
+ * strftime_now() exist): the model's tokenizer.chat_template, a built-in by name ("chatml",
+ * "llama3", ...; see mw_chat_builtin_templates) or template text. A template is untrusted
+ * input: rendering is bounded in loop iterations, call depth and output size. Errors
+ * (MW_ERR_INVALID_ARGUMENT) name the template, the line and the construct in mw_last_error(). */
+
+typedef struct mw_chat_message {
+    const char* role;    /* "system", "user", "assistant", "tool", ... (UTF-8, NUL-terminated) */
+    const char* content; /* UTF-8, NUL-terminated; NULL gives a null content */
+} mw_chat_message;
+
+/* Renders Jinja `source` (source_len bytes) with the variables of `context_json`, a JSON object
+ * (messages, add_generation_prompt, bos_token, eos_token, tools, any other variable), as
+ * `memwall template` does. name: the template's name in messages (NULL: "template").
+ * strftime_now: what strftime_now() returns whatever the format (NULL: today's date). On
+ * success *out holds the text (free it with mw_free_string) and *out_len, unless NULL, its
+ * length (the text may contain NUL bytes). */
+MW_API mw_status mw_template_render(const char* source, size_t source_len, const char* name,
+                                    const char* context_json, const char* strftime_now, char** out,
+                                    size_t* out_len);
+
+/* The prompt for a conversation, like llama.cpp's llama_chat_apply_template. tmpl: NULL for
+ * the model's own (tokenizer.chat_template, else a built-in chosen from its special tokens,
+ * else "chatml"), or the name of a built-in, or Jinja text. model may be NULL when tmpl is
+ * given (bos_token and eos_token are then ""); otherwise they are the text of the model's BOS
+ * and EOS tokens. Returns the length of the prompt in bytes and writes at most buf_size bytes
+ * of it, NUL included (call again with a larger buffer when the result is >= buf_size), or
+ * -1 on error with mw_last_error() saying why. */
+MW_API int32_t mw_chat_apply_template(const mw_model* model, const char* tmpl,
+                                      const mw_chat_message* messages, size_t n_messages,
+                                      bool add_generation_prompt, char* buf, int32_t buf_size);
+
+/* The same from a JSON request, for tool definitions, tool calls and other variables:
+ * {"messages": [{"role": ..., "content": ..., "tool_calls": [...]}, ...], "tools": [...],
+ *  "add_generation_prompt": true, "variables": {"enable_thinking": false},
+ *  "strftime_now": "26 Jul 2024"}; only messages is required (add_generation_prompt defaults
+ * to true; without "tools" the template sees `tools` undefined). Key order is kept. *out: the
+ * prompt (free it with mw_free_string); *out_len, unless NULL, its length. */
+MW_API mw_status mw_chat_render(const mw_model* model, const char* tmpl, const char* request_json,
+                                char** out, size_t* out_len);
+
+/* Which template the two calls above use for (model, tmpl), as JSON: {"name": ...,
+ * "origin": "model"|"builtin"|"text"|"guessed"|"fallback", "description": ..., "source": ...}.
+ * NULL on error. Free it with mw_free_string. */
+MW_API char* mw_chat_template_info(const mw_model* model, const char* tmpl);
+
+/* Names of the built-in templates: writes up to n of them (static strings) to names (which
+ * may be NULL when n is 0) and returns how many there are. */
+MW_API int32_t mw_chat_builtin_templates(const char** names, size_t n);
 
 #ifdef __cplusplus
 }

@@ -154,6 +154,7 @@ void run_sustained_bench(const SustainedBench& bench, const SustainedOptions& op
 std::vector<mw_token> bench_prompt_ids(int n, int32_t n_vocab);
 void add_serve_command(CLI::App& app);  // cmd_serve.cpp
 void add_chat_command(CLI::App& app);   // cmd_chat.cpp
+void add_template_command(CLI::App& app);
 
 // `memwall` without arguments: probe this machine, then plan the catalogue for it (cmd_main.cpp).
 int run_main_job();

@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
     cli::add_plot_command(app);
     cli::add_serve_command(app);
     cli::add_chat_command(app);
+    cli::add_template_command(app);
 
     std::vector<std::string> args = expand_aliases(argc, argv);
     std::vector<char*> cargs;
