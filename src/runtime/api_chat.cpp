@@ -54,7 +54,7 @@ void mw_chat_free(mw_chat* chat) {
     delete chat;
 }
 
-mw_status mw_chat_send(mw_chat* chat, const char* text, size_t text_len, mw_text_fn on_text,
+mw_status mw_chat_send(mw_chat* chat, const char* text, size_t text_len, mw_piece_fn on_text,
                        void* user_data, mw_chat_reply* reply) {
     if (!chat || (!text && text_len > 0)) {
         mw::set_api_last_error("mw_chat_send: chat or text is NULL");
