@@ -21,28 +21,8 @@
 #include "tensor/repack.h"
 #include "tensor/types.h"
 
-#if defined(__x86_64__)
-#include "tensor/kernels_x86.h"
-#endif
-
 namespace mw {
 namespace {
-
-struct Isa {
-    const char* name;
-    TraitsArray table;
-};
-
-std::vector<Isa> available_isas() {
-    std::vector<Isa> isas;
-    isas.push_back({"scalar", reference_type_traits()});
-#if defined(__x86_64__)
-    TraitsArray t{};
-    if (x86::kernel_table(IsaLimit::avx2, t)) isas.push_back({"avx2", t});
-    if (x86::kernel_table(IsaLimit::avx512, t)) isas.push_back({"avx512", t});
-#endif
-    return isas;
-}
 
 const TypeTraits& row_of(const TraitsArray& table, GgmlType type) {
     for (const TypeTraits& t : table) {
@@ -228,15 +208,12 @@ struct Shape {
 // 2048).
 const Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}};
 
-void register_all(std::vector<Isa>& isas) {
-    for (Isa& isa : isas) {
+void register_all(std::vector<KernelSet>& sets) {
+    for (KernelSet& isa : sets) {
         std::vector<const TypeTraits*> weights;
         for (GgmlType type : kTypes) weights.push_back(&row_of(isa.table, type));
-        // The packed layouts, measured with the set that installed them.
-        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
-            const TypeTraits* p = packed_traits(type, 2048, 2048);
-            if (p && !std::strcmp(p->isa, isa.name)) weights.push_back(p);
-        }
+        // The set's packed layouts.
+        for (int k = 0; k < isa.n_packed; ++k) weights.push_back(&isa.packed[size_t(k)]);
         for (const TypeTraits* w : weights) {
             benchmark::RegisterBenchmark(
                 (std::string("gemv_l2/") + w->name + "/" + isa.name + "/256x2048").c_str(),
@@ -270,8 +247,8 @@ void register_all(std::vector<Isa>& isas) {
 }  // namespace mw
 
 int main(int argc, char** argv) {
-    static std::vector<mw::Isa> isas = mw::available_isas();
-    mw::register_all(isas);
+    static std::vector<mw::KernelSet> sets = mw::available_kernel_sets();
+    mw::register_all(sets);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

@@ -1,4 +1,4 @@
-// The ARM64 kernels (tensor/kernels_neon*.cpp) against the scalar reference (mw::ref), at every
+// The ARM64 kernels (tensor/arm/kernels_neon*.cpp) against the scalar reference (mw::ref), at every
 // level the CPU running the test has: NEON, dotprod, i8mm. Built on ARM64 only; under qemu-user
 // with `-cpu max` all three levels run, on a CPU model without dotprod / i8mm those levels are
 // skipped and the NEON fallback is what the process uses (checked by Dispatch).
@@ -20,8 +20,9 @@
 
 #include "base/fp16.h"
 #include "support/random_blocks.h"
+#include "tensor/arm/neon.h"
 #include "tensor/cpu_features.h"
-#include "tensor/kernels_neon.h"
+#include "tensor/kernels.h"
 #include "tensor/quants.h"
 #include "tensor/types.h"
 
@@ -56,9 +57,11 @@ bool cpu_has(Level level) {
 }
 
 TraitsArray kernels_at(Level level) {
-    TraitsArray table = reference_type_traits();
-    EXPECT_STREQ(neon::install(table, level), level_name(level));
-    return table;
+    KernelSet set;
+    set.table = reference_type_traits();
+    neon::install(set, level);
+    EXPECT_STREQ(set.name, level_name(level));
+    return set.table;
 }
 
 const TypeTraits& row(const TraitsArray& table, GgmlType type) {
@@ -347,9 +350,11 @@ TEST(KernelsNeon, DispatchPicksTheBestLevelTheCpuHas) {
     if (const char* expected = std::getenv("MEMWALL_EXPECT_ISA")) {
         EXPECT_STREQ(kernel_isa(), expected) << cpu_features_summary();
     }
-    TraitsArray scalar = reference_type_traits();
-    EXPECT_STREQ(install_kernels(scalar, cpu_features(), IsaLimit::scalar), "scalar");
-    EXPECT_EQ(scalar[3].matmul, reference_type_traits()[3].matmul);
+    KernelSet scalar;
+    scalar.table = reference_type_traits();
+    install_kernels(scalar, cpu_features(), IsaLimit::scalar);
+    EXPECT_STREQ(scalar.name, "scalar");
+    EXPECT_EQ(scalar.table[3].matmul, reference_type_traits()[3].matmul);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "plan/probe.h"
 #include "runtime/thread_pool.h"
 #include "support/test_support.h"
+#include "tensor/types.h"
 
 namespace mw {
 namespace {
@@ -69,6 +70,22 @@ TEST(Probe, MeasuresBandwidthAndMatmul) {
     const double gflops = measure_matmul_gflops(pool, 0.1);
     EXPECT_GT(gflops, 0.01);
     EXPECT_LT(gflops, 1e5);
+}
+
+// The int8 peak is the ceiling of the engine's integer matmul: a register-only loop of the same
+// dot-product instruction cannot be slower than a matmul that also moves data (20 % slack for
+// a noisy machine between the two measurements).
+TEST(Probe, Int8PeakBoundsTheMatmul) {
+    ThreadPool pool(1);
+    const double peak = measure_int8_peak_gmacs(pool, 0.1);
+    if (std::string(kernel_isa()) == "scalar") {
+        EXPECT_EQ(peak, 0.0);
+        return;
+    }
+    if (peak == 0.0) GTEST_SKIP() << "no int8 peak loop for the " << kernel_isa() << " kernels";
+    const double matmul_gmacs = measure_matmul_gflops(pool, 0.1) / 2;
+    EXPECT_GT(peak, 0.8 * matmul_gmacs) << kernel_isa();
+    EXPECT_LT(peak, 1e5);
 }
 
 TEST(Probe, CacheMakesThisDeviceInstantAndKeepsBenchFigures) {
@@ -140,8 +157,9 @@ TEST(Probe, CliTextAndJson) {
         test::run_command(env + test::cli_path() + " probe --json --seconds 0.4 -t 2");
     ASSERT_EQ(j.exit_code, 0) << j.err;
     const json p = json::parse(j.out);
-    for (const char* key : {"read_bandwidth_bytes_per_s", "triad_bandwidth_bytes_per_s",
-                            "matmul_gflops", "bandwidth_threads", "cache_file"}) {
+    for (const char* key :
+         {"read_bandwidth_bytes_per_s", "triad_bandwidth_bytes_per_s", "matmul_gflops",
+          "int8_peak_gmacs", "kernel_set", "bandwidth_threads", "cache_file"}) {
         EXPECT_TRUE(p.contains(key)) << key;
     }
     for (const char* key : {"cpu", "logical_cpus", "engine_threads", "simd", "caches",

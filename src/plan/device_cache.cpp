@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "runtime/thread_pool.h"
+#include "tensor/types.h"
 
 namespace mw {
 namespace {
@@ -112,6 +113,8 @@ std::string measured_device_to_json(const MeasuredDevice& m) {
               {"bandwidth_threads", m.bandwidth.n_threads},
               {"bandwidth_seconds", m.bandwidth.seconds},
               {"matmul_gflops", m.matmul_gflops},
+              {"int8_peak_gmacs", m.int8_peak_gmacs},
+              {"kernel_set", m.kernel_set},
               {"measured_at", m.measured_at}};
     if (m.decode_efficiency) j["decode_efficiency"] = *m.decode_efficiency;
     if (m.prefill_gflops) j["prefill_gflops"] = *m.prefill_gflops;
@@ -131,6 +134,8 @@ MeasuredDevice measured_device_from_json(const std::string& text) {
     m.bandwidth.n_threads = j.value("bandwidth_threads", 0);
     m.bandwidth.seconds = j.value("bandwidth_seconds", 0.0);
     m.matmul_gflops = j.value("matmul_gflops", 0.0);
+    m.int8_peak_gmacs = j.value("int8_peak_gmacs", 0.0);
+    m.kernel_set = j.value("kernel_set", std::string());
     m.measured_at = j.value("measured_at", int64_t(0));
     if (j.contains("decode_efficiency")) m.decode_efficiency = j["decode_efficiency"].get<double>();
     if (j.contains("prefill_gflops")) m.prefill_gflops = j["prefill_gflops"].get<double>();
@@ -165,7 +170,9 @@ MeasuredDevice probe_device(const ProbeOptions& options) {
     // Most of the time goes to bandwidth (what decoding depends on), the rest to the matmul.
     m.bandwidth = measure_bandwidth(pool, options.seconds * 0.75, largest_cache(m.system),
                                     m.system.memory.available_bytes);
-    m.matmul_gflops = measure_matmul_gflops(pool, options.seconds * 0.2);
+    m.matmul_gflops = measure_matmul_gflops(pool, options.seconds * 0.15);
+    m.int8_peak_gmacs = measure_int8_peak_gmacs(pool, options.seconds * 0.05);
+    m.kernel_set = kernel_isa();
     // Keep what bench measured on this machine.
     if (const auto old = cached_device()) {
         m.decode_efficiency = old->decode_efficiency;

@@ -19,7 +19,10 @@ struct MeasuredDevice {
     SystemInfo system;
     BandwidthResult bandwidth;
     double matmul_gflops = 0;  // the engine's Q4_K matmul, all engine threads
-    int64_t measured_at = 0;   // unix time
+    // The kernels' int8 dot product in a register-only loop, all engine threads; and the set.
+    double int8_peak_gmacs = 0;
+    std::string kernel_set;
+    int64_t measured_at = 0;  // unix time
     // Written by `bench`: measured decode tok/s / (read bandwidth / weight bytes per token).
     std::optional<double> decode_efficiency;
     // Written by `bench`: measured prompt tok/s x FLOPs per token.

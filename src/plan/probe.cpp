@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "runtime/thread_pool.h"
 #include "tensor/cpu_features.h"
+#include "tensor/kernels.h"
 #include "tensor/ops.h"
 
 namespace mw {
@@ -289,6 +290,14 @@ double measure_matmul_gflops(Parallel& par, double seconds) {
         best = std::max(best, flops_per_call / seconds_since(t0));
     }
     return best / 1e9;
+}
+
+double measure_int8_peak_gmacs(Parallel& par, double seconds) {
+    std::vector<double> per_thread(size_t(par.n_threads()), 0.0);
+    par.for_each_thread([&](int ith, int) { per_thread[size_t(ith)] = int8_peak_macs(seconds); });
+    double total = 0;
+    for (double v : per_thread) total += v;
+    return total / 1e9;
 }
 
 }  // namespace mw

@@ -52,4 +52,9 @@ BandwidthResult measure_bandwidth(Parallel& par, double seconds, uint64_t larges
 // processing can reach on this machine.
 double measure_matmul_gflops(Parallel& par, double seconds);
 
+// GMAC/s (8-bit multiply-accumulates) of the installed kernels' integer dot product in a
+// register-only loop on every thread at once (tensor/kernels.h, int8_peak_macs): the peak that
+// prompt processing is measured against. 0 for the scalar kernels.
+double measure_int8_peak_gmacs(Parallel& par, double seconds);
+
 }  // namespace mw

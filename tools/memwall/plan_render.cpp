@@ -182,6 +182,10 @@ void print_probe(const json& p) {
             p["bandwidth_seconds"].get<double>());
         fmt::print("Matmul     {:.1f} GFLOP/s (the engine's Q4_K matmul, 32 tokens)\n",
                    p["matmul_gflops"].get<double>());
+        if (p.value("int8_peak_gmacs", 0.0) > 0) {
+            fmt::print("Int8 peak  {:.1f} GMAC/s (the {} kernels' dot product, registers only)\n",
+                       p["int8_peak_gmacs"].get<double>(), p.value("kernel_set", std::string()));
+        }
     }
     if (p.contains("decode_efficiency")) {
         fmt::print("Decode     {:.0f} % of the read bandwidth (measured by bench)\n",

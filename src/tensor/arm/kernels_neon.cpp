@@ -1,12 +1,12 @@
 // ARMv8.0 NEON kernels (every ARM64 CPU): the activation quantizers, the F32 / F16 / BF16 dot
 // products and matrix kernels, and the quantized kernels on widening multiplies, the fallback for
 // CPUs without SDOT. Also the level choice and installation of the ARM64 kernel sets.
-#include "tensor/kernels_neon.h"
+#include "tensor/arm/neon.h"
 
 #include <cstring>
 
 #include "base/fp16.h"
-#include "tensor/kernels_neon_dot.h"
+#include "tensor/arm/dot.h"
 
 namespace mw::neon {
 namespace {
@@ -255,13 +255,15 @@ Level best_level(const CpuFeatures& cpu) {
     return Level::neon;
 }
 
-const char* install(TraitsArray& table, Level level) {
-    install_neon(table);
-    if (level == Level::neon) return "neon";
-    install_dotprod(table);
-    if (level == Level::dotprod) return "neon-dotprod";
-    install_i8mm(table);
-    return "neon-i8mm";
+void install(KernelSet& set, Level level) {
+    install_neon(set.table);
+    set.name = "neon";
+    if (level == Level::neon) return;
+    install_dotprod(set.table);
+    set.name = "neon-dotprod";
+    if (level == Level::dotprod) return;
+    install_i8mm(set.table);
+    set.name = "neon-i8mm";
 }
 
 void install_neon(TraitsArray& table) {

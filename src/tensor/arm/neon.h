@@ -21,9 +21,9 @@ enum class Level { neon, dotprod, i8mm };
 // The highest level `cpu` supports (ARM64 always has NEON).
 Level best_level(const CpuFeatures& cpu);
 
-// Installs the kernels of `level` and of the levels below it into `table` and returns the set's
-// name ("neon", "neon-dotprod", "neon-i8mm"). The caller makes sure the CPU has `level`.
-const char* install(TraitsArray& table, Level level);
+// Installs the kernels of `level` and of the levels below it into `set` and names it ("neon",
+// "neon-dotprod", "neon-i8mm"). The caller makes sure the CPU has `level`.
+void install(KernelSet& set, Level level);
 
 // One level's kernels over what is already in the table (install() calls them in order).
 void install_neon(TraitsArray& table);

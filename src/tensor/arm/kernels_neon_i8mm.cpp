@@ -7,8 +7,8 @@
 // pair row, the token pairs likewise, and every SMMLA does 32 multiply-adds. Scales follow the same
 // 2x2 lane order. Token counts that leave a single token, and decode (one token), go to the SDOT
 // tiles; vec_dot stays the SDOT one (install_dotprod runs first).
-#include "tensor/kernels_neon.h"
-#include "tensor/kernels_neon_dot.h"
+#include "tensor/arm/dot.h"
+#include "tensor/arm/neon.h"
 
 #if !defined(__ARM_FEATURE_MATMUL_INT8) || !defined(__ARM_FEATURE_DOTPROD)
 #error "kernels_neon_i8mm.cpp needs -march=armv8.6-a+i8mm (src/CMakeLists.txt)"

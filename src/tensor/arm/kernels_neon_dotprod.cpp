@@ -1,8 +1,8 @@
 // The quantized kernels on SDOT (ARMv8.2 dot product, compiled with +dotprod): four 8-bit
 // products summed into each 32-bit lane per instruction. Same tiling as the NEON fallback
 // (kernels_neon_dot.h), only the integer engine differs.
-#include "tensor/kernels_neon.h"
-#include "tensor/kernels_neon_dot.h"
+#include "tensor/arm/dot.h"
+#include "tensor/arm/neon.h"
 
 #if !defined(__ARM_FEATURE_DOTPROD)
 #error "kernels_neon_dotprod.cpp needs -march=armv8.2-a+dotprod (src/CMakeLists.txt)"
