@@ -39,8 +39,8 @@ const log = s => process.stderr.write(s + "\n");
 
 const oneB = ["Q4_K_M", "Q4_0", "Q8_0", "Q6_K", "Q5_K_M"].map(type => ({
     label: `1B-shape ${type}`, preset: "llama-3.2-1b", type, file: `l1b-${type.toLowerCase()}.gguf`}));
-const moe = {label: "8x top-2 MoE Q4_K_M", preset: "mixtral-small-moe", type: "Q4_K_M", file: "moe-q4km.gguf"};
-const eightB = {label: "8B-shape Q4_K_M", preset: "llama-3.1-8b", type: "Q4_K_M", file: "l8b-q4km.gguf"};
+const moe = {label: "8x top-2 MoE Q4_K_M", preset: "mixtral-small-moe", type: "Q4_K_M", file: "moe-q4_k_m.gguf"};
+const eightB = {label: "8B-shape Q4_K_M", preset: "llama-3.1-8b", type: "Q4_K_M", file: "l8b-q4_k_m.gguf"};
 
 function ensure(m) {
     const path = join(opt.models, m.file);

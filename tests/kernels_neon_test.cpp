@@ -322,6 +322,26 @@ TEST_P(KernelsNeonLevel, MatmulOfOneTokenAgreesWithVecDot) {
     }
 }
 
+// dotprod and i8mm offer the packed layouts (groups of 4 rows; their kernels are tested in
+// repack_test.cpp for every set), the ARMv8.0 fallback none: its widening multiplies gain
+// nothing from them.
+TEST_P(KernelsNeonLevel, OffersThePackedLayouts) {
+    KernelSet set;
+    set.table = reference_type_traits();
+    neon::install(set, GetParam());
+    if (GetParam() == Level::neon) {
+        EXPECT_EQ(set.n_packed, 0);
+        return;
+    }
+    ASSERT_EQ(set.n_packed, 5);
+    for (int k = 0; k < set.n_packed; ++k) {
+        const TypeTraits& p = set.packed[size_t(k)];
+        EXPECT_EQ(p.pack_rows, 4) << p.name;
+        EXPECT_STREQ(p.isa, level_name(GetParam())) << p.name;
+        EXPECT_NE(p.matmul, nullptr) << p.name;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, KernelsNeonLevel,
                          ::testing::Values(Level::neon, Level::dotprod, Level::i8mm),
                          [](const ::testing::TestParamInfo<Level>& param) {

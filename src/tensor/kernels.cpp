@@ -1,5 +1,8 @@
 #include "tensor/kernels.h"
 
+#include <time.h>
+
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -79,14 +82,39 @@ std::vector<KernelSet> available_kernel_sets() {
 }
 
 double int8_peak_macs(double seconds) {
-    (void)seconds;
     const KernelSet& set = installed_kernels();
-#if defined(__x86_64__)
-    for (x86::Isa isa : {x86::Isa::avx512, x86::Isa::avxvnni, x86::Isa::avx2}) {
-        if (!std::strcmp(set.name, x86::isa_name(isa))) return x86::int8_peak_macs(isa, seconds);
+    return set.int8_peak ? set.int8_peak(seconds) : 0.0;
+}
+
+namespace {
+
+// This thread's CPU time: a pass the OS interrupts (other processes on a shared machine) is not
+// charged for the interruption.
+double thread_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+}  // namespace
+
+double time_peak_loop(double (*loop)(int64_t iterations), double seconds) {
+    using Clock = std::chrono::steady_clock;
+    // Grow the pass until it is long enough to time, then keep the best of the passes.
+    int64_t iterations = 1 << 12;
+    double best = 0.0;
+    const auto start = Clock::now();
+    while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+        const double t0 = thread_seconds();
+        const double macs = loop(iterations);
+        const double dt = thread_seconds() - t0;
+        if (dt < 2e-3) {
+            iterations *= 4;
+            continue;
+        }
+        if (macs / dt > best) best = macs / dt;
     }
-#endif
-    return 0.0;
+    return best;
 }
 
 }  // namespace mw

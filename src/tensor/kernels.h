@@ -35,6 +35,10 @@ struct KernelSet {
     // Traits rows of the packed layouts (pack_rows > 0), the first n_packed valid.
     std::array<TypeTraits, kMaxPackedLayouts> packed{};
     int n_packed = 0;
+    // Multiply-accumulates per second of 8-bit integers that one thread reaches with the set's
+    // dot-product instruction in a register-only loop of about `seconds` (null for scalar): the
+    // int8 peak that prefill is measured against.
+    double (*int8_peak)(double seconds) = nullptr;
 
     // Offers `type` packed in groups of `rows` with this matmul: a traits row like the table's
     // row of `type`, named e.g. "Q4_K/x16", with to_float and vec_dot null.
@@ -71,9 +75,12 @@ const KernelSet& installed_kernels();
 // the sets.
 std::vector<KernelSet> available_kernel_sets();
 
-// Multiply-accumulates per second of 8-bit integers that one thread reaches with the installed
-// set's dot-product instruction in a register-only loop of about `seconds` (0 for the scalar
-// set): the int8 peak that prefill is measured against.
+// The installed set's int8 peak (KernelSet::int8_peak) on this thread; 0 for the scalar set.
 double int8_peak_macs(double seconds);
+
+// Times `loop(iterations)` (which returns the multiply-accumulates it did) for about `seconds`
+// in passes long enough to time, in this thread's CPU time, and returns the best rate: how the
+// sets' int8_peak are measured.
+double time_peak_loop(double (*loop)(int64_t iterations), double seconds);
 
 }  // namespace mw

@@ -256,17 +256,18 @@ Level best_level(const CpuFeatures& cpu) {
 }
 
 void install(KernelSet& set, Level level) {
-    install_neon(set.table);
     set.name = "neon";
+    install_neon(set);
     if (level == Level::neon) return;
-    install_dotprod(set.table);
     set.name = "neon-dotprod";
+    install_dotprod(set);
     if (level == Level::dotprod) return;
-    install_i8mm(set.table);
     set.name = "neon-i8mm";
+    install_i8mm(set);
 }
 
-void install_neon(TraitsArray& table) {
+void install_neon(KernelSet& set) {
+    TraitsArray& table = set.table;
     row_of(table, GgmlType::Q8_0).from_float = quantize_row_q8_0;
     row_of(table, GgmlType::Q8_1).from_float = quantize_row_q8_1;
     row_of(table, GgmlType::Q8_K).from_float = quantize_row_q8_k;

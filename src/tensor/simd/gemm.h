@@ -97,11 +97,13 @@ void pack_panel(const MatmulArgs& a, const PanelFormat& f, RowDecodeFn decode, i
 // ---- The micro-kernel -------------------------------------------------------------------------
 
 // What a tile reads of the activations: per token, its row and side arrays.
+inline constexpr int kMaxTileGroups = 4, kMaxTileTokens = 8;
+
 struct TileActs {
-    const uint8_t* row[6];
-    const int32_t* bias[6];
-    const float* min_factor[6];
-    const float* dx[6];
+    const uint8_t* row[kMaxTileTokens];
+    const int32_t* bias[kMaxTileTokens];
+    const float* min_factor[kMaxTileTokens];
+    const float* dx[kMaxTileTokens];
 };
 
 // The tile's integer arithmetic: codes <= kMaxCode (unsigned), or kSigned: the panel holds
@@ -114,8 +116,8 @@ struct TileInts {
 
 // Sub-block j: integer dot products of G panels x T tokens, starting from the bias.
 template <class V, int G, int T, int BL, bool kBias, class Ints>
-inline void dot_sub_block(const PanelFormat& f, const uint8_t* const panel[2], size_t stride,
-                          const TileActs& x, int64_t j, typename V::I s[G][T]) {
+inline void dot_sub_block(const PanelFormat& f, const uint8_t* const panel[kMaxTileGroups],
+                          size_t stride, const TileActs& x, int64_t j, typename V::I s[G][T]) {
     using I = typename V::I;
     constexpr int R = V::kLanes;
     const int8_t* xq[T];
@@ -173,7 +175,7 @@ inline void store_tile(typename V::F acc[G][T], float* y, int64_t ldy, RowSpan r
 
 // Tile for the 32-element types: a float scale per block on both sides.
 template <class V, int G, int T, bool kBias, bool kMin, class Ints>
-void tile_blocks(const PanelFormat& f, const uint8_t* const panel[2], int64_t n_sub,
+void tile_blocks(const PanelFormat& f, const uint8_t* const panel[kMaxTileGroups], int64_t n_sub,
                  const TileActs& x, float* y, int64_t ldy, RowSpan rows) {
     using I = typename V::I;
     using F = typename V::F;
@@ -207,7 +209,7 @@ void tile_blocks(const PanelFormat& f, const uint8_t* const panel[2], int64_t n_
 // Tile for the K-quants: sub-block scales in float within a super-block, then the super-block's
 // activation scale.
 template <class V, int G, int T, int BL, bool kBias, bool kMin, class Ints>
-void tile_kquant(const PanelFormat& f, const uint8_t* const panel[2], int64_t n_sub,
+void tile_kquant(const PanelFormat& f, const uint8_t* const panel[kMaxTileGroups], int64_t n_sub,
                  const TileActs& x, float* y, int64_t ldy, RowSpan rows) {
     using I = typename V::I;
     using F = typename V::F;
@@ -247,8 +249,8 @@ void tile_kquant(const PanelFormat& f, const uint8_t* const panel[2], int64_t n_
     store_tile<V, G, T>(acc, y, ldy, rows);
 }
 
-using TileFn = void (*)(const PanelFormat&, const uint8_t* const[2], int64_t, const TileActs&,
-                        float*, int64_t, RowSpan);
+using TileFn = void (*)(const PanelFormat&, const uint8_t* const[kMaxTileGroups], int64_t,
+                        const TileActs&, float*, int64_t, RowSpan);
 
 template <class V, int G, int BL, bool kBias, bool kMin, bool kKQuant, class Ints, int T>
 constexpr TileFn tile_fn() {
@@ -264,19 +266,35 @@ constexpr std::array<TileFn, sizeof...(Ts) + 1> tile_table(std::index_sequence<T
     return {nullptr, tile_fn<V, G, BL, kBias, kMin, kKQuant, Ints, int(Ts) + 1>()...};
 }
 
+// The micro-kernels a GEMM runs: tiles of up to kGroups panels x kTokens tokens; fn(g, n) is the
+// tile of g panels (1..kGroups) and n tokens. These broadcast 4 activation bytes to the R rows
+// of a vector; an ISA with a matrix instruction brings its own (tensor/arm, SMMLA).
+template <class V, int BL, bool kBias, bool kMin, bool kKQuant, class Ints>
+struct BroadcastTiles {
+    static constexpr int kGroups = V::kTileGroups;
+    static constexpr int kTokens = kKQuant ? V::kTileTokensK : V::kTileTokens;
+    template <size_t... Gs>
+    static constexpr std::array<std::array<TileFn, kTokens + 1>, sizeof...(Gs)> tables(
+        std::index_sequence<Gs...>) {
+        return {tile_table<V, int(Gs) + 1, BL, kBias, kMin, kKQuant, Ints>(
+            std::make_index_sequence<kTokens>())...};
+    }
+    static TileFn fn(int n_groups, int n) {
+        static constexpr auto all = tables(std::make_index_sequence<kGroups>());
+        return all[size_t(n_groups - 1)][size_t(n)];
+    }
+};
+
 // The GEMM driver. pack(r, nr, panel) fills a panel with rows [r, r + nr); with `groups` the
 // tiles start at multiples of R rows (packed layouts) and rows outside [r0, r1) are computed but
 // not stored.
-template <class V, int BL, bool kBias, bool kMin, bool kKQuant, class Ints, class Pack>
-void gemm(const MatmulArgs& a, const PanelFormat& f, Pack pack, bool groups) {
+template <class V, int BL, bool kBias, bool kMin, bool kKQuant, class Ints, class Pack,
+          class Tiles = BroadcastTiles<V, BL, kBias, kMin, kKQuant, Ints>>
+void gemm(const MatmulArgs& a, const PanelFormat& f, Pack pack, bool groups, Tiles = Tiles{}) {
     constexpr int R = V::kLanes;
-    constexpr int G = V::kTileGroups;
-    constexpr int kTile = kKQuant ? V::kTileTokensK : V::kTileTokens;
-    static_assert(G <= 2 && kTile <= 6, "TileActs and the panel pair hold 2 panels, 6 tokens");
-    static constexpr auto tiles1 =
-        tile_table<V, 1, BL, kBias, kMin, kKQuant, Ints>(std::make_index_sequence<kTile>());
-    static constexpr auto tilesG =
-        tile_table<V, G, BL, kBias, kMin, kKQuant, Ints>(std::make_index_sequence<kTile>());
+    constexpr int G = Tiles::kGroups;
+    constexpr int kTile = Tiles::kTokens;
+    static_assert(G <= kMaxTileGroups && kTile <= kMaxTileTokens, "tile larger than TileActs");
     const int64_t n_sub = a.n_cols / BL;
     const int64_t n_dx = kKQuant ? a.n_cols / 256 : n_sub;
     const int64_t n_tok = a.n_tokens;
@@ -292,7 +310,8 @@ void gemm(const MatmulArgs& a, const PanelFormat& f, Pack pack, bool groups) {
 
     const size_t panel_bytes = size_t(n_sub) * panel_stride<V>(f);
     uint8_t* panels = panel_buf.get(G * panel_bytes);
-    const uint8_t* panel[2] = {panels, panels + (G > 1 ? panel_bytes : 0)};
+    const uint8_t* panel[kMaxTileGroups] = {};
+    for (int g = 0; g < G; ++g) panel[g] = panels + size_t(g) * panel_bytes;
 
     const int64_t r_begin = groups ? a.r0 - a.r0 % R : a.r0;
     const int64_t r_end = groups ? (a.r1 + R - 1) / R * R : a.r1;
@@ -313,8 +332,7 @@ void gemm(const MatmulArgs& a, const PanelFormat& f, Pack pack, bool groups) {
                 x.min_factor[t] = side.min_factor + tt * n_sub;
                 x.dx[t] = side.dx + tt * n_dx;
             }
-            const TileFn fn = n_groups == G ? tilesG[n] : tiles1[n];
-            fn(f, panel, n_sub, x, a.y + t0 * a.ldy + r, a.ldy, span);
+            Tiles::fn(n_groups, n)(f, panel, n_sub, x, a.y + t0 * a.ldy + r, a.ldy, span);
         }
     }
 }

@@ -3,8 +3,6 @@
 // the set offers. Compiled with the baseline flags: it only takes the sets' addresses.
 #include "tensor/x86/x86.h"
 
-#include <chrono>
-
 #include "tensor/repack.h"
 #include "tensor/x86/set.h"
 
@@ -48,6 +46,12 @@ TypeTraits& row_of(KernelSet& set, GgmlType type) {
     __builtin_trap();  // every type installed here is in the table
 }
 
+// The set's int8 peak: its register-only dot-product loop (set_<isa>.cpp), timed.
+template <Isa I>
+double int8_peak(double seconds) {
+    return time_peak_loop(Set<I>::int8_peak_loop, seconds);
+}
+
 template <Isa I>
 void install_set(KernelSet& set, const CpuFeatures& cpu) {
     using S = Set<I>;
@@ -55,6 +59,7 @@ void install_set(KernelSet& set, const CpuFeatures& cpu) {
     using SF = Set<I == Isa::avxvnni ? Isa::avx2 : I>;
     constexpr int64_t kMin = S::kGemmMinTokens;
     set.name = isa_name(I);
+    set.int8_peak = int8_peak<I>;
     auto quant = [&](GgmlType type, MatmulFn matmul_fn, VecDotFn dot) {
         TypeTraits& t = row_of(set, type);
         t.matmul = matmul_fn;
@@ -154,29 +159,6 @@ bool kernel_set(Isa isa, KernelSet& out) {
     if (!supported(isa, cpu)) return false;
     install(isa, out, cpu);
     return true;
-}
-
-double int8_peak_macs(Isa isa, double seconds) {
-    if (!supported(isa, cpu_features())) return 0.0;
-    double (*loop)(int64_t) = isa == Isa::avx512    ? Set<Isa::avx512>::int8_peak_loop
-                              : isa == Isa::avxvnni ? Set<Isa::avxvnni>::int8_peak_loop
-                                                    : Set<Isa::avx2>::int8_peak_loop;
-    using Clock = std::chrono::steady_clock;
-    // Grow the pass until it is long enough to time, then keep the best of the passes.
-    int64_t iterations = 1 << 14;
-    double best = 0.0;
-    const auto start = Clock::now();
-    while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
-        const auto t0 = Clock::now();
-        const double macs = loop(iterations);
-        const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (dt < 2e-3) {
-            iterations *= 4;
-            continue;
-        }
-        if (macs / dt > best) best = macs / dt;
-    }
-    return best;
 }
 
 }  // namespace mw::x86

@@ -46,6 +46,7 @@ struct V512 {
     static constexpr int kBytes = 64;
     static constexpr bool kVnni = true;
     // Prefill tile: groups of kLanes rows x tokens (int sums + float sums fit 32 registers).
+    // (2 x 6 measured fastest of 2 x 4, 3 x 4, 4 x 3: 64 % of the int8 peak on Q4_0 in cache.)
     static constexpr int kTileGroups = 2;
     static constexpr int kTileTokens = 6;
     static constexpr int kTileTokensK = 4;  // K-quants keep a super-block partial sum as well
@@ -158,9 +159,10 @@ struct V256 {
     static constexpr int kLanes = 8;
     static constexpr int kBytes = 32;
     static constexpr bool kVnni = kVnniSet;
-    static constexpr int kTileGroups = 1;
-    static constexpr int kTileTokens = 4;
-    static constexpr int kTileTokensK = 4;
+    // (2 x 3 measured fastest of 1 x 4, 1 x 6, 2 x 3: +33 % over 1 x 4 without VNNI, +50 % with.)
+    static constexpr int kTileGroups = 2;
+    static constexpr int kTileTokens = 3;
+    static constexpr int kTileTokensK = 3;
 
     static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
     static I zero() { return _mm256_setzero_si256(); }

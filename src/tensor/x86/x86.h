@@ -48,9 +48,4 @@ void install(Isa isa, KernelSet& set, const CpuFeatures& cpu);
 // the sets; false when this CPU cannot run it.
 bool kernel_set(Isa isa, KernelSet& out);
 
-// Multiply-accumulates per second of 8-bit integers that a register-only loop of the set's dot
-// product instruction reaches on this thread (vpdpbusd, or vpmaddubsw + vpmaddwd), run for about
-// `seconds`: the int8 peak that prefill is measured against.
-double int8_peak_macs(Isa isa, double seconds);
-
 }  // namespace mw::x86
