@@ -1,7 +1,7 @@
 // Kernel sets and their installation. A kernel set is the type table with one ISA's kernels in
 // it (vec_dot, matmul, activation from_float) plus the packed layouts it reads (tensor/repack.h):
 // the layout is a property of the kernel set, not of the model. Each ISA's folder provides an
-// install function (tensor/x86/x86.h, tensor/arm/neon.h); the scalar reference (tensor/quants.h,
+// install function (tensor/x86/x86.h, tensor/arm/neon.h); the scalar reference (tensor/ref/ref.h,
 // namespace mw::ref) stays the specification every kernel is tested against.
 //
 // Layout of the kernel layer:
