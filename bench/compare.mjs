@@ -20,8 +20,11 @@ for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = argv[i + 1];
     if (a === "--memwall") { opt.memwall = v; i++; }
     else if (a === "--llama-bench") { opt.llamaBench = v; i++; }
+    else if (a === "--no-node") { opt.node = false; }
+    else if (a === "--isa") { opt.isa = v; i++; }
     else if (a === "-p") { opt.p = Number(v); i++; }
     else if (a === "-n") { opt.n = Number(v); i++; }
+    else if (a === "-d") { opt.d = Number(v); i++; }
     else if (a === "-t") { opt.t = v; i++; }
     else if (a === "-r") { opt.r = Number(v); i++; }
     else if (a === "--rounds") { opt.rounds = Number(v); i++; }
@@ -35,47 +38,24 @@ if (opt.models.length === 0) {
     process.exit(2);
 }
 
-function run(cmd, args) {
-    return execFileSync(cmd, args, {encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], maxBuffer: 1 << 26});
-}
-
-function memwall(model, threads) {
-    const out = JSON.parse(run(opt.memwall, ["bench", "-m", model, "-p", String(opt.p), "-n", String(opt.n),
-                                             "-t", String(threads), "-r", String(opt.r), "--json", "--no-bandwidth"]));
-    return {pp: out[0].pp_tok_s, tg: out[0].tg_tok_s};
-}
-
-function llamaNode(model, threads) {
-    const out = run(process.execPath, [join(here, "llamacpp-bench.mjs"), "-m", model, "-p", String(opt.p),
-                                       "-n", String(opt.n), "-t", String(threads), "-r", String(opt.r)]);
-    const r = JSON.parse(out.trim().split("\n").pop());
-    return {pp: r.pp_tok_s, tg: r.tg_tok_s};
-}
-
-function llamaNative(model, threads) {
-    const out = JSON.parse(run(opt.llamaBench, ["-m", model, "-p", String(opt.p), "-n", String(opt.n),
-                                                "-t", String(threads), "-r", String(opt.r), "-o", "json"]));
-    const get = (nP, nG) => out.find(x => x.n_prompt === nP && x.n_gen === nG)?.avg_ts ?? 0;
-    return {pp: get(opt.p, 0), tg: get(0, opt.n)};
-}
-
-const median = xs => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
-const peers = [["llama.cpp (node-llama-cpp 3.21.1)", llamaNode]];
-if (opt.llamaBench) peers.push(["llama.cpp (native llama-bench)", llamaNative]);
+const peers = [];
+if (opt.node) peers.push(["llama.cpp (node-llama-cpp 3.21.1)", (m, o) => llamaNode(m, o)]);
+if (opt.llamaBench) peers.push(["llama.cpp (native llama-bench)", (m, o) => llamaBench(opt.llamaBench, m, o)]);
 
 const results = [];
 for (const model of opt.models) {
     for (const threads of opt.t.split(",").map(Number)) {
+        const o = {threads, p: opt.p, n: opt.n, r: opt.r, d: opt.d, isa: opt.isa};
         const rounds = [];
         for (let k = 0; k < opt.rounds; k++) {
-            const round = {memwall: memwall(model, threads)};
-            for (const [name, fn] of peers) round[name] = fn(model, threads);
+            const round = {memwall: memwallBench(opt.memwall, model, o)};
+            for (const [name, fn] of peers) round[name] = fn(model, o);
             rounds.push(round);
             if (!opt.json) process.stderr.write(`  ${model} t=${threads} round ${k + 1}/${opt.rounds}: memwall pp ${round.memwall.pp.toFixed(1)} tg ${round.memwall.tg.toFixed(2)}` +
                 peers.map(([name]) => ` | ${name.split(" ")[0]} pp ${round[name].pp.toFixed(1)} tg ${round[name].tg.toFixed(2)}`).join("") + "\n");
         }
         for (const [name] of peers) {
-            const r = {model, threads, peer: name, n_prompt: opt.p, n_gen: opt.n, rounds: opt.rounds,
+            const r = {model, threads, peer: name, isa: opt.isa, n_prompt: opt.p, n_gen: opt.n, n_depth: opt.d, rounds: opt.rounds,
                        memwall_pp: median(rounds.map(x => x.memwall.pp)), memwall_tg: median(rounds.map(x => x.memwall.tg)),
                        peer_pp: median(rounds.map(x => x[name].pp)), peer_tg: median(rounds.map(x => x[name].tg)),
                        pp_ratio: median(rounds.map(x => x.memwall.pp / x[name].pp)),

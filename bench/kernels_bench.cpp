@@ -5,126 +5,26 @@
 //   gemv2t/...: the same with the rows split over two threads.
 //   gemv_l2/<type>/<isa>/256x2048: one token on a matrix that stays in L2: compute throughput.
 //   gemm/<type>/<isa>/<rows>x<cols>/<tokens>: prefill, reported as multiply-adds per second.
-// Packed layouts (tensor/repack.h) appear as their own type, e.g. Q4_K/x16.
+//   peak/<isa>: the set's int8 peak, a register-only loop of its dot product (what probe reports).
+// Packed layouts (tensor/repack.h) appear as their own type, e.g. Q4_K/x16 (avx512), Q4_K/x8.
 // Benchmarks are not tests: nothing here checks results (tests/kernels_x86_test.cpp does).
 // Example: kernels_bench --benchmark_filter='gemv/Q4_0' --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "base/fp16.h"
 #include "tensor/kernels.h"
 #include "tensor/repack.h"
 #include "tensor/types.h"
-
-#if defined(__x86_64__)
-#include "tensor/kernels_x86.h"
-#endif
+#include "weights.h"
 
 namespace mw {
 namespace {
-
-struct Isa {
-    const char* name;
-    TraitsArray table;
-};
-
-std::vector<Isa> available_isas() {
-    std::vector<Isa> isas;
-    isas.push_back({"scalar", reference_type_traits()});
-#if defined(__x86_64__)
-    TraitsArray t{};
-    if (x86::kernel_table(IsaLimit::avx2, t)) isas.push_back({"avx2", t});
-    if (x86::kernel_table(IsaLimit::avx512, t)) isas.push_back({"avx512", t});
-#endif
-    return isas;
-}
-
-const TypeTraits& row_of(const TraitsArray& table, GgmlType type) {
-    for (const TypeTraits& t : table) {
-        if (t.type == type) return t;
-    }
-    std::abort();
-}
-
-// Offsets of the fp16 scale fields in a block, which random bytes must not fill (NaNs and
-// denormals would measure the FPU's slow paths).
-std::vector<size_t> half_fields(GgmlType type) {
-    switch (type) {
-        case GgmlType::Q4_0:
-        case GgmlType::Q5_0:
-        case GgmlType::Q8_0:
-            return {0};
-        case GgmlType::Q4_1:
-        case GgmlType::Q5_1:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-            return {0, 2};
-        case GgmlType::Q2_K:
-            return {80, 82};
-        case GgmlType::Q3_K:
-            return {108};
-        case GgmlType::Q6_K:
-            return {208};
-        default:
-            return {};
-    }
-}
-
-void fill_weights(const TypeTraits& t, uint8_t* dst, size_t bytes);
-
-// A packed layout (tensor/repack.h): n_rows x n_cols of plausible weights packed into dst, then
-// that matrix repeated over `bytes`.
-void fill_packed(const TypeTraits& t, int64_t n_rows, int64_t n_cols, uint8_t* dst, size_t bytes) {
-    const size_t matrix = row_bytes(t, n_cols) * size_t(n_rows);
-    std::vector<uint8_t> native(matrix);
-    fill_weights(*type_traits(t.type), native.data(), matrix);
-    repack_matrix(t, native.data(), dst, n_rows, n_cols);
-    for (size_t off = matrix; off + matrix <= bytes; off += matrix)
-        std::memcpy(dst + off, dst, matrix);
-}
-
-// `bytes` of plausible weights of type t: a random 1 MiB pattern repeated.
-void fill_weights(const TypeTraits& t, uint8_t* dst, size_t bytes) {
-    std::mt19937 rng(1);
-    const size_t pattern = size_t(1 << 20) / t.type_size * t.type_size;
-    std::vector<uint8_t> p(pattern);
-    if (t.is_quantized) {
-        for (uint8_t& b : p) b = uint8_t(rng());
-        for (size_t block = 0; block < pattern / t.type_size; ++block) {
-            for (size_t off : half_fields(t.type)) {
-                const uint16_t h = f32_to_fp16(0.001f * float(1 + rng() % 16));
-                std::memcpy(p.data() + block * t.type_size + off, &h, 2);
-            }
-        }
-    } else {
-        std::normal_distribution<float> normal(0.0f, 0.1f);
-        std::vector<float> x(pattern / t.type_size);
-        for (float& v : x) v = normal(rng);
-        row_of(reference_type_traits(), t.type).from_float(x.data(), p.data(), int64_t(x.size()));
-    }
-    for (size_t off = 0; off < bytes; off += pattern) {
-        std::memcpy(dst + off, p.data(), std::min(pattern, bytes - off));
-    }
-}
-
-std::vector<uint8_t> encode_activations(const TypeTraits& w, int64_t n_cols, int64_t n_tokens) {
-    const TypeTraits& a = row_of(reference_type_traits(), w.vec_dot_type);
-    std::mt19937 rng(2);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(static_cast<size_t>(n_cols));
-    const size_t stride = row_bytes(a, n_cols);
-    std::vector<uint8_t> out(stride * size_t(n_tokens));
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        for (float& v : x) v = normal(rng);
-        a.from_float(x.data(), out.data() + stride * size_t(t), n_cols);
-    }
-    return out;
-}
 
 size_t pool_bytes() {
     const char* env = std::getenv("MEMWALL_BENCH_POOL_MB");
@@ -228,15 +128,25 @@ struct Shape {
 // 2048).
 const Shape kShapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}, {128256, 2048}};
 
-void register_all(std::vector<Isa>& isas) {
-    for (Isa& isa : isas) {
+// The set's int8 peak (a register-only loop of its dot product): what gemm/ is a share of.
+void bench_peak(benchmark::State& state, const KernelSet* set) {
+    double best = 0;
+    for (auto _ : state) best = std::max(best, set->int8_peak(0.02));
+    state.counters["GMAC/s"] = best * 1e-9;
+}
+
+void register_all(std::vector<KernelSet>& sets) {
+    for (KernelSet& isa : sets) {
+        if (isa.int8_peak) {
+            benchmark::RegisterBenchmark((std::string("peak/") + isa.name).c_str(), bench_peak,
+                                         &isa)
+                ->Unit(benchmark::kMillisecond)
+                ->Iterations(20);
+        }
         std::vector<const TypeTraits*> weights;
         for (GgmlType type : kTypes) weights.push_back(&row_of(isa.table, type));
-        // The packed layouts, measured with the set that installed them.
-        for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
-            const TypeTraits* p = packed_traits(type, 2048, 2048);
-            if (p && !std::strcmp(p->isa, isa.name)) weights.push_back(p);
-        }
+        // The set's packed layouts.
+        for (int k = 0; k < isa.n_packed; ++k) weights.push_back(&isa.packed[size_t(k)]);
         for (const TypeTraits* w : weights) {
             benchmark::RegisterBenchmark(
                 (std::string("gemv_l2/") + w->name + "/" + isa.name + "/256x2048").c_str(),
@@ -270,8 +180,8 @@ void register_all(std::vector<Isa>& isas) {
 }  // namespace mw
 
 int main(int argc, char** argv) {
-    static std::vector<mw::Isa> isas = mw::available_isas();
-    mw::register_all(isas);
+    static std::vector<mw::KernelSet> sets = mw::available_kernel_sets();
+    mw::register_all(sets);
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

@@ -1,4 +1,4 @@
-// The ARM64 kernels (tensor/kernels_neon*.cpp) against the scalar reference (mw::ref), at every
+// The ARM64 kernels (tensor/arm/kernels_neon*.cpp) against the scalar reference (mw::ref), at every
 // level the CPU running the test has: NEON, dotprod, i8mm. Built on ARM64 only; under qemu-user
 // with `-cpu max` all three levels run, on a CPU model without dotprod / i8mm those levels are
 // skipped and the NEON fallback is what the process uses (checked by Dispatch).
@@ -20,8 +20,9 @@
 
 #include "base/fp16.h"
 #include "support/random_blocks.h"
+#include "tensor/arm/neon.h"
 #include "tensor/cpu_features.h"
-#include "tensor/kernels_neon.h"
+#include "tensor/kernels.h"
 #include "tensor/quants.h"
 #include "tensor/types.h"
 
@@ -56,9 +57,11 @@ bool cpu_has(Level level) {
 }
 
 TraitsArray kernels_at(Level level) {
-    TraitsArray table = reference_type_traits();
-    EXPECT_STREQ(neon::install(table, level), level_name(level));
-    return table;
+    KernelSet set;
+    set.table = reference_type_traits();
+    neon::install(set, level);
+    EXPECT_STREQ(set.name, level_name(level));
+    return set.table;
 }
 
 const TypeTraits& row(const TraitsArray& table, GgmlType type) {
@@ -319,6 +322,26 @@ TEST_P(KernelsNeonLevel, MatmulOfOneTokenAgreesWithVecDot) {
     }
 }
 
+// dotprod and i8mm offer the packed layouts (groups of 4 rows; their kernels are tested in
+// repack_test.cpp for every set), the ARMv8.0 fallback none: its widening multiplies gain
+// nothing from them.
+TEST_P(KernelsNeonLevel, OffersThePackedLayouts) {
+    KernelSet set;
+    set.table = reference_type_traits();
+    neon::install(set, GetParam());
+    if (GetParam() == Level::neon) {
+        EXPECT_EQ(set.n_packed, 0);
+        return;
+    }
+    ASSERT_EQ(set.n_packed, 5);
+    for (int k = 0; k < set.n_packed; ++k) {
+        const TypeTraits& p = set.packed[size_t(k)];
+        EXPECT_EQ(p.pack_rows, 4) << p.name;
+        EXPECT_STREQ(p.isa, level_name(GetParam())) << p.name;
+        EXPECT_NE(p.matmul, nullptr) << p.name;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, KernelsNeonLevel,
                          ::testing::Values(Level::neon, Level::dotprod, Level::i8mm),
                          [](const ::testing::TestParamInfo<Level>& param) {
@@ -347,9 +370,11 @@ TEST(KernelsNeon, DispatchPicksTheBestLevelTheCpuHas) {
     if (const char* expected = std::getenv("MEMWALL_EXPECT_ISA")) {
         EXPECT_STREQ(kernel_isa(), expected) << cpu_features_summary();
     }
-    TraitsArray scalar = reference_type_traits();
-    EXPECT_STREQ(install_kernels(scalar, cpu_features(), IsaLimit::scalar), "scalar");
-    EXPECT_EQ(scalar[3].matmul, reference_type_traits()[3].matmul);
+    KernelSet scalar;
+    scalar.table = reference_type_traits();
+    install_kernels(scalar, cpu_features(), IsaLimit::scalar);
+    EXPECT_STREQ(scalar.name, "scalar");
+    EXPECT_EQ(scalar.table[3].matmul, reference_type_traits()[3].matmul);
 }
 
 }  // namespace

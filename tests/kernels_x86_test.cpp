@@ -1,7 +1,8 @@
-// The x86-64 SIMD kernel sets (AVX2, AVX-512) against the scalar reference, each set called
-// directly (not only the one the dispatcher picked): activation encoders byte for byte, vec_dot
-// and matmul on random data with awkward sizes (one block, odd block counts, 1..37 tokens, row
-// ranges that start and end off the tile sizes). Sets this CPU cannot run are skipped.
+// The x86-64 SIMD kernel sets (AVX2, AVX-VNNI, AVX-512) against the scalar reference, each set
+// called directly (not only the one the dispatcher picked): activation encoders byte for byte,
+// vec_dot and matmul on random data with awkward sizes (one block, odd block counts, 1..37
+// tokens, row ranges that start and end off the tile sizes). Sets this CPU cannot run are
+// skipped. The packed layouts of each set are tested in repack_test.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +18,7 @@
 #include "tensor/types.h"
 
 #if defined(__x86_64__)
-#include "tensor/kernels_x86.h"
+#include "tensor/x86/x86.h"
 
 namespace mw {
 namespace {
@@ -58,20 +59,22 @@ double relative_tolerance(const TypeTraits& t) {
     return t.is_quantized ? 2e-6 : 2e-5;
 }
 
-class X86Kernels : public ::testing::TestWithParam<IsaLimit> {
+class X86Kernels : public ::testing::TestWithParam<x86::Isa> {
   protected:
     void SetUp() override {
-        if (!x86::kernel_table(GetParam(), table_)) GTEST_SKIP() << "this CPU lacks the kernel set";
+        KernelSet set;
+        if (!x86::kernel_set(GetParam(), set)) GTEST_SKIP() << "this CPU lacks the kernel set";
+        table_ = set.table;
     }
     TraitsArray table_{};
 };
 
-std::string isa_name(const ::testing::TestParamInfo<IsaLimit>& info) {
-    return info.param == IsaLimit::avx2 ? "avx2" : "avx512";
+std::string isa_name(const ::testing::TestParamInfo<x86::Isa>& info) {
+    return x86::isa_name(info.param);
 }
 
 TEST_P(X86Kernels, InstallsItsOwnKernels) {
-    const char* expected = GetParam() == IsaLimit::avx2 ? "avx2" : "avx512";
+    const char* expected = x86::isa_name(GetParam());
     for (GgmlType type : kWeightTypes) {
         const TypeTraits& t = row_of(table_, type);
         EXPECT_STREQ(t.isa, expected) << t.name;
@@ -137,8 +140,8 @@ TEST_P(X86Kernels, VecDotMatchesReference) {
 }
 
 // matmul over row ranges and token counts that cross every tile boundary and both paths (decode
-// kernels for few tokens, prefill panels from 12 tokens with AVX-512, 24 with AVX2); rows outside
-// [r0, r1) must stay untouched.
+// kernels for few tokens, prefill panels from 12 tokens with AVX-512, 16 with AVX-VNNI, 24 with
+// AVX2); rows outside [r0, r1) must stay untouched.
 TEST_P(X86Kernels, MatmulMatchesReference) {
     std::mt19937 rng(13);
     struct Shape {
@@ -222,28 +225,37 @@ TEST_P(X86Kernels, MatmulLongRows) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sets, X86Kernels, ::testing::Values(IsaLimit::avx2, IsaLimit::avx512),
+INSTANTIATE_TEST_SUITE_P(Sets, X86Kernels,
+                         ::testing::Values(x86::Isa::avx2, x86::Isa::avxvnni, x86::Isa::avx512),
                          isa_name);
+
+const char* install_with(IsaLimit limit) {
+    static KernelSet set;  // the name is a static string; the table is not needed after
+    set = KernelSet{};
+    set.table = reference_type_traits();
+    install_kernels(set, cpu_features(), limit);
+    return set.name;
+}
 
 // The dispatcher picks the best set this CPU has, unless MEMWALL_ISA caps it.
 TEST(X86Dispatch, PicksTheBestSetWithinTheLimit) {
-    TraitsArray table = reference_type_traits();
     const CpuFeatures& cpu = cpu_features();
-    const char* best = install_kernels(table, cpu, IsaLimit::best);
-    if (x86::avx512_supported(cpu)) {
-        EXPECT_STREQ(best, "avx512");
-    } else if (x86::avx2_supported(cpu)) {
-        EXPECT_STREQ(best, "avx2");
-    } else {
-        EXPECT_STREQ(best, "scalar");
-    }
-    TraitsArray capped = reference_type_traits();
-    const char* two = install_kernels(capped, cpu, IsaLimit::avx2);
-    EXPECT_STREQ(two, x86::avx2_supported(cpu) ? "avx2" : "scalar");
-    TraitsArray scalar = reference_type_traits();
-    EXPECT_STREQ(install_kernels(scalar, cpu, IsaLimit::scalar), "scalar");
-    EXPECT_EQ(row_of(scalar, GgmlType::Q4_0).matmul,
+    const bool has512 = x86::supported(x86::Isa::avx512, cpu);
+    const bool has_vnni = x86::supported(x86::Isa::avxvnni, cpu);
+    const bool has2 = x86::supported(x86::Isa::avx2, cpu);
+    EXPECT_STREQ(install_with(IsaLimit::best), has512     ? "avx512"
+                                               : has_vnni ? "avxvnni"
+                                               : has2     ? "avx2"
+                                                          : "scalar");
+    EXPECT_STREQ(install_with(IsaLimit::avxvnni), has_vnni ? "avxvnni" : has2 ? "avx2" : "scalar");
+    EXPECT_STREQ(install_with(IsaLimit::avx2), has2 ? "avx2" : "scalar");
+    EXPECT_STREQ(install_with(IsaLimit::scalar), "scalar");
+    KernelSet scalar;
+    scalar.table = reference_type_traits();
+    install_kernels(scalar, cpu, IsaLimit::scalar);
+    EXPECT_EQ(row_of(scalar.table, GgmlType::Q4_0).matmul,
               row_of(reference_type_traits(), GgmlType::Q4_0).matmul);
+    EXPECT_EQ(scalar.n_packed, 0);
 }
 
 }  // namespace

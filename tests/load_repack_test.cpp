@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -12,6 +14,7 @@
 
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
+#include "runtime/mapped_file.h"
 #include "support/test_support.h"
 #include "support/tiny_model.h"
 #include "tensor/repack.h"
@@ -81,7 +84,7 @@ TEST_P(LoadRepack, SameLogitsAsTheFileLayoutAndTheFileUntouched) {
 
 INSTANTIATE_TEST_SUITE_P(Types, LoadRepack,
                          ::testing::Values("kq-tiny-Q4_K_M", "kq-tiny-Q4_0", "kq-tiny-Q6_K",
-                                           "moe-tiny-Q4_K_M"));
+                                           "kq-tiny-Q8_0", "kq-tiny-Q5_K_M", "moe-tiny-Q4_K_M"));
 
 TEST(LoadRepack, TiedOutputIsRewrittenOnce) {
     if (!packed_layouts_here()) GTEST_SKIP() << "this CPU's kernels have no packed layouts";
@@ -113,6 +116,50 @@ TEST(LoadRepack, TiedOutputIsRewrittenOnce) {
     EXPECT_LT(rel_rms(all_logits(*m, tokens), all_logits(*plain, tokens)), 1e-4);
 }
 
+// The value of `key` in /proc/self/smaps for the mapping that contains p ("" if none).
+std::string smaps_field(const void* p, const std::string& key) {
+    std::ifstream in("/proc/self/smaps");
+    std::string line;
+    bool inside = false;
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    while (std::getline(in, line)) {
+        unsigned long lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > 8) {
+            inside = at >= lo && at < hi;
+        } else if (inside && line.rfind(key + ":", 0) == 0) {
+            return line.substr(key.size() + 1);
+        }
+    }
+    return "";
+}
+
+// The writable copy of a mapping: the same bytes at the same address, the file untouched, and
+// memory the OS may back with huge pages (a decode step streams every weight through the TLB).
+TEST(LoadRepack, WritableMappingKeepsBytesAndAddressAndAllowsHugePages) {
+    const std::string path = test::temp_dir() + "/six-mib.bin";
+    std::vector<uint8_t> bytes((size_t(6) << 20) + 123);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 2654435761u >> 13);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    MappedFile file = MappedFile::open(path);
+    const uint8_t* before = file.bytes().data();
+    const std::span<uint8_t> w = file.make_writable();
+    ASSERT_EQ(w.data(), before);
+    ASSERT_EQ(w.size(), bytes.size());
+    EXPECT_EQ(0, std::memcmp(w.data(), bytes.data(), bytes.size()));
+    w[17] ^= 0xFF;
+    file.seal();
+    EXPECT_EQ(test::read_file(path), bytes) << "the file must not change";
+    std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string mode;
+    std::getline(thp, mode);
+    if (mode.empty() || mode.find("[never]") != std::string::npos) {
+        GTEST_SKIP() << "transparent huge pages are off here (" << mode << ")";
+    }
+    EXPECT_EQ(smaps_field(w.data(), "THPeligible").find('1') != std::string::npos, true)
+        << "THPeligible:" << smaps_field(w.data(), "THPeligible");
+}
+
 TEST(LoadRepack, CliRepacksUnlessToldNotTo) {
     if (!packed_layouts_here()) GTEST_SKIP() << "this CPU's kernels have no packed layouts";
     const std::string run = test::cli_path() + " run -m " +
@@ -122,7 +169,8 @@ TEST(LoadRepack, CliRepacksUnlessToldNotTo) {
     const auto plain = test::run_command(run + " --no-repack");
     ASSERT_EQ(packed.exit_code, 0) << packed.err;
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
-    EXPECT_NE(packed.err.find("MiB repacked for avx512"), std::string::npos) << packed.err;
+    EXPECT_NE(packed.err.find(std::string("MiB repacked for ") + kernel_isa()), std::string::npos)
+        << packed.err;
     EXPECT_EQ(plain.err.find("repacked"), std::string::npos) << plain.err;
     EXPECT_EQ(packed.out, plain.out) << "greedy text must not depend on the layout";
 }

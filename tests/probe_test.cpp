@@ -13,6 +13,7 @@
 #include "plan/probe.h"
 #include "runtime/thread_pool.h"
 #include "support/test_support.h"
+#include "tensor/types.h"
 
 namespace mw {
 namespace {

@@ -1,15 +1,16 @@
-// Load-time repacking (tensor/repack.h): each packed layout's kernels against the reference on
-// the GGUF layout, single rows decoded back exactly, and row ranges that start and end inside a
-// group of 16 rows. Skipped where no packed layout is offered (no AVX-512, or MEMWALL_ISA).
+// Load-time repacking (tensor/repack.h): every layout's encoder and decoder for every group size
+// (rows decoded back exactly), and every packed kernel of every kernel set this CPU can run
+// against the reference on the GGUF layout: token counts on both sides of the decode/prefill
+// switch, row ranges that start and end inside a group, rows outside the range untouched.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
-#include <utility>
+#include <string>
 #include <vector>
 
-#include "base/fp16.h"
+#include "support/random_blocks.h"
 #include "tensor/kernels.h"
 #include "tensor/quants.h"
 #include "tensor/repack.h"
@@ -18,32 +19,51 @@
 namespace mw {
 namespace {
 
-struct Case {
-    GgmlType type;
-    int64_t n_cols;
-    std::vector<std::pair<size_t, bool>> halves;  // fp16 fields: offset, is a min
-};
+const GgmlType kPackable[] = {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K,
+                              GgmlType::Q6_K};
 
-const Case kCases[] = {
-    {GgmlType::Q4_0, 160, {{0, false}}},
-    {GgmlType::Q4_K, 512, {{0, false}, {2, true}}},
-    {GgmlType::Q6_K, 768, {{208, false}}},
-};
+const TypeTraits& reference_row(GgmlType type) {
+    for (const TypeTraits& t : reference_type_traits()) {
+        if (t.type == type) return t;
+    }
+    ADD_FAILURE() << "no reference row for type " << int(type);
+    return reference_type_traits()[0];
+}
 
-// Random rows: every bit pattern of codes and packed scales, sane fp16 scales.
-std::vector<uint8_t> random_rows(const Case& c, int64_t n_rows, std::mt19937& rng) {
-    const TypeTraits& t = *type_traits(c.type);
-    std::vector<uint8_t> m(row_bytes(t, c.n_cols) * size_t(n_rows));
-    for (uint8_t& b : m) b = uint8_t(rng());
-    std::uniform_real_distribution<float> mag(1e-3f, 1e-2f);
-    for (size_t i = 0; i < m.size() / t.type_size; ++i) {
-        for (auto [offset, is_min] : c.halves) {
-            const uint16_t h =
-                f32_to_fp16(mag(rng) * (is_min ? 8.0f : 1.0f) * (rng() & 1 ? 1.0f : -1.0f));
-            std::memcpy(m.data() + i * t.type_size + offset, &h, 2);
+// Columns: 5 blocks of 32, or 3 super-blocks of 256.
+int64_t test_cols(const TypeTraits& t) {
+    return t.block_size == 32 ? 160 : 768;
+}
+
+TEST(Repack, EveryLayoutDecodesBackExactly) {
+    std::mt19937 rng(9);
+    for (GgmlType type : kPackable) {
+        const TypeTraits& ref = reference_row(type);
+        for (int rows : {4, 8, 16}) {
+            ASSERT_TRUE(packable(type, rows)) << ref.name << " x" << rows;
+            TypeTraits packed = ref;
+            packed.pack_rows = rows;
+            const int64_t n_cols = test_cols(ref), n_rows = 2 * rows;
+            const auto native = test::random_weight_rows(ref, n_rows, n_cols, rng);
+            std::vector<uint8_t> data(native.size());
+            repack_matrix(packed, native.data(), data.data(), n_rows, n_cols);
+            EXPECT_NE(data, native) << ref.name << " x" << rows;
+            // In place gives the same bytes.
+            std::vector<uint8_t> in_place = native;
+            repack_in_place(packed, in_place.data(), n_rows, n_cols);
+            EXPECT_EQ(in_place, data) << ref.name << " x" << rows;
+            const size_t rb = row_bytes(ref, n_cols);
+            std::vector<float> got(static_cast<size_t>(n_cols)), want(static_cast<size_t>(n_cols));
+            for (int64_t r = 0; r < n_rows; ++r) {
+                packed_get_row(packed, data.data(), n_cols, r, got.data());
+                ref.to_float(native.data() + rb * size_t(r), want.data(), n_cols);
+                ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+                    << ref.name << " x" << rows << " row " << r;
+            }
         }
     }
-    return m;
+    EXPECT_FALSE(packable(GgmlType::Q4_1, 16));
+    EXPECT_FALSE(packable(GgmlType::Q4_K, 12));
 }
 
 TEST(Repack, OnlyWholeGroupsOfRows) {
@@ -51,89 +71,79 @@ TEST(Repack, OnlyWholeGroupsOfRows) {
     if (!packed) GTEST_SKIP() << "no packed layouts with the installed kernels";
     EXPECT_TRUE(is_packed(packed));
     EXPECT_FALSE(is_packed(type_traits(GgmlType::Q4_K)));
-    EXPECT_EQ(packed_traits(GgmlType::Q4_K, 40, 256), nullptr);
-    EXPECT_EQ(packed_traits(GgmlType::Q8_0, 32, 256), nullptr);
+    EXPECT_EQ(packed_traits(GgmlType::Q4_K, 32 + packed->pack_rows / 2, 256), nullptr);
+    EXPECT_EQ(packed_traits(GgmlType::Q4_K, 32, 250), nullptr);
+    EXPECT_EQ(packed_traits(GgmlType::Q4_1, 32, 256), nullptr);
+    EXPECT_STREQ(packed->isa, kernel_isa());
 }
 
+// Every packed kernel of every set against the reference vec_dot on the GGUF layout.
 TEST(Repack, PackedMatmulMatchesReference) {
-    const int64_t n_rows = 48;
     std::mt19937 rng(5);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (const Case& c : kCases) {
-        const TypeTraits* packed = packed_traits(c.type, n_rows, c.n_cols);
-        if (!packed) GTEST_SKIP() << "no packed layouts with the installed kernels";
-        const auto native = random_rows(c, n_rows, rng);
-        std::vector<uint8_t> data(native.size());
-        repack_matrix(*packed, native.data(), data.data(), n_rows, c.n_cols);
-        ASSERT_NE(data, native);
+    int tested = 0;
+    for (const KernelSet& set : available_kernel_sets()) {
+        for (int k = 0; k < set.n_packed; ++k) {
+            const TypeTraits& packed = set.packed[size_t(k)];
+            const TypeTraits& ref = reference_row(packed.type);
+            const TypeTraits& act = reference_row(ref.vec_dot_type);
+            const int R = packed.pack_rows;
+            const int64_t n_cols = test_cols(ref), n_rows = 3 * R;
+            const auto native = test::random_weight_rows(ref, n_rows, n_cols, rng);
+            std::vector<uint8_t> data(native.size());
+            repack_matrix(packed, native.data(), data.data(), n_rows, n_cols);
+            ++tested;
 
-        const TypeTraits& ref = *type_traits(c.type);
-        const TypeTraits& act = *type_traits(ref.vec_dot_type);
-        const size_t rb = row_bytes(ref, c.n_cols), stride = row_bytes(act, c.n_cols);
-        for (int64_t n_tok : {1, 2, 3, 4, 5, 11, 12, 13, 37}) {
-            std::vector<uint8_t> xq(stride * size_t(n_tok));
-            std::vector<float> x(static_cast<size_t>(c.n_cols));
-            for (int64_t t = 0; t < n_tok; ++t) {
+            const size_t rb = row_bytes(ref, n_cols), stride = row_bytes(act, n_cols);
+            // The reference dot products and their scale of rounding error, per row and token.
+            const int64_t max_tok = 37;
+            std::vector<uint8_t> xq(stride * size_t(max_tok));
+            std::vector<float> x(static_cast<size_t>(n_cols));
+            for (int64_t t = 0; t < max_tok; ++t) {
                 for (float& v : x) v = normal(rng);
-                act.from_float(x.data(), xq.data() + stride * size_t(t), c.n_cols);
+                act.from_float(x.data(), xq.data() + stride * size_t(t), n_cols);
             }
-            for (auto [r0, r1] :
-                 {std::pair<int64_t, int64_t>{0, 48}, {5, 43}, {16, 32}, {17, 18}}) {
-                const float sentinel = -777.0f;
-                std::vector<float> y(size_t(n_rows * n_tok), sentinel);
-                packed->matmul(data.data(), rb, c.n_cols, r0, r1, xq.data(), stride, n_tok,
-                               y.data(), n_rows);
-                for (int64_t t = 0; t < n_tok; ++t) {
-                    for (int64_t r = 0; r < n_rows; ++r) {
-                        const float got = y[size_t(t * n_rows + r)];
-                        if (r < r0 || r >= r1) {
-                            ASSERT_EQ(got, sentinel) << packed->name << " wrote row " << r;
-                            continue;
+            std::vector<float> want(size_t(n_rows * max_tok)), scale(want.size());
+            std::vector<float> wf(static_cast<size_t>(n_cols)), xf(static_cast<size_t>(n_cols));
+            for (int64_t r = 0; r < n_rows; ++r) {
+                ref.to_float(native.data() + rb * size_t(r), wf.data(), n_cols);
+                for (int64_t t = 0; t < max_tok; ++t) {
+                    const uint8_t* xr = xq.data() + stride * size_t(t);
+                    act.to_float(xr, xf.data(), n_cols);
+                    double s = 0.0;
+                    for (size_t i = 0; i < wf.size(); ++i) s += std::fabs(double(wf[i]) * xf[i]);
+                    want[size_t(t * n_rows + r)] =
+                        ref.vec_dot(n_cols, native.data() + rb * size_t(r), xr);
+                    scale[size_t(t * n_rows + r)] = float(s);
+                }
+            }
+            for (int64_t n_tok : {1, 2, 3, 4, 5, 11, 12, 13, 16, 17, 24, 25, 37}) {
+                for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_rows},
+                                      {int64_t(R / 2 + 1), n_rows - R / 2},
+                                      {int64_t(R), int64_t(2 * R)},
+                                      {int64_t(R + 1), int64_t(R + 2)}}) {
+                    const float sentinel = -777.0f;
+                    std::vector<float> y(size_t(n_rows * n_tok), sentinel);
+                    packed.matmul(data.data(), rb, n_cols, r0, r1, xq.data(), stride, n_tok,
+                                  y.data(), n_rows);
+                    for (int64_t t = 0; t < n_tok; ++t) {
+                        for (int64_t r = 0; r < n_rows; ++r) {
+                            const size_t i = size_t(t * n_rows + r);
+                            if (r < r0 || r >= r1) {
+                                ASSERT_EQ(y[i], sentinel)
+                                    << packed.name << " (" << set.name << ") wrote row " << r;
+                                continue;
+                            }
+                            ASSERT_NEAR(y[i], want[i], 2e-6 * scale[i])
+                                << packed.name << " (" << set.name << ") tokens " << n_tok
+                                << " row " << r << " token " << t << " range " << r0 << ".." << r1;
                         }
-                        const uint8_t* wr = native.data() + rb * size_t(r);
-                        const uint8_t* xr = xq.data() + stride * size_t(t);
-                        std::vector<float> wf(static_cast<size_t>(c.n_cols)),
-                            xf(static_cast<size_t>(c.n_cols));
-                        ref.to_float(wr, wf.data(), c.n_cols);
-                        act.to_float(xr, xf.data(), c.n_cols);
-                        double scale = 0.0;
-                        for (size_t i = 0; i < wf.size(); ++i)
-                            scale += std::fabs(double(wf[i]) * xf[i]);
-                        // The reference vec_dot of the table's scalar row (not an installed
-                        // kernel).
-                        float want = 0.0f;
-                        for (const TypeTraits& rt : reference_type_traits()) {
-                            if (rt.type == c.type) want = rt.vec_dot(c.n_cols, wr, xr);
-                        }
-                        ASSERT_NEAR(got, want, 2e-6 * scale)
-                            << packed->name << " tokens " << n_tok << " row " << r << " token " << t
-                            << " range " << r0 << ".." << r1;
                     }
                 }
             }
         }
     }
-}
-
-TEST(Repack, PackedRowsDecodeExactly) {
-    const int64_t n_rows = 32;
-    std::mt19937 rng(9);
-    for (const Case& c : kCases) {
-        const TypeTraits* packed = packed_traits(c.type, n_rows, c.n_cols);
-        if (!packed) GTEST_SKIP() << "no packed layouts with the installed kernels";
-        const auto native = random_rows(c, n_rows, rng);
-        std::vector<uint8_t> data(native.size());
-        repack_matrix(*packed, native.data(), data.data(), n_rows, c.n_cols);
-        const TypeTraits& t = *type_traits(c.type);
-        const size_t rb = row_bytes(t, c.n_cols);
-        std::vector<float> got(static_cast<size_t>(c.n_cols)), want(static_cast<size_t>(c.n_cols));
-        for (int64_t r = 0; r < n_rows; ++r) {
-            packed_get_row(*packed, data.data(), c.n_cols, r, got.data());
-            t.to_float(native.data() + rb * size_t(r), want.data(), c.n_cols);
-            ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
-                << packed->name << " row " << r;
-        }
-    }
+    if (tested == 0) GTEST_SKIP() << "no kernel set of this CPU has packed layouts";
 }
 
 }  // namespace

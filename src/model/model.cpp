@@ -331,8 +331,8 @@ uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint
         const size_t offset = size_t(w.data - bound.data());
         for (int64_t e = 0; e < count; ++e) {
             jobs.push_back({packed, writable.data() + offset + size_t(e) * stride, w.n_cols,
-                            w.n_rows / kPackRows, w.row_bytes * kPackRows});
-            total_groups += w.n_rows / kPackRows;
+                            w.n_rows / packed->pack_rows, w.row_bytes * packed->pack_rows});
+            total_groups += w.n_rows / packed->pack_rows;
             bytes += w.row_bytes * uint64_t(w.n_rows);
         }
         done[w.data] = packed;
@@ -346,7 +346,7 @@ uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint
             const int64_t g1 = std::min(mine.end, first + j.groups) - first;
             if (g0 < g1) {
                 repack_in_place(*j.packed, j.data + size_t(g0) * j.group_bytes,
-                                (g1 - g0) * kPackRows, j.n_cols);
+                                (g1 - g0) * j.packed->pack_rows, j.n_cols);
             }
             first += j.groups;
         }

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "runtime/thread_pool.h"
+#include "tensor/types.h"
 
 namespace mw {
 namespace {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +48,44 @@ std::string describe_lock_failure(int err, size_t size) {
     return msg;
 }
 
+constexpr size_t kHugePage = size_t(2) << 20;
+
+size_t page_round(size_t n) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    return (n + page - 1) / page * page;
+}
+
+// `size` bytes of address space at a 2 MiB boundary (PROT_NONE until mapped over), or null.
+uint8_t* reserve_aligned(size_t size) {
+    const size_t len = page_round(size), span = len + kHugePage;
+    void* p = ::mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    auto* base = static_cast<uint8_t*>(p);
+    auto* aligned = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(base) + kHugePage - 1) &
+                                               ~uintptr_t(kHugePage - 1));
+    if (aligned > base) ::munmap(base, size_t(aligned - base));
+    if (base + span > aligned + len) ::munmap(aligned + len, size_t(base + span - aligned - len));
+    return aligned;
+}
+
+// Anonymous read-write memory at a 2 MiB boundary that the OS may back with transparent huge
+// pages (MADV_HUGEPAGE): a decode step streams every weight, and with 4 KiB pages every 4 KiB is
+// a TLB miss and a page walk, which a virtual machine pays twice over. Null if refused.
+uint8_t* map_anonymous(size_t size) {
+    uint8_t* at = reserve_aligned(size);
+    if (!at) return nullptr;
+    void* p = ::mmap(at, page_round(size), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p == MAP_FAILED) {
+        ::munmap(at, page_round(size));
+        return nullptr;
+    }
+#ifdef MADV_HUGEPAGE
+    ::madvise(at, page_round(size), MADV_HUGEPAGE);
+#endif
+    return at;
+}
+
 }  // namespace
 
 MappedFile MappedFile::open(const std::string& path, const MapOptions& options) {
@@ -70,15 +109,20 @@ MappedFile MappedFile::open(const std::string& path, const MapOptions& options) 
     if (size == 0) return file;
 
     if (options.use_mmap) {
-        void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+        // At a 2 MiB boundary, so that make_writable() can put huge pages in its place.
+        uint8_t* at = reserve_aligned(file.size_);
+        void* p =
+            ::mmap(at, file.size_, PROT_READ, MAP_PRIVATE | (at ? MAP_FIXED : 0), fd.get(), 0);
         if (p == MAP_FAILED) {
+            const int err = errno;
+            if (at) ::munmap(at, page_round(file.size_));
             fail(ErrorKind::io, "{}: mmap of {} bytes failed: {}", path, file.size_,
-                 std::strerror(errno));
+                 std::strerror(err));
         }
         file.data_ = static_cast<uint8_t*>(p);
         file.mapped_ = true;
     } else {
-        file.data_ = static_cast<uint8_t*>(std::malloc(file.size_));
+        file.data_ = map_anonymous(file.size_);
         if (!file.data_) {
             fail(ErrorKind::out_of_memory, "{}: cannot allocate {} bytes to read the file", path,
                  file.size_);
@@ -128,14 +172,35 @@ MappedFile::~MappedFile() {
 }
 
 std::span<uint8_t> MappedFile::make_writable() {
-    if (mapped_ && data_ && ::mprotect(data_, size_, PROT_READ | PROT_WRITE) != 0) {
+    if (!mapped_ || !data_) return {data_, size_};
+    // The file's bytes into anonymous memory with huge pages, moved over the mapping at the same
+    // address (2 MiB aligned on both sides, so the huge pages move whole). Copied a chunk at a
+    // time, each chunk of the mapping dropped after it (the file's pages stay in the page cache,
+    // out of this process's RSS), so that the peak RSS stays that of one copy.
+    if (uint8_t* anon = map_anonymous(size_)) {
+        constexpr size_t kChunk = size_t(64) << 20;
+        for (size_t off = 0; off < size_; off += kChunk) {
+            const size_t n = std::min(kChunk, size_ - off);
+            std::memcpy(anon + off, data_ + off, n);
+            ::madvise(data_ + off, page_round(n), MADV_DONTNEED);
+        }
+        void* moved = ::mremap(anon, page_round(size_), page_round(size_),
+                               MREMAP_MAYMOVE | MREMAP_FIXED, data_);
+        if (moved != MAP_FAILED) {
+            if (locked_) ::mlock(data_, size_);
+            return {data_, size_};
+        }
+        ::munmap(anon, page_round(size_));
+    }
+    // Without that: the mapping itself, copy-on-write.
+    if (::mprotect(data_, size_, PROT_READ | PROT_WRITE) != 0) {
         fail(ErrorKind::io, "{}: cannot make the mapping copy-on-write (mprotect): {}", path_,
              std::strerror(errno));
     }
 #ifdef MADV_POPULATE_WRITE
     // Copy every page now in one call: faulting them one by one as they are written costs three
     // times the repacking itself. Kernels before 5.14 refuse; the writes then fault as usual.
-    if (mapped_ && data_) ::madvise(data_, size_, MADV_POPULATE_WRITE);
+    ::madvise(data_, size_, MADV_POPULATE_WRITE);
 #endif
     return {data_, size_};
 }
@@ -147,11 +212,7 @@ void MappedFile::seal() {
 void MappedFile::release() {
     if (!data_) return;
     if (locked_) ::munlock(data_, size_);
-    if (mapped_) {
-        ::munmap(data_, size_);
-    } else {
-        std::free(data_);
-    }
+    ::munmap(data_, page_round(size_));
     data_ = nullptr;
     size_ = 0;
     locked_ = false;

@@ -29,9 +29,11 @@ class MappedFile {
 
     std::span<const uint8_t> bytes() const { return {data_, size_}; }
     // The same bytes, to rewrite in place (repacking tensors for the kernels) until seal(). A
-    // mapping becomes copy-on-write and every page is copied at once: the file never changes,
-    // and the pages become the process's own (counted in its RSS like the mapped pages they
-    // replace, but no longer page cache the OS may drop). An mprotect refusal is an `io` error.
+    // mapping's bytes are copied into anonymous memory backed by huge pages where the OS allows,
+    // at the same address (or, failing that, the mapping becomes copy-on-write): the file never
+    // changes, and the pages become the process's own (counted in its RSS like the mapped pages
+    // they replace, but no longer page cache the OS may drop). An mprotect refusal is an `io`
+    // error. Read into memory (--no-mmap), the bytes already are the process's own.
     std::span<uint8_t> make_writable();
     // Read-only again (a mapping is protected, so a stray write faults).
     void seal();

@@ -32,42 +32,42 @@ void matmul_by_rows(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_
 // Q8_K. Activation-only types (Q8_1, Q8_K) have no vec_dot of their own.
 constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
     {T::F32, "F32", 1, 4, false, ref::f32_to_float, ref::f32_from_float, ref::vec_dot_f32, T::F32,
-     matmul_by_rows<ref::vec_dot_f32>, "scalar"},
+     matmul_by_rows<ref::vec_dot_f32>, "scalar", 0},
     {T::F16, "F16", 1, 2, false, ref::f16_to_float, ref::f16_from_float, ref::vec_dot_f16, T::F16,
-     matmul_by_rows<ref::vec_dot_f16>, "scalar"},
+     matmul_by_rows<ref::vec_dot_f16>, "scalar", 0},
     {T::BF16, "BF16", 1, 2, false, ref::bf16_to_float, ref::bf16_from_float, ref::vec_dot_bf16,
-     T::BF16, matmul_by_rows<ref::vec_dot_bf16>, "scalar"},
+     T::BF16, matmul_by_rows<ref::vec_dot_bf16>, "scalar", 0},
     {T::Q4_0, "Q4_0", kQK, sizeof(BlockQ4_0), true, ref::dequantize_row_q4_0,
      ref::quantize_row_q4_0, ref::vec_dot_q4_0_q8_0, T::Q8_0,
-     matmul_by_rows<ref::vec_dot_q4_0_q8_0>, "scalar"},
+     matmul_by_rows<ref::vec_dot_q4_0_q8_0>, "scalar", 0},
     {T::Q4_1, "Q4_1", kQK, sizeof(BlockQ4_1), true, ref::dequantize_row_q4_1,
      ref::quantize_row_q4_1, ref::vec_dot_q4_1_q8_1, T::Q8_1,
-     matmul_by_rows<ref::vec_dot_q4_1_q8_1>, "scalar"},
+     matmul_by_rows<ref::vec_dot_q4_1_q8_1>, "scalar", 0},
     {T::Q5_0, "Q5_0", kQK, sizeof(BlockQ5_0), true, ref::dequantize_row_q5_0,
      ref::quantize_row_q5_0, ref::vec_dot_q5_0_q8_0, T::Q8_0,
-     matmul_by_rows<ref::vec_dot_q5_0_q8_0>, "scalar"},
+     matmul_by_rows<ref::vec_dot_q5_0_q8_0>, "scalar", 0},
     {T::Q5_1, "Q5_1", kQK, sizeof(BlockQ5_1), true, ref::dequantize_row_q5_1,
      ref::quantize_row_q5_1, ref::vec_dot_q5_1_q8_1, T::Q8_1,
-     matmul_by_rows<ref::vec_dot_q5_1_q8_1>, "scalar"},
+     matmul_by_rows<ref::vec_dot_q5_1_q8_1>, "scalar", 0},
     {T::Q8_0, "Q8_0", kQK, sizeof(BlockQ8_0), true, ref::dequantize_row_q8_0,
      ref::quantize_row_q8_0, ref::vec_dot_q8_0_q8_0, T::Q8_0,
-     matmul_by_rows<ref::vec_dot_q8_0_q8_0>, "scalar"},
+     matmul_by_rows<ref::vec_dot_q8_0_q8_0>, "scalar", 0},
     {T::Q8_1, "Q8_1", kQK, sizeof(BlockQ8_1), true, ref::dequantize_row_q8_1,
-     ref::quantize_row_q8_1, nullptr, T::Q8_1, nullptr, "scalar"},
+     ref::quantize_row_q8_1, nullptr, T::Q8_1, nullptr, "scalar", 0},
     // K-quant from_float: the file quantizer's scale search without importance weights
     // (tensor/quantize.h); K-quants are never encoded on a hot path.
     {T::Q2_K, "Q2_K", kQK_K, sizeof(BlockQ2_K), true, ref::dequantize_row_q2_k, quantize_row_q2_k,
-     ref::vec_dot_q2_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q2_k_q8_k>, "scalar"},
+     ref::vec_dot_q2_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q2_k_q8_k>, "scalar", 0},
     {T::Q3_K, "Q3_K", kQK_K, sizeof(BlockQ3_K), true, ref::dequantize_row_q3_k, quantize_row_q3_k,
-     ref::vec_dot_q3_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q3_k_q8_k>, "scalar"},
+     ref::vec_dot_q3_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q3_k_q8_k>, "scalar", 0},
     {T::Q4_K, "Q4_K", kQK_K, sizeof(BlockQ4_K), true, ref::dequantize_row_q4_k, quantize_row_q4_k,
-     ref::vec_dot_q4_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q4_k_q8_k>, "scalar"},
+     ref::vec_dot_q4_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q4_k_q8_k>, "scalar", 0},
     {T::Q5_K, "Q5_K", kQK_K, sizeof(BlockQ5_K), true, ref::dequantize_row_q5_k, quantize_row_q5_k,
-     ref::vec_dot_q5_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q5_k_q8_k>, "scalar"},
+     ref::vec_dot_q5_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q5_k_q8_k>, "scalar", 0},
     {T::Q6_K, "Q6_K", kQK_K, sizeof(BlockQ6_K), true, ref::dequantize_row_q6_k, quantize_row_q6_k,
-     ref::vec_dot_q6_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q6_k_q8_k>, "scalar"},
+     ref::vec_dot_q6_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q6_k_q8_k>, "scalar", 0},
     {T::Q8_K, "Q8_K", kQK_K, sizeof(BlockQ8_K), true, ref::dequantize_row_q8_k,
-     ref::quantize_row_q8_k, nullptr, T::Q8_K, nullptr, "scalar"},
+     ref::quantize_row_q8_k, nullptr, T::Q8_K, nullptr, "scalar", 0},
 }};
 
 // Parses MEMWALL_ISA; unknown values are ignored (the best available set is used).
@@ -76,39 +76,36 @@ IsaLimit isa_limit() {
     if (!env) return IsaLimit::best;
     if (!std::strcmp(env, "scalar")) return IsaLimit::scalar;
     if (!std::strcmp(env, "avx2")) return IsaLimit::avx2;
+    if (!std::strcmp(env, "avxvnni")) return IsaLimit::avxvnni;
     if (!std::strcmp(env, "avx512")) return IsaLimit::avx512;
     if (!std::strcmp(env, "neon")) return IsaLimit::neon;
     return IsaLimit::best;
 }
 
-struct Table {
-    std::array<TypeTraits, kTypeCount> rows;
-    const char* isa = "scalar";
-};
-
-Table build_table() {
-    Table table{kReferenceTraits};
-    table.isa = install_kernels(table.rows, cpu_features(), isa_limit());
-    return table;
-}
-
-const Table& table() {
-    static const Table t = build_table();
-    return t;
+KernelSet build_set() {
+    KernelSet set;
+    set.table = kReferenceTraits;
+    install_kernels(set, cpu_features(), isa_limit());
+    return set;
 }
 
 }  // namespace
+
+const KernelSet& installed_kernels() {
+    static const KernelSet set = build_set();
+    return set;
+}
 
 const TraitsArray& reference_type_traits() {
     return kReferenceTraits;
 }
 
 const char* kernel_isa() {
-    return table().isa;
+    return installed_kernels().name;
 }
 
 const TypeTraits* type_traits(GgmlType type) {
-    for (const TypeTraits& t : table().rows) {
+    for (const TypeTraits& t : installed_kernels().table) {
         if (t.type == type) return &t;
     }
     return nullptr;

@@ -16,7 +16,8 @@
 //
 // The table starts with the scalar reference functions (namespace mw::ref, the specification)
 // and, once per process, the best kernels this CPU supports replace vec_dot, matmul and the
-// activation from_float (tensor/kernels.h). MEMWALL_ISA=scalar|avx2|avx512|neon caps the choice.
+// activation from_float (tensor/kernels.h). MEMWALL_ISA=scalar|avx2|avxvnni|avx512|neon caps the
+// choice.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +46,8 @@ struct TypeTraits {
     GgmlType vec_dot_type;   // what activations are encoded to before vec_dot
     MatmulFn matmul;         // null when vec_dot is null
     const char* isa;         // which kernel set provides vec_dot/matmul ("scalar", "avx2", ...)
+    int pack_rows;           // 0: the GGUF layout; R: rows interleaved in groups of R
+                             // (tensor/repack.h; such rows are not in the type table)
 };
 
 // The row for `type`, or nullptr when memwall cannot compute with it (IQ types, ...).

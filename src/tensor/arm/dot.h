@@ -11,7 +11,7 @@
 // Internal linkage, for the reason given in kernels_neon_decode.h.
 #pragma once
 
-#include "tensor/kernels_neon_decode.h"
+#include "tensor/arm/decode.h"
 
 namespace mw::neon {
 namespace {

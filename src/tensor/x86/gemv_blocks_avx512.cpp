@@ -1,37 +1,25 @@
-// AVX-512 decode kernels: weight rows in their GGUF layout times a few tokens.
+// AVX-512 decode kernels of the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in their GGUF
+// layout: what differs in kind from the other sets, so written for this set alone.
 //
 // Decoding is memory-bound on paper, but on a small core the work per byte decides whether the
-// weights stream at memory speed, so each type decodes many blocks per step:
-// - The 32-element types read 8 blocks at once (three 64-byte loads) and pick the nibbles and
-//   scales out with byte permutes (VBMI). Their activations are rearranged once per call so that
-//   4 blocks' low nibbles and 4 blocks' high nibbles each form one vector.
-// - The K-quants decode a 256-element super-block into four vectors of codes in natural order,
-//   multiply them with the Q8_K quants (vpmaddubsw) and apply the integer sub-block scales with
-//   vpdpwssd, as the reference sums them: one float multiply per super-block.
-// Codes are unsigned (vpdpbusd / vpmaddubsw want one unsigned operand); a type's offset (8 for
-// Q4_0) comes back through the activation sums.
+// weights stream at memory speed, so these read 8 blocks at once (three 64-byte loads) and pick
+// the nibbles and scales out with byte permutes (VBMI). Their activations are rearranged once per
+// call so that 4 blocks' low nibbles and 4 blocks' high nibbles each form one vector. Codes are
+// unsigned (vpdpbusd wants one unsigned operand); a type's offset (8 for Q4_0) comes back through
+// the activation sums.
 #include <array>
 
-#include "tensor/kernels_avx512.h"
-#include "tensor/kernels_avx512_codes.h"
-#include "tensor/kernels_x86_common.h"
+#include "tensor/x86/blocks_avx512.h"
+#include "tensor/x86/simd.h"
 
-namespace mw::avx512 {
+namespace mw::x86::vbmi {
 namespace {
-
-using namespace x86;
 
 // Bytes ahead of the current block to prefetch: enough to cover memory latency at full speed.
 constexpr int kPrefetch = 2048;
 
 inline void prefetch(const uint8_t* p) {
     _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-}
-
-inline float reduce(__m256 v) {
-    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
 }
 
 // ---- Gathering bytes from a span of 8 blocks held in three registers -----------------------
@@ -259,7 +247,7 @@ void nibble_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
         }
         for (int t = 0; t < T; ++t) {
             a.y[(t0 + t) * a.ldy + r] =
-                _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t])) + reduce(acc2[t]);
+                _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t])) + reduce256(acc2[t]);
         }
     }
 }
@@ -343,120 +331,9 @@ void q8_0_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
         }
         for (int t = 0; t < T; ++t) {
             a.y[(t0 + t) * a.ldy + r] =
-                _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1])) + reduce(acc2[t]);
+                _mm512_reduce_add_ps(_mm512_add_ps(acc[t][0], acc[t][1])) + reduce256(acc2[t]);
         }
     }
-}
-
-// ---- K-quants -------------------------------------------------------------------------------
-
-// vpermw indexes that spread 16-bit scales over sub-blocks: `per_vector` sub-blocks per vector
-// of 64 codes (2 for sub-blocks of 32, 4 for sub-blocks of 16); vector v takes scales
-// per_vector * v onwards.
-constexpr std::array<std::array<int16_t, 32>, 4> make_spread(int per_vector) {
-    std::array<std::array<int16_t, 32>, 4> idx{};
-    for (int v = 0; v < 4; ++v) {
-        for (int i = 0; i < 32; ++i) idx[v][i] = int16_t(per_vector * v + i / (32 / per_vector));
-    }
-    return idx;
-}
-constexpr auto kSpread2 = make_spread(2);
-constexpr auto kSpread4 = make_spread(4);
-
-inline __m512i scale_spread(int per_vector, int v) {
-    return _mm512_loadu_si512(per_vector == 2 ? kSpread2[v].data() : kSpread4[v].data());
-}
-
-// Shared loop of the K-quants: Decode(block, codes[4], scales[4], &mins16, &d, &dmin) fills the
-// codes (4 x 64 in natural order), the vpermw-spread 16-bit scales, and the per-bsum min
-// multipliers (16 x int16; zero for types without mins) and the float d, dmin; the offset of the
-// codes comes back through -offset * sum_j scale_j * bsum_j.
-template <class Block, int T, int kOffset, bool kMins, class Decode>
-void kquant_rows(const MatmulArgs& a, int64_t t0, Decode decode) {
-    const int64_t nsb = a.n_cols / 256;
-    for (int64_t r = a.r0; r < a.r1; ++r) {
-        const auto* w = reinterpret_cast<const Block*>(a.w + size_t(r) * a.w_row_bytes);
-        __m512 acc[T];
-        __m256 macc[T];
-        for (int t = 0; t < T; ++t) {
-            acc[t] = _mm512_setzero_ps();
-            macc[t] = _mm256_setzero_ps();
-        }
-        for (int64_t i = 0; i < nsb; ++i) {
-            const uint8_t* bp = reinterpret_cast<const uint8_t*>(w + i);
-            for (int l = 0; l < int(sizeof(Block) + 63) / 64; ++l)
-                prefetch(bp + kPrefetch + 64 * l);
-            __m512i codes[4], scales[4];
-            __m256i per_bsum;  // kOffset: the 16 scales; kMins: the 16 mins (per bsum)
-            float d = 0.0f, dmin = 0.0f;
-            decode(w[i], codes, scales, &per_bsum, &d, &dmin);
-            for (int t = 0; t < T; ++t) {
-                const auto* x =
-                    reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i;
-                const __m256i bsums =
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->bsums));
-                const __m256i bm = _mm256_madd_epi16(bsums, per_bsum);
-                __m512i s = _mm512_setzero_si512();
-                if constexpr (kOffset != 0) {
-                    // -offset * sum_j scale_j * bsum_j (offset a power of two).
-                    constexpr int kShift = kOffset == 4 ? 2 : 5;
-                    s = _mm512_zextsi256_si512(
-                        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(bm, kShift)));
-                }
-                for (int v = 0; v < 4; ++v) {
-                    const __m512i xq = _mm512_loadu_si512(x->qs + 64 * v);
-                    s = _mm512_dpwssd_epi32(s, _mm512_maddubs_epi16(codes[v], xq), scales[v]);
-                }
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(d * x->d), acc[t]);
-                if constexpr (kMins) {
-                    macc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(bm), _mm256_set1_ps(-dmin * x->d),
-                                              macc[t]);
-                }
-            }
-        }
-        for (int t = 0; t < T; ++t) {
-            float v = _mm512_reduce_add_ps(acc[t]);
-            if constexpr (kMins) v += reduce(macc[t]);
-            a.y[(t0 + t) * a.ldy + r] = v;
-        }
-    }
-}
-
-template <class Block, int kOffset, bool kMins, class Decode>
-void gemv_kquant(const MatmulArgs& a, Decode decode) {
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
-        const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
-        switch (n) {
-            case 1:
-                kquant_rows<Block, 1, kOffset, kMins>(a, t0, decode);
-                break;
-            case 2:
-                kquant_rows<Block, 2, kOffset, kMins>(a, t0, decode);
-                break;
-            case 3:
-                kquant_rows<Block, 3, kOffset, kMins>(a, t0, decode);
-                break;
-            default:
-                kquant_rows<Block, 4, kOffset, kMins>(a, t0, decode);
-                break;
-        }
-    }
-}
-
-// 16 scale bytes (one per sub-block of 16) spread over the four code vectors.
-inline void spread16(__m256i scales16, __m512i out[4]) {
-    const __m512i s = _mm512_castsi256_si512(scales16);
-    for (int v = 0; v < 4; ++v) out[v] = _mm512_permutexvar_epi16(scale_spread(4, v), s);
-}
-
-// Q4_K / Q5_K scales: 8 sub-blocks of 32, and the mins duplicated per bsum.
-inline void q4k_scales(const uint8_t* packed, __m512i out[4], __m256i* mins16) {
-    uint64_t sc, m;
-    unpack_q4k_scales(packed, &sc, &m);
-    const __m512i s = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_cvtsi64_si128(int64_t(sc))));
-    for (int v = 0; v < 4; ++v) out[v] = _mm512_permutexvar_epi16(scale_spread(2, v), s);
-    const __m128i mb = _mm_cvtsi64_si128(int64_t(m));
-    *mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
 }
 
 }  // namespace
@@ -497,62 +374,4 @@ void gemv_q8_0(const MatmulArgs& a) {
     }
 }
 
-void gemv_q2_k(const MatmulArgs& a) {
-    gemv_kquant<BlockQ2_K, 0, true>(a, [](const BlockQ2_K& b, __m512i codes[4], __m512i scales[4],
-                                          __m256i* mins16, float* d, float* dmin) {
-        codes_q2_k(b, codes);
-        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-        const __m128i low4 = _mm_set1_epi8(15);
-        spread16(_mm256_cvtepu8_epi16(_mm_and_si128(raw, low4)), scales);
-        *mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), low4));
-        *d = half(b.d);
-        *dmin = half(b.dmin);
-    });
-}
-
-void gemv_q3_k(const MatmulArgs& a) {
-    gemv_kquant<BlockQ3_K, 4, false>(a, [](const BlockQ3_K& b, __m512i codes[4], __m512i scales[4],
-                                           __m256i* scales16, float* d, float*) {
-        codes_q3_k(b, codes);
-        uint64_t sc[2];
-        unpack_q3k_scales(b.scales, sc);
-        const __m128i s8 =
-            _mm_sub_epi8(_mm_set_epi64x(int64_t(sc[1]), int64_t(sc[0])), _mm_set1_epi8(32));
-        *scales16 = _mm256_cvtepi8_epi16(s8);
-        spread16(*scales16, scales);
-        *d = half(b.d);
-    });
-}
-
-void gemv_q4_k(const MatmulArgs& a) {
-    gemv_kquant<BlockQ4_K, 0, true>(a, [](const BlockQ4_K& b, __m512i codes[4], __m512i scales[4],
-                                          __m256i* mins16, float* d, float* dmin) {
-        codes_q4_k(b, codes);
-        q4k_scales(b.scales, scales, mins16);
-        *d = half(b.d);
-        *dmin = half(b.dmin);
-    });
-}
-
-void gemv_q5_k(const MatmulArgs& a) {
-    gemv_kquant<BlockQ5_K, 0, true>(a, [](const BlockQ5_K& b, __m512i codes[4], __m512i scales[4],
-                                          __m256i* mins16, float* d, float* dmin) {
-        codes_q5_k(b, codes);
-        q4k_scales(b.scales, scales, mins16);
-        *d = half(b.d);
-        *dmin = half(b.dmin);
-    });
-}
-
-void gemv_q6_k(const MatmulArgs& a) {
-    gemv_kquant<BlockQ6_K, 32, false>(a, [](const BlockQ6_K& b, __m512i codes[4], __m512i scales[4],
-                                            __m256i* scales16, float* d, float*) {
-        codes_q6_k(b, codes);
-        *scales16 =
-            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
-        spread16(*scales16, scales);
-        *d = half(b.d);
-    });
-}
-
-}  // namespace mw::avx512
+}  // namespace mw::x86::vbmi

@@ -1,9 +1,26 @@
-// Scalar helpers shared by the x86 kernel sets: activation preparation, K-quant scale unpacking
-// and the row decoders that fill the prefill panels. Everything here is inline in an anonymous
-// namespace on purpose: each ISA file compiles its own copy with its own flags, so no function
-// compiled for AVX-512 can be picked by the linker for a caller on an AVX2-only CPU.
+// What the width-generic kernels (tensor/simd/) share, independent of the instruction set:
+// scratch buffers, K-quant scale unpacking, the activation side of the decode and prefill
+// kernels, the prefill panel format, and the dot-product chain over a vector type V.
+//
+// tensor/simd/ holds the kernels written once over a vector type V, which each ISA folder
+// defines (tensor/x86/simd.h: V256, V512; tensor/arm/simd.h: V128) with the same static
+// functions (loads, byte masks and shifts, the 8-bit dot product, float arithmetic, stores of R
+// rows). A kernel instantiated with V runs groups of R = V::kLanes rows, one per 32-bit lane.
+//
+// Everything here is inline in an anonymous namespace on purpose: each ISA file compiles its own
+// copy with its own flags, so no function compiled for AVX-512 can be picked by the linker for a
+// caller on an AVX2-only CPU.
 #pragma once
 
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/fp16.h"
+#include "tensor/kernels.h"
+#include "tensor/quants.h"
+
+#if defined(__F16C__)
 // GCC 12 warns about the deliberately undefined vectors inside its own AVX-512 intrinsics
 // (_mm512_undefined_*); the warnings point into its headers, so they are silenced there only.
 #pragma GCC diagnostic push
@@ -13,15 +30,9 @@
 #endif
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#endif
 
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-
-#include "tensor/kernels_x86.h"
-#include "tensor/quants.h"
-
-namespace mw::x86 {
+namespace mw::simd {
 namespace {
 
 // A growable 64-byte aligned buffer, kept per thread by the kernels (no allocation once warm).
@@ -52,7 +63,21 @@ inline size_t align64(size_t n) {
 }
 
 inline float half(uint16_t h) {
+#if defined(__F16C__)
     return _cvtsh_ss(h);
+#elif defined(__aarch64__)
+    __fp16 f;
+    std::memcpy(&f, &h, 2);
+    return float(f);
+#else
+    return fp16_to_f32(h);
+#endif
+}
+
+inline int32_t load_i32(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
 }
 
 inline uint16_t load_u16(const uint8_t* p) {
@@ -63,12 +88,6 @@ inline uint16_t load_u16(const uint8_t* p) {
 
 inline uint32_t load_u32(const uint8_t* p) {
     uint32_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-inline int32_t load_i32(const void* p) {
-    int32_t v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
@@ -177,159 +196,6 @@ struct PanelFormat {
     Act32Format act;  // for the 32-element types
 };
 
-// Decoders: codes (n elements, natural order), scale and min per sub-block.
-inline void decode_q4_0(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
-    const auto* b = reinterpret_cast<const BlockQ4_0*>(row);
-    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
-        for (int j = 0; j < 16; ++j) {
-            codes[j] = b[i].qs[j] & 15;
-            codes[j + 16] = b[i].qs[j] >> 4;
-        }
-        scale[i] = half(b[i].d);
-    }
-}
-
-inline void decode_q4_1(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
-    const auto* b = reinterpret_cast<const BlockQ4_1*>(row);
-    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
-        for (int j = 0; j < 16; ++j) {
-            codes[j] = b[i].qs[j] & 15;
-            codes[j + 16] = b[i].qs[j] >> 4;
-        }
-        scale[i] = half(b[i].d);
-        min[i] = half(b[i].m);
-    }
-}
-
-inline void decode_q5_0(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
-    const auto* b = reinterpret_cast<const BlockQ5_0*>(row);
-    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
-        const uint32_t qh = load_u32(b[i].qh);
-        for (int j = 0; j < 16; ++j) {
-            codes[j] = uint8_t((b[i].qs[j] & 15) | ((qh >> j) & 1) << 4);
-            codes[j + 16] = uint8_t((b[i].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
-        }
-        scale[i] = half(b[i].d);
-    }
-}
-
-inline void decode_q5_1(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
-    const auto* b = reinterpret_cast<const BlockQ5_1*>(row);
-    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
-        const uint32_t qh = load_u32(b[i].qh);
-        for (int j = 0; j < 16; ++j) {
-            codes[j] = uint8_t((b[i].qs[j] & 15) | ((qh >> j) & 1) << 4);
-            codes[j + 16] = uint8_t((b[i].qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
-        }
-        scale[i] = half(b[i].d);
-        min[i] = half(b[i].m);
-    }
-}
-
-// Q8_0 codes are q + 128 (offset 128).
-inline void decode_q8_0(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
-    for (int64_t i = 0; i < n / 32; ++i, codes += 32) {
-        for (int j = 0; j < 32; ++j) codes[j] = uint8_t(b[i].qs[j]) ^ 0x80;
-        scale[i] = half(b[i].d);
-    }
-}
-
-inline void decode_q2_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
-    const auto* b = reinterpret_cast<const BlockQ2_K*>(row);
-    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 16, min += 16) {
-        const float d = half(b[i].d), dmin = half(b[i].dmin);
-        for (int h = 0; h < 2; ++h) {
-            for (int s = 0; s < 4; ++s) {
-                for (int l = 0; l < 32; ++l) {
-                    codes[128 * h + 32 * s + l] = (b[i].qs[32 * h + l] >> (2 * s)) & 3;
-                }
-            }
-        }
-        for (int j = 0; j < 16; ++j) {
-            scale[j] = d * float(b[i].scales[j] & 15);
-            min[j] = -dmin * float(b[i].scales[j] >> 4);
-        }
-    }
-}
-
-// Q3_K codes are q + 4 in 0..7 (offset 4).
-inline void decode_q3_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
-    const auto* b = reinterpret_cast<const BlockQ3_K*>(row);
-    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 16) {
-        const float d = half(b[i].d);
-        for (int e = 0; e < 256; ++e) {
-            const int h = e / 128, s = (e % 128) / 32, l = e % 32;
-            const int low = (b[i].qs[32 * h + l] >> (2 * s)) & 3;
-            const int high = (b[i].hmask[l] >> (e / 32)) & 1;
-            codes[e] = uint8_t(low | high << 2);
-        }
-        uint64_t sc[2];
-        unpack_q3k_scales(b[i].scales, sc);
-        for (int j = 0; j < 16; ++j)
-            scale[j] = d * float(int((sc[j / 8] >> (8 * (j % 8))) & 63) - 32);
-    }
-}
-
-inline void decode_q4_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(row);
-    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 8, min += 8) {
-        const float d = half(b[i].d), dmin = half(b[i].dmin);
-        for (int p = 0; p < 4; ++p) {
-            for (int l = 0; l < 32; ++l) {
-                codes[64 * p + l] = b[i].qs[32 * p + l] & 15;
-                codes[64 * p + 32 + l] = b[i].qs[32 * p + l] >> 4;
-            }
-        }
-        uint64_t sc, m;
-        unpack_q4k_scales(b[i].scales, &sc, &m);
-        for (int j = 0; j < 8; ++j) {
-            scale[j] = d * float((sc >> (8 * j)) & 63);
-            min[j] = -dmin * float((m >> (8 * j)) & 63);
-        }
-    }
-}
-
-inline void decode_q5_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float* min) {
-    const auto* b = reinterpret_cast<const BlockQ5_K*>(row);
-    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 8, min += 8) {
-        const float d = half(b[i].d), dmin = half(b[i].dmin);
-        for (int p = 0; p < 4; ++p) {
-            for (int l = 0; l < 32; ++l) {
-                const int h0 = (b[i].qh[l] >> (2 * p)) & 1, h1 = (b[i].qh[l] >> (2 * p + 1)) & 1;
-                codes[64 * p + l] = uint8_t((b[i].qs[32 * p + l] & 15) | h0 << 4);
-                codes[64 * p + 32 + l] = uint8_t((b[i].qs[32 * p + l] >> 4) | h1 << 4);
-            }
-        }
-        uint64_t sc, m;
-        unpack_q4k_scales(b[i].scales, &sc, &m);
-        for (int j = 0; j < 8; ++j) {
-            scale[j] = d * float((sc >> (8 * j)) & 63);
-            min[j] = -dmin * float((m >> (8 * j)) & 63);
-        }
-    }
-}
-
-// Q6_K codes are q + 32 in 0..63 (offset 32).
-inline void decode_q6_k(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, float*) {
-    const auto* b = reinterpret_cast<const BlockQ6_K*>(row);
-    for (int64_t i = 0; i < n / 256; ++i, codes += 256, scale += 16) {
-        const float d = half(b[i].d);
-        for (int h = 0; h < 2; ++h) {
-            const uint8_t* ql = b[i].ql + 64 * h;
-            const uint8_t* qh = b[i].qh + 32 * h;
-            uint8_t* out = codes + 128 * h;
-            for (int l = 0; l < 32; ++l) {
-                out[l] = uint8_t((ql[l] & 15) | (qh[l] & 3) << 4);
-                out[l + 32] = uint8_t((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4);
-                out[l + 64] = uint8_t((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4);
-                out[l + 96] = uint8_t((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
-            }
-        }
-        for (int j = 0; j < 16; ++j) scale[j] = d * float(b[i].scales[j]);
-    }
-}
-
 // ---- The activation side of the prefill kernels --------------------------------------------
 
 // Per token t and sub-block j (index t * n_sub + j): the integer -offset * sum(x), the float
@@ -382,5 +248,38 @@ inline const int8_t* act_quants(const PanelFormat& f, const uint8_t* row, int64_
     return reinterpret_cast<const int8_t*>(row + size_t(j) * f.act.block_bytes + f.act.qs_offset);
 }
 
+// How many vpmaddubsw results of codes <= max_code (times activations of magnitude <= 127, two
+// per int16 lane) can be summed in int16 before vpmaddwd.
+constexpr int int16_adds(int max_code) {
+    return 32767 / (2 * 127 * max_code);
+}
+
+// A dot product of unsigned codes <= kMaxCode with activations, started at `init`. Sets with an
+// exact 8-bit dot product (VNNI, SDOT: V::kVnni) add into int32 directly; the others sum
+// vpmaddubsw results in int16 and fold them into int32 before they could overflow.
+template <class V, int kMaxCode>
+struct DotChain {
+    using I = typename V::I;
+    static constexpr int kAdds = V::kVnni ? 1 << 30 : int16_adds(kMaxCode);
+    static_assert(kAdds >= 1, "codes too large for vpmaddubsw");
+
+    DotChain() : DotChain(V::zero()) {}
+    explicit DotChain(I init) : s(init), d(V::dot_begin(init)) {}
+    void add(I codes, I x) {
+        if (n == kAdds) {
+            s = V::dot_end(s, d);
+            d = V::dot_begin(s);
+            n = 0;
+        }
+        d = V::dot_add(d, codes, x);
+        ++n;
+    }
+    I result() const { return V::dot_end(s, d); }
+
+    I s;
+    typename V::Dot d;
+    int n = 0;
+};
+
 }  // namespace
-}  // namespace mw::x86
+}  // namespace mw::simd

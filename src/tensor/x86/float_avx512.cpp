@@ -4,13 +4,11 @@
 #include <utility>
 #include <vector>
 
-#include "tensor/kernels_avx512.h"
-#include "tensor/kernels_x86_common.h"
+#include "tensor/x86/set.h"
+#include "tensor/x86/simd.h"
 
-namespace mw::avx512 {
+namespace mw::x86 {
 namespace {
-
-using namespace x86;
 
 // std::round: half away from zero. x - trunc(x) is exact, so the comparison decides exactly.
 inline __m512 round_half_away(__m512 x) {
@@ -285,19 +283,12 @@ void bf16_dp_rows(const MatmulArgs& a, int64_t t0) {
     for (; r < a.r1; ++r) bf16_dp_tile<1, T>(a, r, t0);
 }
 
-float dot_via(void (*fn)(const MatmulArgs&), int64_t n, const void* w, const void* x, size_t xb) {
-    float y = 0.0f;
-    const MatmulArgs a{static_cast<const uint8_t*>(w), 0,  n, 0,  1,
-                       static_cast<const uint8_t*>(x), xb, 1, &y, 1};
-    fn(a);
-    return y;
-}
-
 }  // namespace
 
 // ---- Activation encoders --------------------------------------------------------------------
 
-void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx512>::quantize_row_q8_0(const float* src, void* dst, int64_t n) {
     auto* blocks = static_cast<BlockQ8_0*>(dst);
     for (int64_t i = 0; i < n / 32; ++i, src += 32) {
         __m512 q0, q1;
@@ -305,7 +296,8 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
     }
 }
 
-void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx512>::quantize_row_q8_1(const float* src, void* dst, int64_t n) {
     auto* blocks = static_cast<BlockQ8_1*>(dst);
     for (int64_t i = 0; i < n / 32; ++i, src += 32) {
         __m512 q0, q1;
@@ -321,7 +313,8 @@ void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
     }
 }
 
-void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx512>::quantize_row_q8_k(const float* src, void* dst, int64_t n) {
     auto* blocks = static_cast<BlockQ8_K*>(dst);
     for (int64_t i = 0; i < n / 256; ++i, src += 256) {
         BlockQ8_K& b = blocks[i];
@@ -361,7 +354,8 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
     }
 }
 
-void f16_from_float(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx512>::f16_from_float(const float* src, void* dst, int64_t n) {
     auto* h = static_cast<uint16_t*>(dst);
     for (int64_t k = 0; k < n; k += 16) {
         const __mmask16 m = lanes(n - k);
@@ -371,7 +365,8 @@ void f16_from_float(const float* src, void* dst, int64_t n) {
     }
 }
 
-void bf16_from_float(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx512>::bf16_from_float(const float* src, void* dst, int64_t n) {
     auto* h = static_cast<uint16_t*>(dst);
     const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
     for (int64_t k = 0; k < n; k += 16) {
@@ -389,19 +384,23 @@ void bf16_from_float(const float* src, void* dst, int64_t n) {
 
 // ---- Float matrix kernels --------------------------------------------------------------------
 
-void matmul_f32(const MatmulArgs& a) {
+template <>
+void Set<Isa::avx512>::matmul_f32(const MatmulArgs& a) {
     matmul_float<LoadF32>(a, true);
 }
-void matmul_f16(const MatmulArgs& a) {
+template <>
+void Set<Isa::avx512>::matmul_f16(const MatmulArgs& a) {
     matmul_float<LoadF16>(a, false);
 }
-void matmul_bf16(const MatmulArgs& a) {
+template <>
+void Set<Isa::avx512>::matmul_bf16(const MatmulArgs& a) {
     matmul_float<LoadBF16>(a, false);
 }
 
-void matmul_bf16_dp(const MatmulArgs& a) {
+template <>
+void Set<Isa::avx512>::matmul_bf16_dp(const MatmulArgs& a) {
     if (a.n_tokens >= kFloatGemmMinTokens) {  // the f32 FMA panels beat vdpbf16ps there
-        matmul_bf16(a);
+        Set<Isa::avx512>::matmul_bf16(a);
         return;
     }
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
@@ -422,17 +421,4 @@ void matmul_bf16_dp(const MatmulArgs& a) {
     }
 }
 
-float vec_dot_f32(int64_t n, const void* w, const void* x) {
-    return dot_via(matmul_f32, n, w, x, 0);
-}
-float vec_dot_f16(int64_t n, const void* w, const void* x) {
-    return dot_via(matmul_f16, n, w, x, 0);
-}
-float vec_dot_bf16(int64_t n, const void* w, const void* x) {
-    return dot_via(matmul_bf16, n, w, x, 0);
-}
-float vec_dot_bf16_dp(int64_t n, const void* w, const void* x) {
-    return dot_via(matmul_bf16_dp, n, w, x, 0);
-}
-
-}  // namespace mw::avx512
+}  // namespace mw::x86

@@ -1,12 +1,12 @@
 // ARMv8.0 NEON kernels (every ARM64 CPU): the activation quantizers, the F32 / F16 / BF16 dot
 // products and matrix kernels, and the quantized kernels on widening multiplies, the fallback for
 // CPUs without SDOT. Also the level choice and installation of the ARM64 kernel sets.
-#include "tensor/kernels_neon.h"
+#include "tensor/arm/neon.h"
 
 #include <cstring>
 
 #include "base/fp16.h"
-#include "tensor/kernels_neon_dot.h"
+#include "tensor/arm/dot.h"
 
 namespace mw::neon {
 namespace {
@@ -255,16 +255,19 @@ Level best_level(const CpuFeatures& cpu) {
     return Level::neon;
 }
 
-const char* install(TraitsArray& table, Level level) {
-    install_neon(table);
-    if (level == Level::neon) return "neon";
-    install_dotprod(table);
-    if (level == Level::dotprod) return "neon-dotprod";
-    install_i8mm(table);
-    return "neon-i8mm";
+void install(KernelSet& set, Level level) {
+    set.name = "neon";
+    install_neon(set);
+    if (level == Level::neon) return;
+    set.name = "neon-dotprod";
+    install_dotprod(set);
+    if (level == Level::dotprod) return;
+    set.name = "neon-i8mm";
+    install_i8mm(set);
 }
 
-void install_neon(TraitsArray& table) {
+void install_neon(KernelSet& set) {
+    TraitsArray& table = set.table;
     row_of(table, GgmlType::Q8_0).from_float = quantize_row_q8_0;
     row_of(table, GgmlType::Q8_1).from_float = quantize_row_q8_1;
     row_of(table, GgmlType::Q8_K).from_float = quantize_row_q8_k;

@@ -1,12 +1,10 @@
 // AVX2 activation encoders (byte-identical to the reference quantizers) and the kernels of the
 // float weight types: tiles of rows x tokens of dot products along the row.
-#include "tensor/kernels_avx2.h"
-#include "tensor/kernels_x86_common.h"
+#include "tensor/x86/set.h"
+#include "tensor/x86/simd.h"
 
-namespace mw::avx2 {
+namespace mw::x86 {
 namespace {
-
-using namespace x86;
 
 inline float hmax(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -162,7 +160,8 @@ void matmul_float(const MatmulArgs& a, bool act_is_f32) {
 
 }  // namespace
 
-void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx2>::quantize_row_q8_0(const float* src, void* dst, int64_t n) {
     auto* blocks = static_cast<BlockQ8_0*>(dst);
     for (int64_t i = 0; i < n / 32; ++i, src += 32) {
         __m256i q[4];
@@ -170,7 +169,8 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
     }
 }
 
-void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx2>::quantize_row_q8_1(const float* src, void* dst, int64_t n) {
     auto* blocks = static_cast<BlockQ8_1*>(dst);
     for (int64_t i = 0; i < n / 32; ++i, src += 32) {
         __m256i q[4];
@@ -182,7 +182,8 @@ void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
     }
 }
 
-void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx2>::quantize_row_q8_k(const float* src, void* dst, int64_t n) {
     auto* blocks = static_cast<BlockQ8_K*>(dst);
     for (int64_t i = 0; i < n / 256; ++i, src += 256) {
         BlockQ8_K& b = blocks[i];
@@ -222,7 +223,8 @@ void quantize_row_q8_k(const float* src, void* dst, int64_t n) {
     }
 }
 
-void f16_from_float(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx2>::f16_from_float(const float* src, void* dst, int64_t n) {
     auto* h = static_cast<uint16_t*>(dst);
     int64_t k = 0;
     for (; k + 8 <= n; k += 8) {
@@ -232,7 +234,8 @@ void f16_from_float(const float* src, void* dst, int64_t n) {
     for (; k < n; ++k) h[k] = to_half(src[k]);
 }
 
-void bf16_from_float(const float* src, void* dst, int64_t n) {
+template <>
+void Set<Isa::avx2>::bf16_from_float(const float* src, void* dst, int64_t n) {
     auto* h = static_cast<uint16_t*>(dst);
     const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     int64_t k = 0;
@@ -258,14 +261,17 @@ void bf16_from_float(const float* src, void* dst, int64_t n) {
     }
 }
 
-void matmul_f32(const MatmulArgs& a) {
+template <>
+void Set<Isa::avx2>::matmul_f32(const MatmulArgs& a) {
     matmul_float<LoadF32>(a, true);
 }
-void matmul_f16(const MatmulArgs& a) {
+template <>
+void Set<Isa::avx2>::matmul_f16(const MatmulArgs& a) {
     matmul_float<LoadF16>(a, false);
 }
-void matmul_bf16(const MatmulArgs& a) {
+template <>
+void Set<Isa::avx2>::matmul_bf16(const MatmulArgs& a) {
     matmul_float<LoadBF16>(a, false);
 }
 
-}  // namespace mw::avx2
+}  // namespace mw::x86

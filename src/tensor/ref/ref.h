@@ -1,0 +1,66 @@
+// tensor/ref/: the scalar reference functions, the specification of every kernel. Each SIMD
+// kernel set (tensor/x86/, tensor/arm/, tensor/simd/) is tested against these on random data and
+// awkward sizes. They follow ggml's reference code operation for operation where bit-exactness
+// matters (dequantize, the activation quantizers: llama-quantize's bytes) and its integer-per-
+// block arithmetic in the dot products; the files here are compiled without floating-point
+// contraction (src/CMakeLists.txt, *_ref.cpp) so they round the same on every CPU. The type
+// table's scalar rows (tensor/types.cpp, MEMWALL_ISA=scalar) point at them.
+#pragma once
+
+#include <cstdint>
+
+namespace mw {
+
+// The scalar reference functions. Signatures match ToFloatFn / FromFloatFn / VecDotFn; `n` is a
+// multiple of the block size.
+namespace ref {
+
+// Plain types.
+void f32_to_float(const void* src, float* dst, int64_t n);
+void f32_from_float(const float* src, void* dst, int64_t n);
+void f16_to_float(const void* src, float* dst, int64_t n);
+void f16_from_float(const float* src, void* dst, int64_t n);
+void bf16_to_float(const void* src, float* dst, int64_t n);
+void bf16_from_float(const float* src, void* dst, int64_t n);
+// Products rounded to float, summed in double (as ggml does).
+float vec_dot_f32(int64_t n, const void* w, const void* x);
+float vec_dot_f16(int64_t n, const void* w, const void* x);
+float vec_dot_bf16(int64_t n, const void* w, const void* x);
+
+// 32-element block types.
+void dequantize_row_q4_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q4_1(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_1(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_1(const void* src, float* dst, int64_t n);
+// Round-to-nearest quantizers, identical to what llama-quantize writes without an imatrix.
+void quantize_row_q4_0(const float* src, void* dst, int64_t n);
+void quantize_row_q4_1(const float* src, void* dst, int64_t n);
+void quantize_row_q5_0(const float* src, void* dst, int64_t n);
+void quantize_row_q5_1(const float* src, void* dst, int64_t n);
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* x);
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* x);
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* x);
+
+// K-quants.
+void dequantize_row_q2_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q3_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q4_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q6_k(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_k(const void* src, float* dst, int64_t n);
+void quantize_row_q8_k(const float* src, void* dst, int64_t n);
+float vec_dot_q2_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q3_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
+
+}  // namespace ref
+
+}  // namespace mw

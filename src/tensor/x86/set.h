@@ -1,0 +1,71 @@
+// The entry points of one x86 kernel set, declared once for all sets: Set<Isa::avx2>,
+// Set<Isa::avxvnni> and Set<Isa::avx512> are defined by that set's own files (gemv_<set>.cpp,
+// gemm_<set>.cpp, float_<set>.cpp, peak_<set>.cpp), compiled with its ISA flags; kernels.cpp
+// (baseline flags) only takes their addresses. Only tensor/x86/ includes this.
+#pragma once
+
+#include "tensor/x86/x86.h"
+
+namespace mw::x86 {
+
+template <Isa I>
+struct Set {
+    using Fn = void (*)(const MatmulArgs&);
+
+    // Decode of the GGUF layout (gemv_<set>.cpp): rows [r0, r1) times every token.
+    static void gemv_q4_0(const MatmulArgs& a);
+    static void gemv_q4_1(const MatmulArgs& a);
+    static void gemv_q5_0(const MatmulArgs& a);
+    static void gemv_q5_1(const MatmulArgs& a);
+    static void gemv_q8_0(const MatmulArgs& a);
+    static void gemv_q2_k(const MatmulArgs& a);
+    static void gemv_q3_k(const MatmulArgs& a);
+    static void gemv_q4_k(const MatmulArgs& a);
+    static void gemv_q5_k(const MatmulArgs& a);
+    static void gemv_q6_k(const MatmulArgs& a);
+
+    // Prefill of the GGUF layout (gemm_<set>.cpp).
+    static void gemm_q4_0(const MatmulArgs& a);
+    static void gemm_q4_1(const MatmulArgs& a);
+    static void gemm_q5_0(const MatmulArgs& a);
+    static void gemm_q5_1(const MatmulArgs& a);
+    static void gemm_q8_0(const MatmulArgs& a);
+    static void gemm_q2_k(const MatmulArgs& a);
+    static void gemm_q3_k(const MatmulArgs& a);
+    static void gemm_q4_k(const MatmulArgs& a);
+    static void gemm_q5_k(const MatmulArgs& a);
+    static void gemm_q6_k(const MatmulArgs& a);
+
+    // The packed layouts, groups of R rows (decode in gemv_<set>.cpp, prefill in gemm_<set>.cpp).
+    static constexpr int kPackRows = I == Isa::avx512 ? 16 : 8;
+    static void packed_gemv_q4_0(const MatmulArgs& a);
+    static void packed_gemv_q8_0(const MatmulArgs& a);
+    static void packed_gemv_q4_k(const MatmulArgs& a);
+    static void packed_gemv_q5_k(const MatmulArgs& a);
+    static void packed_gemv_q6_k(const MatmulArgs& a);
+    static void packed_gemm_q4_0(const MatmulArgs& a);
+    static void packed_gemm_q8_0(const MatmulArgs& a);
+    static void packed_gemm_q4_k(const MatmulArgs& a);
+    static void packed_gemm_q5_k(const MatmulArgs& a);
+    static void packed_gemm_q6_k(const MatmulArgs& a);
+
+    // From this many tokens on, matmul uses the prefill kernels: decoding the rows into panels
+    // once costs less than re-decoding them for every 4 tokens.
+    static constexpr int64_t kGemmMinTokens = I == Isa::avx512 ? 12 : I == Isa::avxvnni ? 16 : 24;
+
+    // Float weights and activation encoders (float_<set>.cpp; avxvnni uses avx2's).
+    static void matmul_f32(const MatmulArgs& a);
+    static void matmul_f16(const MatmulArgs& a);
+    static void matmul_bf16(const MatmulArgs& a);
+    static void matmul_bf16_dp(const MatmulArgs& a);  // AVX512_BF16 vdpbf16ps (avx512 only)
+    static void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+    static void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+    static void quantize_row_q8_k(const float* src, void* dst, int64_t n);
+    static void f16_from_float(const float* src, void* dst, int64_t n);
+    static void bf16_from_float(const float* src, void* dst, int64_t n);
+
+    // The int8 peak loop (peak_<set>.cpp): multiply-accumulates done in `iterations` passes.
+    static double int8_peak_loop(int64_t iterations);
+};
+
+}  // namespace mw::x86
