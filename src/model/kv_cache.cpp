@@ -36,12 +36,28 @@ uint32_t pool_pages(uint32_t n_ctx, uint32_t n_seq_max) {
     return pages_for(n_ctx) + (n_seq_max - 1);
 }
 
+// MLA caches one row per position, the latent (the values) followed by the rope key: the values
+// are read from the keys' rows, so both need the same type.
+void check_latent_types(const HParams& hp, GgmlType k_type, GgmlType v_type) {
+    if (hp.mla() && k_type != v_type) {
+        const auto k = ggml_layout(static_cast<uint32_t>(k_type));
+        const auto v = ggml_layout(static_cast<uint32_t>(v_type));
+        fail(ErrorKind::invalid_argument,
+             "KV cache types: {} keys and {} values, but this {} model caches one latent row per "
+             "position that serves as both (multi-head latent attention): give -ctk and -ctv "
+             "the same type",
+             k ? k->name.data() : "?", v ? v->name.data() : "?", hp.arch);
+    }
+}
+
 }  // namespace
 
 uint64_t KvCache::bytes_per_position(const HParams& hp, GgmlType k_type, GgmlType v_type) {
     const TypeTraits& kt = kv_traits(k_type, hp.head_dim_k, "keys");
     const TypeTraits& vt = kv_traits(v_type, hp.head_dim_v, "values");
-    return (row_bytes(kt, hp.n_embd_k_gqa()) + row_bytes(vt, hp.n_embd_v_gqa())) * hp.n_layer;
+    check_latent_types(hp, k_type, v_type);
+    const uint64_t v_bytes = hp.mla() ? 0 : row_bytes(vt, hp.n_embd_v_gqa());
+    return (row_bytes(kt, hp.n_embd_k_gqa()) + v_bytes) * hp.n_layer;
 }
 
 uint64_t KvCache::bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_type,
@@ -60,13 +76,17 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType
       k_traits_(&kv_traits(k_type, hp.head_dim_k, "keys")),
       v_traits_(&kv_traits(v_type, hp.head_dim_v, "values")),
       k_row_bytes_(row_bytes(*k_traits_, hp.head_dim_k)),
-      v_row_bytes_(row_bytes(*v_traits_, hp.head_dim_v)) {
+      v_row_bytes_(row_bytes(*v_traits_, hp.head_dim_v)),
+      values_in_keys_(hp.mla()),
+      rope_offset_(hp.mla() ? hp.kv_lora_rank : 0) {
+    for (uint32_t il = 0; il < hp.n_layer; ++il) swa_layers_.push_back(hp.swa_layer(il));
+    check_latent_types(hp, k_type, v_type);
     if (n_ctx == 0) fail(ErrorKind::invalid_argument, "context size must be at least 1");
     if (n_seq_max == 0) fail(ErrorKind::invalid_argument, "a context needs at least 1 sequence");
     n_pages_ = pool_pages(n_ctx, n_seq_max);
     const uint64_t rows = uint64_t(n_pages_) * kKvPageSize * hp.n_layer * hp.n_head_kv;
     const uint64_t k_bytes = uint64_t(k_row_bytes_) * rows;
-    const uint64_t v_bytes = uint64_t(v_row_bytes_) * rows;
+    const uint64_t v_bytes = values_in_keys_ ? 0 : uint64_t(v_row_bytes_) * rows;
     bytes_ = k_bytes + v_bytes;
     // calloc: pages are only touched (and counted in RSS) as positions are filled.
     void* p = std::calloc(1, size_t(bytes_));
@@ -109,6 +129,7 @@ void KvCache::copy_page(uint32_t from, uint32_t to) {
         for (uint32_t h = 0; h < n_head_kv_; ++h) {
             std::memcpy(k_ + offset(il, h, to, 0, k_row_bytes_),
                         k_ + offset(il, h, from, 0, k_row_bytes_), kKvPageSize * k_row_bytes_);
+            if (values_in_keys_) continue;
             std::memcpy(v_ + offset(il, h, to, 0, v_row_bytes_),
                         v_ + offset(il, h, from, 0, v_row_bytes_), kKvPageSize * v_row_bytes_);
         }
@@ -181,6 +202,7 @@ KvRows KvCache::keys(uint32_t layer, uint32_t seq) const {
 
 KvRows KvCache::values(uint32_t layer, uint32_t seq) const {
     const Seq& s = seqs_[check(seq)];
+    if (values_in_keys_) return keys(layer, seq);  // the first head_dim_v elements of each row
     return {v_ + offset(layer, 0, 0, 0, v_row_bytes_),
             v_row_bytes_,
             size_t(n_pages_) * kKvPageSize * v_row_bytes_,
@@ -225,7 +247,7 @@ void KvCache::copy(uint32_t src, uint32_t dst, uint32_t n) {
 }
 
 void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const RopeParams& rope,
-                      Parallel& par) {
+                      const RopeParams& rope_swa, Parallel& par) {
     Seq& s = seqs_[check(seq)];
     if (uint64_t(n_keep) + n_discard > s.len) {
         fail(ErrorKind::invalid_argument,
@@ -255,6 +277,7 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
             for (uint32_t j = 0; j < n_moved; ++j) {
                 std::memcpy(k_row(il, h, seq, n_keep + j), k_row(il, h, seq, first_moved + j),
                             k_row_bytes_);
+                if (values_in_keys_) continue;
                 std::memcpy(v_row(il, h, seq, n_keep + j), v_row(il, h, seq, first_moved + j),
                             v_row_bytes_);
             }
@@ -262,9 +285,11 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
     }
     truncate(seq, new_len);
 
-    // Rotate every moved key back by n_discard positions.
-    std::vector<float> cos_sin(size_t(rope.n_rot));
+    // Rotate every moved key back by n_discard positions (with its layer's RoPE, on the rotated
+    // part of the row: all of it, or MLA's rope key after the latent).
+    std::vector<float> cos_sin(size_t(rope.n_rot)), cos_sin_swa(size_t(rope_swa.n_rot));
     rope_rotation(rope, -float(n_discard), cos_sin.data());
+    rope_rotation(rope_swa, -float(n_discard), cos_sin_swa.data());
     const int64_t n_rows = int64_t(n_layer_) * n_head_kv_ * n_moved;
     if (n_rows == 0) return;
     parallel_for_work(par, n_rows * head_dim_k_, [&](int ith, int nth) {
@@ -272,11 +297,13 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
         const Range r = split_range(n_rows, ith, nth);
         for (int64_t i = r.begin; i < r.end; ++i) {
             const int64_t layer_head = i / n_moved;
-            uint8_t* row =
-                k_row(uint32_t(layer_head / n_head_kv_), uint32_t(layer_head % n_head_kv_), seq,
-                      n_keep + uint32_t(i % n_moved));
+            const uint32_t layer = uint32_t(layer_head / n_head_kv_);
+            uint8_t* row = k_row(layer, uint32_t(layer_head % n_head_kv_), seq,
+                                 n_keep + uint32_t(i % n_moved));
             k_traits_->to_float(row, key.data(), head_dim_k_);
-            rope_apply(rope, cos_sin.data(), key.data(), 1, int(head_dim_k_));
+            const bool swa = swa_layers_[layer];
+            rope_apply(swa ? rope_swa : rope, swa ? cos_sin_swa.data() : cos_sin.data(),
+                       key.data() + rope_offset_, 1, int(head_dim_k_ - rope_offset_));
             k_traits_->from_float(key.data(), row, head_dim_k_);
         }
     });

@@ -9,7 +9,8 @@
 // a sequence's prefix to another shares its pages (nothing is recomputed or copied), and a page
 // is copied only when a sequence writes into one that another sequence also holds
 // (copy-on-write). The pool holds n_ctx positions, plus one page per extra sequence for the
-// partly filled last pages.
+// partly filled last pages. Multi-head latent attention (deepseek2) caches one row per position,
+// the KV latent then the rope key, and reads the values from the latent part of that row.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +60,7 @@ class KvCache {
     uint8_t* k_row(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) {
         return k_ + offset(layer, head, page_of(seq, pos), pos % kKvPageSize, k_row_bytes_);
     }
+    // (MLA: the values are the keys' first head_dim_v elements; there is no value row to write.)
     uint8_t* v_row(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) {
         return v_ + offset(layer, head, page_of(seq, pos), pos % kKvPageSize, v_row_bytes_);
     }
@@ -76,8 +78,9 @@ class KvCache {
     // are linear in the position, so the rotated key equals the key computed at the new
     // position). A quantized or F16 key is decoded, rotated and encoded again. Throws
     // invalid_argument when the range is not inside the cached positions.
+    // Sliding-window layers rotate with rope_swa.
     void discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const RopeParams& rope,
-                 Parallel& par);
+                 const RopeParams& rope_swa, Parallel& par);
 
     // Bytes the cache of n_ctx positions allocates (for planning before allocating): whole
     // pages, plus a page for each further sequence.
@@ -112,6 +115,9 @@ class KvCache {
     const TypeTraits* v_traits_;
     size_t k_row_bytes_;  // one head
     size_t v_row_bytes_;
+    bool values_in_keys_;   // MLA: one latent row per position serves as key and value
+    uint32_t rope_offset_;  // where the rotated part of a key row starts (MLA: after the latent)
+    std::vector<bool> swa_layers_;
     uint64_t bytes_ = 0;
     std::unique_ptr<uint8_t, void (*)(void*)> storage_{nullptr, nullptr};
     uint8_t* k_ = nullptr;

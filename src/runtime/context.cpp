@@ -278,7 +278,7 @@ void Context::seq_copy(uint32_t src, uint32_t dst, uint32_t n) {
 }
 
 void Context::seq_shift(uint32_t seq, uint32_t n_keep, uint32_t n_discard) {
-    kv_.discard(seq, n_keep, n_discard, model_.model.rope, pool_);
+    kv_.discard(seq, n_keep, n_discard, model_.model.rope, model_.model.rope_swa, pool_);
     std::vector<int32_t>& t = seq_tokens_[seq];
     t.erase(t.begin() + n_keep, t.begin() + n_keep + n_discard);
 }

@@ -72,6 +72,7 @@ int run_main_job() {
     std::vector<std::pair<double, std::string>> too_large;
     std::map<std::string, const json*> model_of;
     for (const json& m : plan["models"]) model_of[m["name"].get<std::string>()] = &m;
+    bool any_unrunnable = false;
     for (const json& rec : plan["recommendations"]) {
         const json& m = *model_of[rec["model"].get<std::string>()];
         const double params = m["n_params"].get<double>();
@@ -80,6 +81,7 @@ int run_main_job() {
             continue;
         }
         const json& r = rec["row"];
+        any_unrunnable = any_unrunnable || !m["runnable"].get<bool>();
         fits.push_back(
             {params,
              fmt::format("  {:<19}{:>7.2f} B  {:<7}{:>7} {:<5}{:>10}  {:>6} tok/s  {:>6} tok/s{}",
@@ -104,7 +106,8 @@ int run_main_job() {
         for (const auto& [params, name] : too_large) names += (names.empty() ? "" : ", ") + name;
         fmt::print("Too large for the memory available now: {}\n", names);
     }
-    fmt::print("\n+ memwall cannot run this architecture yet; planned with its real shapes.\n");
+    if (any_unrunnable)
+        fmt::print("\n+ memwall cannot run this architecture yet; planned with its real shapes.\n");
     fmt::print("Details:  memwall plan --model NAME --device this    (every quantization)\n");
     fmt::print("Run one:  memwall -m MODEL.gguf -p \"Hello\"          (plans it, then runs it)\n");
     fmt::print("All subcommands: memwall --help\n");
