@@ -136,7 +136,8 @@ void ForwardStep::attention_mla(uint32_t il) {
         rope_apply(m.rope, cs, kvt + rank, 1, int(n_rot));
         kv.k_traits().from_float(kvt, kv.k_row(il, 0, tok_seq[t], tok_pos[t]), hd_k);
         for (int h = 0; h < n_head; ++h) {
-            std::copy(qt + h * hd_q + nope, qt + (h + 1) * hd_q, q + (t * n_head + h) * hd_k + rank);
+            std::copy(qt + h * hd_q + nope, qt + (h + 1) * hd_q,
+                      q + (t * n_head + h) * hd_k + rank);
         }
     });
     // Absorb k_b into each head's query: q[h][0 .. rank) = k_b[h] q_nope[h].
