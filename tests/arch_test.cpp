@@ -26,7 +26,8 @@ Case load_case(const std::string& id) {
     const std::string dir = mw::test::shared_dir() + "/reference/cases/";
     Case k;
     k.c = json::parse(mw::test::read_text(dir + id + ".json"));
-    const std::vector<uint8_t> bytes = mw::test::read_file(dir + k.c.at("logits_file").get<std::string>());
+    const std::vector<uint8_t> bytes =
+        mw::test::read_file(dir + k.c.at("logits_file").get<std::string>());
     k.logits.resize(bytes.size() / 4);
     std::memcpy(k.logits.data(), bytes.data(), k.logits.size() * 4);
     return k;
@@ -53,8 +54,8 @@ struct Loaded {
 // Decodes the case's prompt in batches of n_batch and checks every position's logits against
 // llama.cpp's within the case's tolerance (or `tol_override`), then the greedy prefix the case
 // requires (F16 caches only: llama.cpp ran with one); returns the context's KV bytes.
-uint64_t check_case(const std::string& id, uint32_t n_batch, mw_type kv,
-                    double tol_override = 0.0, uint32_t n_ctx_extra = 56) {
+uint64_t check_case(const std::string& id, uint32_t n_batch, mw_type kv, double tol_override = 0.0,
+                    uint32_t n_ctx_extra = 56) {
     const Case k = load_case(id);
     Loaded r;
     const std::string path = mw::test::shared_path(k.c.at("model").get<std::string>());
@@ -150,10 +151,10 @@ TEST(ArchKvCache, RingRefusesToGoBackPastWhatItHolds) {
     // Batches of 32: a ring of 64 positions per sequence for layer 0; layer 1 is paged.
     mw::KvCache kv(hp, 1024, 2, mw::GgmlType::F16, mw::GgmlType::F16, 32);
     EXPECT_EQ(kv.ring_positions(), 64u);
-    EXPECT_LT(kv.bytes(), mw::KvCache::bytes_needed(hp, 1024, mw::GgmlType::F16,
-                                                    mw::GgmlType::F16, 2, 1024));
-    EXPECT_EQ(kv.bytes(), mw::KvCache::bytes_needed(hp, 1024, mw::GgmlType::F16,
-                                                    mw::GgmlType::F16, 2, 32));
+    EXPECT_LT(kv.bytes(),
+              mw::KvCache::bytes_needed(hp, 1024, mw::GgmlType::F16, mw::GgmlType::F16, 2, 1024));
+    EXPECT_EQ(kv.bytes(),
+              mw::KvCache::bytes_needed(hp, 1024, mw::GgmlType::F16, mw::GgmlType::F16, 2, 32));
     for (uint32_t i = 0; i < 10; ++i) {
         kv.reserve(0, 32);
         kv.set_len(0, (i + 1) * 32);

@@ -197,13 +197,14 @@ Model Model::bind(const gguf::GgufFile& file) {
         m.rope_freq_factors = b.vector("rope_freqs.weight", hp.n_rot / 2);
 
     const bool moe = hp.n_expert > 0;
-    // Every block has at least 6 tensors (phi3's fused ones): a block count the tensors cannot back
+    // Every block has at least 9 tensors (phi3, with fused QKV and gate/up, 6; command-r, with
+    // one norm, 8): a block count the tensors cannot back
     // is refused before anything is sized by it.
-    constexpr uint64_t kMinTensorsPerBlock = 6;
-    if (uint64_t(hp.n_layer) * kMinTensorsPerBlock > file.tensors().size()) {
+    const uint64_t min_tensors_per_block = hp.arch == "phi3" ? 6 : hp.arch == "command-r" ? 8 : 9;
+    if (uint64_t(hp.n_layer) * min_tensors_per_block > file.tensors().size()) {
         fail(ErrorKind::bad_file,
              "{}: {}.block_count = {} needs at least {} tensors, the file has {}", file.name(),
-             hp.arch, hp.n_layer, uint64_t(hp.n_layer) * kMinTensorsPerBlock,
+             hp.arch, hp.n_layer, uint64_t(hp.n_layer) * min_tensors_per_block,
              file.tensors().size());
     }
     m.layers.resize(hp.n_layer);
