@@ -48,11 +48,15 @@ for p in "${presets[@]}"; do
     mean() { printf '%s\n' "$@" | awk '{ s += $1; n++ } END { printf "%.2f", n ? s / n : 0 }'; }
     m_pp=$(mean "${mpp[@]}"); l_pp=$(mean "${lpp[@]}")
     m_tg=$(mean "${mtg[@]}"); l_tg=$(mean "${ltg[@]}")
-    kv_mw=$("$memwall" run -m "$f" -p "Hello" -n 1 -t 2 -c 8192 --verbose 2>&1 |
+    kv_mw=$( ("$memwall" run -m "$f" -p "Hello" -n 1 -t 2 -c 8192 --verbose 2>&1 || true) |
         sed -n 's/.*KV cache \([0-9.]*\) MiB.*/\1 MiB/p' | head -1)
-    kv_ll=$(timeout 600 "$llama/llama-cli" -m "$f" -p "Hello" -n 1 -t 2 -c 8192 -st --simple-io \
-        </dev/null 2>&1 | grep -E "llama_kv_cache.*size = " |
-        sed -n 's/.*size = *\([0-9.]*\) MiB.*/\1/p' | awk '{ s += $1 } END { printf "%.1f MiB", s }')
+    # Each cache llama.cpp allocates logs its buffer, then "size = X MiB"; a first pass that
+    # only measures logs buffers of 0.00 MiB, which are skipped. (-v: these are info lines.)
+    kv_ll=$( (timeout 600 "$llama/llama-cli" -m "$f" -p "Hello" -n 1 -t 2 -c 8192 -st --simple-io \
+        -v </dev/null 2>&1 || true) | awk '
+        /llama_kv_cache: +CPU KV buffer size/ { armed = ($(NF - 1) + 0 > 0) }
+        /llama_kv_cache: size = / && armed { for (i = 1; i <= NF; ++i) if ($i == "=") { s += $(i + 1); break } armed = 0 }
+        END { printf "%.1f MiB", s }')
     printf '%-18s %10s %10s %8s %10s %10s %8s %12s %12s\n' "$p" "$m_pp" "$l_pp" \
         "$(awk -v a="$m_pp" -v b="$l_pp" 'BEGIN { printf "%.2f", b ? a / b : 0 }')" "$m_tg" "$l_tg" \
         "$(awk -v a="$m_tg" -v b="$l_tg" 'BEGIN { printf "%.2f", b ? a / b : 0 }')" "$kv_mw" "$kv_ll"
