@@ -1,5 +1,6 @@
-// The forward pass of the llama family (llama, mistral, qwen2, qwen3 and their MoE variants),
-// for a batch of tokens of one or more sequences.
+// The forward pass of every architecture memwall runs, for a batch of tokens of one or more
+// sequences: the llama block, and the features other families add to it (forward_attention.cpp,
+// forward_ffn.cpp).
 #pragma once
 
 #include <cstdint>
@@ -62,9 +63,14 @@ class ForwardScratch {
   private:
     friend void forward(const Model&, KvCache&, ForwardScratch&, Parallel&, const ForwardBatch&,
                         float*);
+    friend struct ForwardStep;
     uint32_t max_batch_;
     uint32_t max_seqs_;
-    std::vector<float> x, xb, xb2, q, k, v, attn, gate, up, rope_cs;
+    uint32_t n_ctx_;
+    std::vector<float> x, xb, xb2, xb3, q, k, v, qkv, attn, gate, up, rope_cs, rope_cs_swa;
+    // Multi-head latent attention: the Q bottleneck, the per-head queries before absorption, the
+    // KV latent with its rope key, and one head's rows gathered for its k_b / v_b product.
+    std::vector<float> mla_qa, mla_q, mla_kv, head_in, head_out;
     std::vector<uint32_t> tok_seq, tok_pos;  // sequence and position of each token
     std::vector<float> router_logits, moe_in, moe_out;
     std::vector<int32_t> moe_expert;      // per token, the selected experts

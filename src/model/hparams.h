@@ -15,6 +15,15 @@ enum class RopeStyle {
 
 enum class RopeScaling { none, linear, yarn };
 
+enum class NormKind {
+    rms,    // x / rms(x) * w
+    layer,  // (x - mean) / std(x) * w (command-r)
+};
+
+enum class FfnActivation { silu, gelu };  // the gate's activation: SwiGLU or GeGLU (gemma)
+
+enum class ExpertGating { softmax, sigmoid };  // router probabilities (deepseek2: either)
+
 struct HParams {
     std::string arch;  // general.architecture
     std::string name;  // general.name (may be empty)
@@ -46,14 +55,53 @@ struct HParams {
     uint32_t n_expert_used = 0;
     uint32_t n_ff_expert = 0;
     uint32_t n_ff_shared_expert = 0;
-    bool expert_weights_norm = false;  // renormalise the top-k router weights to sum to 1
+    bool expert_weights_norm = false;   // renormalise the top-k router weights to sum to 1
+    float expert_weights_scale = 1.0f;  // deepseek2: the chosen experts' weights times this
+    ExpertGating expert_gating = ExpertGating::softmax;
+    uint32_t n_expert_shared = 0;     // deepseek2: shared experts, added unweighted
+    uint32_t n_expert_groups = 0;     // group-limited routing (0/1: none)
+    uint32_t n_group_used = 0;        // groups whose experts may be chosen
+    uint32_t n_layer_dense_lead = 0;  // deepseek2: the first layers have a dense FFN
+
+    // Block structure.
+    NormKind norm = NormKind::rms;
+    FfnActivation ffn_act = FfnActivation::silu;
+    bool post_norms = false;         // gemma: RMSNorm of each sublayer's output before the add
+    bool parallel_residual = false;  // command-r: attention and FFN both read the same norm
+    float embd_scale = 1.0f;         // input embeddings times this (gemma sqrt(n_embd), granite)
+    float residual_scale = 1.0f;     // granite: each sublayer's output times this before the add
+    float attn_scale = 0.0f;         // q . k times this; 0: 1 / sqrt(head size)
+    float attn_softcap = 0.0f;       // gemma2: scores = c tanh(scores / c); 0: none
+    float final_softcap = 0.0f;      // gemma2: logits = c tanh(logits / c); 0: none
+    float logit_scale = 1.0f;        // logits times this (command-r; granite divides)
+
+    // Sliding-window attention (gemma2/3): layer il attends to its last n_swa positions when
+    // swa_layer(il); those layers may have their own RoPE base and scale.
+    uint32_t n_swa = 0;
+    uint32_t swa_pattern = 0;  // every swa_pattern-th layer (the last of each group) is global
+    float rope_freq_base_swa = 10000.0f;
+    float rope_freq_scale_swa = 1.0f;
+    bool swa_layer(uint32_t il) const {
+        return n_swa > 0 && (swa_pattern == 0 || il % swa_pattern < swa_pattern - 1);
+    }
+
+    // Multi-head latent attention (deepseek2). The cache holds, per position, the normalised KV
+    // latent (kv_lora_rank) followed by the rotated shared key part (n_rot): head_dim_k =
+    // kv_lora_rank + n_rot, head_dim_v = kv_lora_rank, one KV head (the absorbed MQA view).
+    uint32_t q_lora_rank = 0;     // 0: a plain attn_q projection
+    uint32_t kv_lora_rank = 0;    // 0: not MLA
+    uint32_t head_dim_k_mla = 0;  // per query head: qk_nope + qk_rope
+    uint32_t head_dim_v_mla = 0;
+    float yarn_log_mul = 0.0f;  // deepseek2's mscale_all_dim (kq scale correction under YaRN)
+    bool mla() const { return kv_lora_rank > 0; }
 
     uint32_t n_embd_k_gqa() const { return head_dim_k * n_head_kv; }
     uint32_t n_embd_v_gqa() const { return head_dim_v * n_head_kv; }
 };
 
-// Architectures with the llama-family forward pass (llama, mistral, qwen2, qwen3, and MoE
-// variants). Throws ErrorKind::unsupported naming the architecture and the supported ones.
+// Architectures memwall runs (llama, mistral, qwen2, qwen3, their MoE variants, gemma2, gemma3,
+// phi3, deepseek2, command-r, granite). Throws ErrorKind::unsupported naming the architecture and
+// the supported ones.
 HParams read_hparams(const gguf::GgufFile& file);
 
 bool is_supported_arch(const std::string& arch);

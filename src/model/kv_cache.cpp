@@ -36,22 +36,66 @@ uint32_t pool_pages(uint32_t n_ctx, uint32_t n_seq_max) {
     return pages_for(n_ctx) + (n_seq_max - 1);
 }
 
+// Which layers keep a ring, and how large: the sliding-window layers, when a ring of window +
+// batch positions per sequence is smaller than their share of the pool.
+struct Layout {
+    uint32_t pool_pages;  // paged layers
+    uint32_t ring_pages;  // per sequence, ringed layers (0: none)
+    uint32_t n_ringed;
+};
+
+Layout layout_of(const HParams& hp, uint32_t n_ctx, uint32_t n_seq, uint32_t max_batch) {
+    Layout l{pool_pages(n_ctx, n_seq), 0, 0};
+    uint32_t n_swa_layers = 0;
+    for (uint32_t il = 0; il < hp.n_layer; ++il) n_swa_layers += hp.swa_layer(il) ? 1 : 0;
+    if (n_swa_layers == 0) return l;
+    const uint32_t batch = std::clamp<uint32_t>(max_batch, 1, n_ctx);
+    const uint32_t ring =
+        pages_for(uint32_t(std::min<uint64_t>(uint64_t(hp.n_swa) + batch, n_ctx)));
+    if (uint64_t(ring) * n_seq < l.pool_pages) {
+        l.ring_pages = ring;
+        l.n_ringed = n_swa_layers;
+    }
+    return l;
+}
+
+// MLA caches one row per position, the latent (the values) followed by the rope key: the values
+// are read from the keys' rows, so both need the same type.
+void check_latent_types(const HParams& hp, GgmlType k_type, GgmlType v_type) {
+    if (hp.mla() && k_type != v_type) {
+        const auto k = ggml_layout(static_cast<uint32_t>(k_type));
+        const auto v = ggml_layout(static_cast<uint32_t>(v_type));
+        fail(ErrorKind::invalid_argument,
+             "KV cache types: {} keys and {} values, but this {} model caches one latent row per "
+             "position that serves as both (multi-head latent attention): give -ctk and -ctv "
+             "the same type",
+             k ? k->name.data() : "?", v ? v->name.data() : "?", hp.arch);
+    }
+}
+
 }  // namespace
 
 uint64_t KvCache::bytes_per_position(const HParams& hp, GgmlType k_type, GgmlType v_type) {
     const TypeTraits& kt = kv_traits(k_type, hp.head_dim_k, "keys");
     const TypeTraits& vt = kv_traits(v_type, hp.head_dim_v, "values");
-    return (row_bytes(kt, hp.n_embd_k_gqa()) + row_bytes(vt, hp.n_embd_v_gqa())) * hp.n_layer;
+    check_latent_types(hp, k_type, v_type);
+    const uint64_t v_bytes = hp.mla() ? 0 : row_bytes(vt, hp.n_embd_v_gqa());
+    return (row_bytes(kt, hp.n_embd_k_gqa()) + v_bytes) * hp.n_layer;
 }
 
 uint64_t KvCache::bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_type,
-                               uint32_t n_seq_max) {
-    const uint64_t pages = pool_pages(std::max(1u, n_ctx), std::max(1u, n_seq_max));
-    return bytes_per_position(hp, k_type, v_type) * pages * kKvPageSize;
+                               uint32_t n_seq_max, uint32_t max_batch) {
+    n_ctx = std::max(1u, n_ctx);
+    n_seq_max = std::max(1u, n_seq_max);
+    const Layout l = layout_of(hp, n_ctx, n_seq_max, max_batch);
+    const uint64_t per_layer = bytes_per_position(hp, k_type, v_type) / hp.n_layer;
+    const uint64_t paged = uint64_t(hp.n_layer - l.n_ringed) * l.pool_pages;
+    const uint64_t ringed = uint64_t(l.n_ringed) * n_seq_max * l.ring_pages;
+    return per_layer * (paged + ringed) * kKvPageSize;
 }
 
 KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType k_type,
-                 GgmlType v_type)
+                 GgmlType v_type, uint32_t max_batch)
     : n_ctx_(n_ctx),
       n_layer_(hp.n_layer),
       n_head_kv_(hp.n_head_kv),
@@ -60,16 +104,33 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType
       k_traits_(&kv_traits(k_type, hp.head_dim_k, "keys")),
       v_traits_(&kv_traits(v_type, hp.head_dim_v, "values")),
       k_row_bytes_(row_bytes(*k_traits_, hp.head_dim_k)),
-      v_row_bytes_(row_bytes(*v_traits_, hp.head_dim_v)) {
+      v_row_bytes_(row_bytes(*v_traits_, hp.head_dim_v)),
+      values_in_keys_(hp.mla()),
+      rope_offset_(hp.mla() ? hp.kv_lora_rank : 0) {
+    for (uint32_t il = 0; il < hp.n_layer; ++il) swa_layers_.push_back(hp.swa_layer(il));
+    check_latent_types(hp, k_type, v_type);
     if (n_ctx == 0) fail(ErrorKind::invalid_argument, "context size must be at least 1");
     if (n_seq_max == 0) fail(ErrorKind::invalid_argument, "a context needs at least 1 sequence");
-    n_pages_ = pool_pages(n_ctx, n_seq_max);
-    const uint64_t rows = uint64_t(n_pages_) * kKvPageSize * hp.n_layer * hp.n_head_kv;
+    const Layout lay = layout_of(hp, n_ctx, n_seq_max, max_batch);
+    n_pages_ = lay.pool_pages;
+    ring_pages_ = lay.ring_pages;
+    window_ = hp.n_swa;
+    uint32_t n_paged = 0, n_ringed = 0;
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const bool ring = lay.n_ringed > 0 && hp.swa_layer(il);
+        ringed_.push_back(ring);
+        slot_.push_back(ring ? n_ringed++ : n_paged++);
+    }
+    const uint64_t rows = uint64_t(n_pages_) * kKvPageSize * n_paged * hp.n_head_kv;
+    const uint64_t ring_rows =
+        uint64_t(ring_pages_) * kKvPageSize * n_seq_max * n_ringed * hp.n_head_kv;
+    const uint64_t v_row = values_in_keys_ ? 0 : v_row_bytes_;
     const uint64_t k_bytes = uint64_t(k_row_bytes_) * rows;
-    const uint64_t v_bytes = uint64_t(v_row_bytes_) * rows;
-    bytes_ = k_bytes + v_bytes;
-    // calloc: pages are only touched (and counted in RSS) as positions are filled.
-    void* p = std::calloc(1, size_t(bytes_));
+    const uint64_t v_bytes = v_row * rows;
+    bytes_ = (k_row_bytes_ + v_row) * (rows + ring_rows);
+    // calloc: pages are only touched (and counted in RSS) as positions are filled; ring rows
+    // never written are zeros, which attention may read (masked) but never as NaN.
+    void* p = std::calloc(1, size_t(std::max<uint64_t>(bytes_, 1)));
     if (!p) {
         fail(ErrorKind::out_of_memory, "cannot allocate {:.1f} MiB for a KV cache of {} tokens",
              double(bytes_) / (1 << 20), n_ctx);
@@ -77,7 +138,15 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType
     storage_ = {static_cast<uint8_t*>(p), std::free};
     k_ = storage_.get();
     v_ = k_ + k_bytes;
+    k_ring_ = v_ + v_bytes;
+    v_ring_ = k_ring_ + uint64_t(k_row_bytes_) * ring_rows;
     seqs_.resize(n_seq_max);
+    if (ring_pages_ > 0) {
+        for (uint32_t q = 0; q < n_seq_max; ++q) {
+            for (uint32_t i = 0; i < pages_for(n_ctx); ++i)
+                seqs_[q].ring_table.push_back(q * ring_pages_ + i % ring_pages_);
+        }
+    }
     refs_.assign(n_pages_, 0);
     // Taken from the back: page 0 first, and a freed page is the next one reused (already
     // touched memory rather than new).
@@ -106,9 +175,11 @@ void KvCache::release_page(uint32_t page) {
 
 void KvCache::copy_page(uint32_t from, uint32_t to) {
     for (uint32_t il = 0; il < n_layer_; ++il) {
+        if (ringed(il)) continue;
         for (uint32_t h = 0; h < n_head_kv_; ++h) {
             std::memcpy(k_ + offset(il, h, to, 0, k_row_bytes_),
                         k_ + offset(il, h, from, 0, k_row_bytes_), kKvPageSize * k_row_bytes_);
+            if (values_in_keys_) continue;
             std::memcpy(v_ + offset(il, h, to, 0, v_row_bytes_),
                         v_ + offset(il, h, from, 0, v_row_bytes_), kKvPageSize * v_row_bytes_);
         }
@@ -169,24 +240,63 @@ void KvCache::set_len(uint32_t seq, uint32_t len) {
     s.len = len;
 }
 
-KvRows KvCache::keys(uint32_t layer, uint32_t seq) const {
+KvRows KvCache::rows(uint32_t layer, uint32_t seq, const uint8_t* base, const uint8_t* ring_base,
+                     size_t row, const TypeTraits* traits) const {
     const Seq& s = seqs_[check(seq)];
-    return {k_ + offset(layer, 0, 0, 0, k_row_bytes_),
-            k_row_bytes_,
-            size_t(n_pages_) * kKvPageSize * k_row_bytes_,
-            k_traits_,
+    if (ringed(layer)) {
+        const size_t head_stride = seqs_.size() * ring_pages_ * kKvPageSize * row;
+        return {ring_base + size_t(slot_[layer]) * n_head_kv_ * head_stride,
+                row,
+                head_stride,
+                traits,
+                s.ring_table.data(),
+                kKvPageSize * row};
+    }
+    return {base + offset(layer, 0, 0, 0, row),
+            row,
+            size_t(n_pages_) * kKvPageSize * row,
+            traits,
             s.pages.data(),
-            kKvPageSize * k_row_bytes_};
+            kKvPageSize * row};
+}
+
+KvRows KvCache::keys(uint32_t layer, uint32_t seq) const {
+    return rows(layer, seq, k_, k_ring_, k_row_bytes_, k_traits_);
 }
 
 KvRows KvCache::values(uint32_t layer, uint32_t seq) const {
+    if (values_in_keys_) return keys(layer, seq);  // the first head_dim_v elements of each row
+    return rows(layer, seq, v_, v_ring_, v_row_bytes_, v_traits_);
+}
+
+uint32_t KvCache::lowest_held(const Seq& s) const {
+    const uint32_t ring = ring_positions();
+    return std::max(s.ring_from, s.len > ring ? s.len - ring : 0);
+}
+
+uint32_t KvCache::keepable(uint32_t seq, uint32_t n) const {
     const Seq& s = seqs_[check(seq)];
-    return {v_ + offset(layer, 0, 0, 0, v_row_bytes_),
-            v_row_bytes_,
-            size_t(n_pages_) * kKvPageSize * v_row_bytes_,
-            v_traits_,
-            s.pages.data(),
-            kKvPageSize * v_row_bytes_};
+    if (ring_pages_ == 0 || n == 0 || n >= s.len) return n;
+    // The next token, at position n, attends to n - window + 1 .. n.
+    const uint32_t need = n + 1 > window_ ? n + 1 - window_ : 0;
+    return need >= lowest_held(s) ? n : 0;
+}
+
+void KvCache::copy_ring(uint32_t from, uint32_t to) {
+    for (uint32_t il = 0; il < n_layer_; ++il) {
+        if (!ringed(il)) continue;
+        for (uint32_t h = 0; h < n_head_kv_; ++h) {
+            for (uint32_t pg = 0; pg < ring_pages_; ++pg) {
+                const uint32_t pos = pg * kKvPageSize;
+                std::memcpy(k_row(il, h, to, pos), k_row(il, h, from, pos),
+                            kKvPageSize * k_row_bytes_);
+                if (!values_in_keys_) {
+                    std::memcpy(v_row(il, h, to, pos), v_row(il, h, from, pos),
+                                kKvPageSize * v_row_bytes_);
+                }
+            }
+        }
+    }
 }
 
 void KvCache::truncate(uint32_t seq, uint32_t n_keep) {
@@ -196,11 +306,24 @@ void KvCache::truncate(uint32_t seq, uint32_t n_keep) {
              "truncate: cannot keep {} tokens of sequence {}, only {} are cached", n_keep, seq,
              s.len);
     }
+    if (keepable(seq, n_keep) != n_keep) {
+        fail(ErrorKind::invalid_argument,
+             "truncate: sequence {} cannot go back to {} of its {} tokens: its sliding-window "
+             "layers keep only its last {} positions (keep {} or more, or 0)",
+             seq, n_keep, s.len, ring_positions(), s.len + window_ - ring_positions());
+    }
+    drop_after(seq, n_keep);
+}
+
+void KvCache::drop_after(uint32_t seq, uint32_t n_keep) {
+    Seq& s = seqs_[seq];
     const uint32_t keep_pages = pages_for(n_keep);
     while (s.pages.size() > keep_pages) {
         release_page(s.pages.back());
         s.pages.pop_back();
     }
+    // Rows past n_keep in a ring stay until rewritten; what they overwrote stays lost.
+    s.ring_from = n_keep == 0 ? 0 : lowest_held(s);
     s.len = n_keep;
 }
 
@@ -216,16 +339,24 @@ void KvCache::copy(uint32_t src, uint32_t dst, uint32_t n) {
         truncate(dst, n);
         return;
     }
+    if (keepable(src, n) != n) {
+        fail(ErrorKind::invalid_argument,
+             "copy: {} tokens of sequence {} (of {}): its sliding-window layers keep only its "
+             "last {} positions",
+             n, src, seqs_[src].len, ring_positions());
+    }
     truncate(dst, 0);
     Seq& d = seqs_[dst];
     const Seq& s = seqs_[src];
     d.pages.assign(s.pages.begin(), s.pages.begin() + pages_for(n));
     for (uint32_t page : d.pages) ++refs_[page];
+    if (ring_pages_ > 0 && n > 0) copy_ring(src, dst);  // rings are not shared: copied
+    d.ring_from = n == 0 ? 0 : lowest_held(s);
     d.len = n;
 }
 
 void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const RopeParams& rope,
-                      Parallel& par) {
+                      const RopeParams& rope_swa, Parallel& par) {
     Seq& s = seqs_[check(seq)];
     if (uint64_t(n_keep) + n_discard > s.len) {
         fail(ErrorKind::invalid_argument,
@@ -236,6 +367,23 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
     const uint32_t first_moved = n_keep + n_discard;
     const uint32_t n_moved = s.len - first_moved;
     const uint32_t new_len = s.len - n_discard;
+    // Ringed layers: what they hold after the shift, the kept prefix (as far as the ring still
+    // has it) and the moved positions the new ring can hold; the next token's window must be in it.
+    const uint32_t ring = ring_positions();
+    uint32_t ring_move_from = n_keep, ring_from = 0;
+    if (ring_pages_ > 0) {
+        const uint32_t held = lowest_held(s);
+        ring_move_from = std::max(
+            {n_keep, new_len > ring ? new_len - ring : 0, held > n_discard ? held - n_discard : 0});
+        ring_from = held < n_keep && ring_move_from == n_keep ? held : ring_move_from;
+        const uint32_t need = new_len + 1 > window_ ? new_len + 1 - window_ : 0;
+        if (need < ring_from) {
+            fail(ErrorKind::invalid_argument,
+                 "context shift: keeping {} tokens needs positions from {} in the sliding-window "
+                 "layers, which keep only the last {}",
+                 n_keep, need, ring);
+        }
+    }
     // Every page from the one n_keep falls in is rewritten: own them first.
     for (uint32_t p = n_keep / kKvPageSize; p < pages_for(new_len); ++p) {
         if (refs_[s.pages[p]] > 1) {
@@ -249,22 +397,48 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
             s.pages[p] = own;
         }
     }
-    // Move the rows down (destinations are below their sources: in order is safe).
+    // Move the rows down: in order is safe for pages (destinations below their sources); a ring
+    // goes through a copy (a destination slot may be a later source's).
+    std::vector<uint8_t> moved;
     for (uint32_t il = 0; il < n_layer_; ++il) {
         for (uint32_t h = 0; h < n_head_kv_; ++h) {
+            if (ringed(il)) {
+                const uint32_t n = new_len - ring_move_from;
+                const size_t row = k_row_bytes_ + (values_in_keys_ ? 0 : v_row_bytes_);
+                moved.resize(size_t(n) * row);
+                for (uint32_t j = 0; j < n; ++j) {
+                    const uint32_t from = ring_move_from + j + n_discard;
+                    std::memcpy(&moved[j * row], k_row(il, h, seq, from), k_row_bytes_);
+                    if (!values_in_keys_)
+                        std::memcpy(&moved[j * row + k_row_bytes_], v_row(il, h, seq, from),
+                                    v_row_bytes_);
+                }
+                for (uint32_t j = 0; j < n; ++j) {
+                    const uint32_t to = ring_move_from + j;
+                    std::memcpy(k_row(il, h, seq, to), &moved[j * row], k_row_bytes_);
+                    if (!values_in_keys_)
+                        std::memcpy(v_row(il, h, seq, to), &moved[j * row + k_row_bytes_],
+                                    v_row_bytes_);
+                }
+                continue;
+            }
             for (uint32_t j = 0; j < n_moved; ++j) {
                 std::memcpy(k_row(il, h, seq, n_keep + j), k_row(il, h, seq, first_moved + j),
                             k_row_bytes_);
+                if (values_in_keys_) continue;
                 std::memcpy(v_row(il, h, seq, n_keep + j), v_row(il, h, seq, first_moved + j),
                             v_row_bytes_);
             }
         }
     }
-    truncate(seq, new_len);
+    drop_after(seq, new_len);
+    s.ring_from = ring_from;
 
-    // Rotate every moved key back by n_discard positions.
-    std::vector<float> cos_sin(size_t(rope.n_rot));
+    // Rotate every moved key back by n_discard positions (with its layer's RoPE, on the rotated
+    // part of the row: all of it, or MLA's rope key after the latent).
+    std::vector<float> cos_sin(size_t(rope.n_rot)), cos_sin_swa(size_t(rope_swa.n_rot));
     rope_rotation(rope, -float(n_discard), cos_sin.data());
+    rope_rotation(rope_swa, -float(n_discard), cos_sin_swa.data());
     const int64_t n_rows = int64_t(n_layer_) * n_head_kv_ * n_moved;
     if (n_rows == 0) return;
     parallel_for_work(par, n_rows * head_dim_k_, [&](int ith, int nth) {
@@ -272,11 +446,14 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
         const Range r = split_range(n_rows, ith, nth);
         for (int64_t i = r.begin; i < r.end; ++i) {
             const int64_t layer_head = i / n_moved;
-            uint8_t* row =
-                k_row(uint32_t(layer_head / n_head_kv_), uint32_t(layer_head % n_head_kv_), seq,
-                      n_keep + uint32_t(i % n_moved));
+            const uint32_t layer = uint32_t(layer_head / n_head_kv_);
+            const uint32_t pos = n_keep + uint32_t(i % n_moved);
+            if (ringed(layer) && pos < ring_move_from) continue;  // not in the ring any more
+            uint8_t* row = k_row(layer, uint32_t(layer_head % n_head_kv_), seq, pos);
             k_traits_->to_float(row, key.data(), head_dim_k_);
-            rope_apply(rope, cos_sin.data(), key.data(), 1, int(head_dim_k_));
+            const bool swa = swa_layers_[layer];
+            rope_apply(swa ? rope_swa : rope, swa ? cos_sin_swa.data() : cos_sin.data(),
+                       key.data() + rope_offset_, 1, int(head_dim_k_ - rope_offset_));
             k_traits_->from_float(key.data(), row, head_dim_k_);
         }
     });

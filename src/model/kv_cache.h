@@ -9,7 +9,14 @@
 // a sequence's prefix to another shares its pages (nothing is recomputed or copied), and a page
 // is copied only when a sequence writes into one that another sequence also holds
 // (copy-on-write). The pool holds n_ctx positions, plus one page per extra sequence for the
-// partly filled last pages.
+// partly filled last pages. Multi-head latent attention (deepseek2) caches one row per position,
+// the KV latent then the rope key, and reads the values from the latent part of that row.
+//
+// Sliding-window layers (gemma) keep only a ring of each sequence's last positions: window +
+// the largest batch, in whole pages, whatever n_ctx (position p in slot p mod ring). Their rows
+// are addressed through a periodic page table, so attention reads them like any paged rows.
+// Positions that fell out of a ring are gone: truncating or copying a sequence to a length whose
+// window they were in is refused (keepable() says how far back a sequence can go).
 #pragma once
 
 #include <cstdint>
@@ -28,8 +35,9 @@ class KvCache {
   public:
     // Throws ErrorKind::invalid_argument for a type that cannot hold a head (block size must
     // divide the head size) or no sequence, and out_of_memory when the allocation fails.
-    KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType k_type,
-            GgmlType v_type);
+    KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType k_type, GgmlType v_type,
+            uint32_t max_batch = kDefaultBatch);
+    static constexpr uint32_t kDefaultBatch = 512;
 
     // Positions the cache holds in all, and the most one sequence may hold.
     uint32_t n_ctx() const { return n_ctx_; }
@@ -57,14 +65,23 @@ class KvCache {
 
     // The key or value of one head at one position of a sequence (head_dim elements).
     uint8_t* k_row(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) {
+        if (ringed(layer)) return k_ring_ + ring_offset(layer, head, seq, pos, k_row_bytes_);
         return k_ + offset(layer, head, page_of(seq, pos), pos % kKvPageSize, k_row_bytes_);
     }
+    // (MLA: the values are the keys' first head_dim_v elements; there is no value row to write.)
     uint8_t* v_row(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) {
+        if (ringed(layer)) return v_ring_ + ring_offset(layer, head, seq, pos, v_row_bytes_);
         return v_ + offset(layer, head, page_of(seq, pos), pos % kKvPageSize, v_row_bytes_);
     }
     // A layer's keys or values of one sequence, as attention reads them.
     KvRows keys(uint32_t layer, uint32_t seq) const;
     KvRows values(uint32_t layer, uint32_t seq) const;
+
+    // The largest length <= n that `seq` can be truncated (or copied) to: n itself, unless a
+    // sliding-window layer's ring no longer holds the window of position n (then 0).
+    uint32_t keepable(uint32_t seq, uint32_t n) const;
+    // Positions a sliding-window layer keeps per sequence (0: no layer is ringed).
+    uint32_t ring_positions() const { return ring_pages_ * kKvPageSize; }
 
     // Forgets positions [n_keep, seq_len) of a sequence.
     void truncate(uint32_t seq, uint32_t n_keep);
@@ -76,20 +93,24 @@ class KvCache {
     // are linear in the position, so the rotated key equals the key computed at the new
     // position). A quantized or F16 key is decoded, rotated and encoded again. Throws
     // invalid_argument when the range is not inside the cached positions.
+    // Sliding-window layers rotate with rope_swa.
     void discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const RopeParams& rope,
-                 Parallel& par);
+                 const RopeParams& rope_swa, Parallel& par);
 
     // Bytes the cache of n_ctx positions allocates (for planning before allocating): whole
     // pages, plus a page for each further sequence.
     static uint64_t bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type,
-                                 GgmlType v_type, uint32_t n_seq_max = 1);
-    // Bytes one position of one sequence takes in every layer.
+                                 GgmlType v_type, uint32_t n_seq_max = 1,
+                                 uint32_t max_batch = kDefaultBatch);
+    // Bytes one position of one sequence takes in every layer (sliding-window layers included).
     static uint64_t bytes_per_position(const HParams& hp, GgmlType k_type, GgmlType v_type);
 
   private:
     struct Seq {
         uint32_t len = 0;
         std::vector<uint32_t> pages;
+        std::vector<uint32_t> ring_table;  // page i -> its ring page (periodic)
+        uint32_t ring_from = 0;            // the ring holds positions from here (and len - ring)
     };
 
     uint32_t check(uint32_t seq) const;
@@ -97,8 +118,26 @@ class KvCache {
         return seqs_[seq].pages[pos / kKvPageSize];
     }
     size_t offset(uint32_t layer, uint32_t head, uint32_t page, uint32_t slot, size_t row) const {
-        return (((size_t(layer) * n_head_kv_ + head) * n_pages_ + page) * kKvPageSize + slot) * row;
+        return (((size_t(slot_[layer]) * n_head_kv_ + head) * n_pages_ + page) * kKvPageSize +
+                slot) *
+               row;
     }
+    bool ringed(uint32_t layer) const { return ringed_[layer]; }
+    // [ringed layer][KV head][sequence][ring page][slot]
+    size_t ring_offset(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos,
+                       size_t row) const {
+        const size_t ring_page = seqs_[seq].ring_table[pos / kKvPageSize];
+        return (((size_t(slot_[layer]) * n_head_kv_ + head) * seqs_.size() * ring_pages_ +
+                 ring_page) *
+                    kKvPageSize +
+                pos % kKvPageSize) *
+               row;
+    }
+    KvRows rows(uint32_t layer, uint32_t seq, const uint8_t* base, const uint8_t* ring_base,
+                size_t row, const TypeTraits* traits) const;
+    uint32_t lowest_held(const Seq& s) const;
+    void copy_ring(uint32_t from, uint32_t to);
+    void drop_after(uint32_t seq, uint32_t n_keep);  // truncate without the ring check
     uint32_t take_page();
     void release_page(uint32_t page);
     void copy_page(uint32_t from, uint32_t to);
@@ -112,6 +151,15 @@ class KvCache {
     const TypeTraits* v_traits_;
     size_t k_row_bytes_;  // one head
     size_t v_row_bytes_;
+    bool values_in_keys_;   // MLA: one latent row per position serves as key and value
+    uint32_t rope_offset_;  // where the rotated part of a key row starts (MLA: after the latent)
+    std::vector<bool> swa_layers_;
+    std::vector<bool> ringed_;    // per layer: keeps a ring (sliding window) or pages
+    std::vector<uint32_t> slot_;  // per layer: its index among the ringed or the paged layers
+    uint32_t window_ = 0;         // positions a sliding-window layer attends to
+    uint32_t ring_pages_ = 0;     // per sequence and ringed layer
+    uint8_t* k_ring_ = nullptr;
+    uint8_t* v_ring_ = nullptr;
     uint64_t bytes_ = 0;
     std::unique_ptr<uint8_t, void (*)(void*)> storage_{nullptr, nullptr};
     uint8_t* k_ = nullptr;

@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 
@@ -146,6 +147,24 @@ uint64_t matrix_bytes(const WeightMatrix& w) {
     return w.traits ? w.row_bytes * uint64_t(w.n_rows) : 0;
 }
 
+void bind_mla(Binder& b, const HParams& hp, const std::string& p, Layer& l) {
+    const int64_t n_embd = hp.n_embd, n_head = hp.n_head;
+    const int64_t rank_kv = hp.kv_lora_rank, n_rot = hp.n_rot;
+    const int64_t n_q = n_head * hp.head_dim_k_mla;
+    const int64_t nope = int64_t(hp.head_dim_k_mla) - n_rot;
+    if (hp.q_lora_rank > 0) {
+        l.wq_a = b.matrix(p + "attn_q_a.weight", n_embd, hp.q_lora_rank);
+        l.q_a_norm = b.vector(p + "attn_q_a_norm.weight", hp.q_lora_rank);
+        l.wq_b = b.matrix(p + "attn_q_b.weight", hp.q_lora_rank, n_q);
+    } else {
+        l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
+    }
+    l.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", n_embd, rank_kv + n_rot);
+    l.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", rank_kv);
+    l.wk_b = b.experts(p + "attn_k_b.weight", nope, rank_kv, n_head);
+    l.wv_b = b.experts(p + "attn_v_b.weight", rank_kv, hp.head_dim_v_mla, n_head);
+}
+
 }  // namespace
 
 Model Model::bind(const gguf::GgufFile& file) {
@@ -178,34 +197,53 @@ Model Model::bind(const gguf::GgufFile& file) {
         m.rope_freq_factors = b.vector("rope_freqs.weight", hp.n_rot / 2);
 
     const bool moe = hp.n_expert > 0;
-    // Every block has at least 9 tensors: a block count the tensors cannot back is refused
-    // before anything is sized by it.
-    constexpr uint64_t kMinTensorsPerBlock = 9;
-    if (uint64_t(hp.n_layer) * kMinTensorsPerBlock > file.tensors().size()) {
+    // Every block has at least 9 tensors (phi3, with fused QKV and gate/up, 6; command-r, with
+    // one norm, 8): a block count the tensors cannot back
+    // is refused before anything is sized by it.
+    const uint64_t min_tensors_per_block = hp.arch == "phi3" ? 6 : hp.arch == "command-r" ? 8 : 9;
+    if (uint64_t(hp.n_layer) * min_tensors_per_block > file.tensors().size()) {
         fail(ErrorKind::bad_file,
              "{}: {}.block_count = {} needs at least {} tensors, the file has {}", file.name(),
-             hp.arch, hp.n_layer, uint64_t(hp.n_layer) * kMinTensorsPerBlock,
+             hp.arch, hp.n_layer, uint64_t(hp.n_layer) * min_tensors_per_block,
              file.tensors().size());
     }
     m.layers.resize(hp.n_layer);
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         Layer& l = m.layers[i];
         const std::string p = fmt::format("blk.{}.", i);
+        const bool command_r = hp.arch == "command-r";
         l.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
-        l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
-        l.wk = b.matrix(p + "attn_k.weight", n_embd, n_k);
-        l.wv = b.matrix(p + "attn_v.weight", n_embd, n_v);
-        l.wo = b.matrix(p + "attn_output.weight", n_attn_out, n_embd);
+        if (hp.mla()) {
+            bind_mla(b, hp, p, l);
+        } else if (b.has(p + "attn_qkv.weight")) {
+            l.wqkv = b.matrix(p + "attn_qkv.weight", n_embd, n_q + n_k + n_v);
+        } else {
+            l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
+            l.wk = b.matrix(p + "attn_k.weight", n_embd, n_k);
+            l.wv = b.matrix(p + "attn_v.weight", n_embd, n_v);
+        }
+        const int64_t n_attn_in = hp.mla() ? int64_t(hp.n_head) * hp.head_dim_v_mla : n_attn_out;
+        l.wo = b.matrix(p + "attn_output.weight", n_attn_in, n_embd);
         l.bq = b.vector(p + "attn_q.bias", n_q, false);
         l.bk = b.vector(p + "attn_k.bias", n_k, false);
         l.bv = b.vector(p + "attn_v.bias", n_v, false);
-        const bool qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3moe";
+        const bool qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3moe" || hp.arch == "gemma3";
         l.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim_k, qk_norm);
         l.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim_k, qk_norm);
-        l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
-        if (!moe) {
-            l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
-            l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
+        if (hp.post_norms) {
+            l.post_attn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
+            l.post_ffn_norm = b.vector(p + "post_ffw_norm.weight", n_embd);
+        }
+        // command-r's FFN reads the attention's norm (parallel block): no ffn_norm.
+        if (!command_r) l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+        l.moe = moe && i >= hp.n_layer_dense_lead;
+        if (!l.moe) {
+            if (!b.has(p + "ffn_gate.weight") && b.has(p + "ffn_up.weight") && hp.arch == "phi3") {
+                l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, 2 * int64_t(hp.n_ff));
+            } else {
+                l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
+                l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
+            }
             l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
         } else {
             const int64_t ne = hp.n_expert, nf = hp.n_ff_expert;
@@ -219,8 +257,20 @@ Model Model::bind(const gguf::GgufFile& file) {
                 l.shared_gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, ns);
                 l.shared_up = b.matrix(p + "ffn_up_shexp.weight", n_embd, ns);
                 l.shared_down = b.matrix(p + "ffn_down_shexp.weight", ns, n_embd);
+            } else if (hp.arch == "deepseek2") {
+                l.expert_bias = b.vector(p + "exp_probs_b.bias", ne, false);
+                if (hp.n_expert_shared > 0) {
+                    const int64_t ns = int64_t(hp.n_ff_expert) * hp.n_expert_shared;
+                    l.shared_gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, ns);
+                    l.shared_up = b.matrix(p + "ffn_up_shexp.weight", n_embd, ns);
+                    l.shared_down = b.matrix(p + "ffn_down_shexp.weight", ns, n_embd);
+                }
             }
         }
+    }
+    if (hp.arch == "phi3" && b.has("rope_factors_long.weight")) {
+        m.rope_factors_long = b.vector("rope_factors_long.weight", hp.n_rot / 2);
+        m.rope_factors_short = b.vector("rope_factors_short.weight", hp.n_rot / 2);
     }
     b.finish(hp);
 
@@ -235,6 +285,15 @@ Model Model::bind(const gguf::GgufFile& file) {
     m.rope.beta_fast = hp.yarn_beta_fast;
     m.rope.beta_slow = hp.yarn_beta_slow;
     m.rope.freq_factors = m.rope_freq_factors.empty() ? nullptr : m.rope_freq_factors.data();
+    if (!m.rope_factors_short.empty()) m.rope.freq_factors = m.rope_factors_short.data();
+    if (hp.mla() && hp.rope_scaling == RopeScaling::yarn && hp.yarn_log_mul != 0.0f) {
+        // deepseek2 moves YaRN's magnitude correction into the kq scale (forward_attention.cpp):
+        // the rotation itself keeps unit magnitude.
+        m.rope.attn_factor = 1.0f / (1.0f + 0.1f * std::log(1.0f / hp.rope_freq_scale));
+    }
+    m.rope_swa = m.rope;
+    m.rope_swa.freq_base = hp.rope_freq_base_swa;
+    m.rope_swa.freq_scale = hp.rope_freq_scale_swa;
 
     // Sizes.
     std::map<std::string, int> type_counts;
@@ -252,18 +311,22 @@ Model Model::bind(const gguf::GgufFile& file) {
     for (const Layer& l : m.layers) {
         per_token +=
             matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo);
+        per_token += matrix_bytes(l.wqkv) + matrix_bytes(l.wq_a) + matrix_bytes(l.wq_b) +
+                     matrix_bytes(l.wkv_a);
+        per_token += (matrix_bytes(l.wk_b.first) + matrix_bytes(l.wv_b.first)) * hp.n_head;
         per_token += matrix_bytes(l.ffn_gate) + matrix_bytes(l.ffn_up) + matrix_bytes(l.ffn_down);
         per_token += matrix_bytes(l.router) + matrix_bytes(l.shared_router);
         per_token +=
             matrix_bytes(l.shared_gate) + matrix_bytes(l.shared_up) + matrix_bytes(l.shared_down);
-        if (moe) {
+        if (l.moe) {
             const uint64_t one_expert = matrix_bytes(l.exp_gate.first) +
                                         matrix_bytes(l.exp_up.first) +
                                         matrix_bytes(l.exp_down.first);
             per_token += one_expert * hp.n_expert_used;
         }
         per_token += (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() +
-                      l.bv.size() + l.q_norm.size() + l.k_norm.size()) *
+                      l.bv.size() + l.q_norm.size() + l.k_norm.size() + l.post_attn_norm.size() +
+                      l.post_ffn_norm.size() + l.q_a_norm.size() + l.kv_a_norm.size()) *
                      sizeof(float);
     }
     m.bytes_per_token = per_token;
@@ -279,13 +342,15 @@ void for_each_matrix(ModelT& m, F&& f) {
     f(m.tok_embd, int64_t(1), size_t(0));
     f(m.output, int64_t(1), size_t(0));
     for (auto& l : m.layers) {
-        for (auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router,
-                        &l.shared_gate, &l.shared_up, &l.shared_down, &l.shared_router}) {
+        for (auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.wqkv, &l.wq_a, &l.wq_b, &l.wkv_a,
+                        &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router, &l.shared_gate,
+                        &l.shared_up, &l.shared_down, &l.shared_router}) {
             f(*w, int64_t(1), size_t(0));
         }
         for (auto* x : {&l.exp_gate, &l.exp_up, &l.exp_down}) {
             f(x->first, int64_t(m.hp.n_expert), x->expert_stride);
         }
+        for (auto* x : {&l.wk_b, &l.wv_b}) f(x->first, int64_t(m.hp.n_head), x->expert_stride);
     }
 }
 

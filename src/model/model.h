@@ -30,16 +30,28 @@ struct ExpertWeights {
 struct Layer {
     std::vector<float> attn_norm;
     WeightMatrix wq, wk, wv, wo;
-    std::vector<float> bq, bk, bv;      // qwen2 biases (empty if absent)
+    WeightMatrix wqkv;              // phi3: Q, K and V rows in one matrix (wq, wk, wv then absent)
+    std::vector<float> bq, bk, bv;  // qwen2 biases (empty if absent)
     std::vector<float> q_norm, k_norm;  // qwen3 per-head RMSNorm weights (empty if absent)
     std::vector<float> ffn_norm;
-    // Dense FFN.
+    // gemma: RMSNorm of the attention and FFN outputs before their residual adds.
+    std::vector<float> post_attn_norm, post_ffn_norm;
+    // deepseek2 multi-head latent attention: Q through a low-rank bottleneck (wq_a, its norm,
+    // wq_b; or a plain wq), the KV latent and the shared rope key from wkv_a, and per head the
+    // latent-to-key (k_b: qk_nope -> kv_lora, applied to the query) and latent-to-value (v_b)
+    // matrices.
+    WeightMatrix wq_a, wq_b, wkv_a;
+    std::vector<float> q_a_norm, kv_a_norm;
+    ExpertWeights wk_b, wv_b;  // one matrix per query head
+    // Dense FFN. phi3 fuses the gate into ffn_up (2 x n_ff rows: gate, then up; ffn_gate absent).
     WeightMatrix ffn_gate, ffn_up, ffn_down;
     // Mixture of experts.
-    WeightMatrix router;  // n_embd -> n_expert logits
+    WeightMatrix router;             // n_embd -> n_expert logits
+    std::vector<float> expert_bias;  // deepseek2: added to the scores to choose, not to weigh
     ExpertWeights exp_gate, exp_up, exp_down;
-    WeightMatrix shared_gate, shared_up, shared_down;  // qwen2moe shared expert
-    WeightMatrix shared_router;                        // its sigmoid gate (1 output)
+    WeightMatrix shared_gate, shared_up, shared_down;  // qwen2moe / deepseek2 shared expert
+    WeightMatrix shared_router;  // qwen2moe: its sigmoid gate (1 output); deepseek2: none
+    bool moe = false;            // this layer's FFN is the mixture of experts
 };
 
 struct Model {
@@ -49,7 +61,13 @@ struct Model {
     WeightMatrix output;  // token_embd when the output is tied
     std::vector<Layer> layers;
     RopeParams rope{};
+    RopeParams rope_swa{};                 // sliding-window layers (gemma3: their own base)
     std::vector<float> rope_freq_factors;  // rope_freqs.weight (Llama 3.1+), empty if absent
+    // phi3 LongRoPE: per-pair divisors for contexts past the original one (long) or within it.
+    std::vector<float> rope_factors_long, rope_factors_short;
+
+    // The RoPE of layer il (sliding-window layers may differ).
+    const RopeParams& rope_of(uint32_t il) const { return hp.swa_layer(il) ? rope_swa : rope; }
 
     uint64_t weight_bytes = 0;  // all tensor data in the file
     uint64_t n_params = 0;

@@ -52,6 +52,7 @@ constexpr DenseRow kDense[] = {
     {"gemma-3-12b",   "Gemma 3 12B",     "gemma3",   12.0,  262208, 131072, 3840, 48, 16, 8,  256, 15360, true},
     {"gemma-3-27b",   "Gemma 3 27B",     "gemma3",   27.0,  262208, 131072, 5376, 62, 32, 16, 128, 21504, true},
     {"command-r-35b", "Command R 35B",   "command-r", 35.0,  256000, 131072, 8192, 40, 64, 64, 128, 22528, true},
+    {"granite-3-2b",  "Granite 3 2B",    "granite",  2.53,  49155,  4096,   2048, 40, 32, 8,  64,  8192,  true},
 };
 // clang-format on
 
@@ -72,6 +73,31 @@ ModelSpec from_row(const DenseRow& r) {
     s.tied_embeddings = r.tied;
     s.rope_freqs = s.id.rfind("llama-3", 0) == 0;  // Llama 3.1+ ships rope_freqs.weight
     return s;
+}
+
+// The settings of each family that its GGUF files carry as keys (windows, scales, RoPE variants),
+// from the models' config.json files.
+void add_family_settings(ModelSpec& s) {
+    if (s.arch == "gemma2") {
+        s.n_swa = 4096;
+        s.swa_pattern = 2;
+    } else if (s.arch == "gemma3") {
+        s.n_swa = s.id == "gemma-3-1b" ? 512 : 1024;
+        s.swa_pattern = 6;
+        s.rope_freq_base = 1e6f;
+        s.rope_freq_base_swa = 10000.0f;
+        if (s.id != "gemma-3-1b") s.rope_scale_linear = 8.0f;
+    } else if (s.id == "phi-4-mini") {
+        s.n_rot = 96;  // partial_rotary_factor 0.75 of 128
+        s.longrope = true;
+    } else if (s.arch == "command-r") {
+        s.logit_scale = 0.0625f;
+    } else if (s.arch == "granite") {  // Granite 3.0 2B's multipliers
+        s.embedding_scale = 12.0f;
+        s.residual_scale = 0.22f;
+        s.attention_scale = 0.015625f;
+        s.logit_scale = 8.0f;
+    }
 }
 
 std::vector<ModelSpec> build_catalogue() {
@@ -107,7 +133,12 @@ std::vector<ModelSpec> build_catalogue() {
     dsv2.qk_rope_dim = 64;
     dsv2.qk_nope_dim = 128;
     dsv2.v_head_dim = 128;
+    dsv2.n_shared_experts = 2;
+    dsv2.yarn_factor = 40.0f;  // rope_scaling: yarn, factor 40 over 4096, mscale_all_dim 0.707
+    dsv2.yarn_orig_ctx = 4096;
+    dsv2.yarn_mscale_all_dim = 0.707f;
     all.push_back(dsv2);
+    for (ModelSpec& s : all) add_family_settings(s);
     return all;
 }
 

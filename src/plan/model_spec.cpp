@@ -36,12 +36,19 @@ class TensorList {
 void add_attention(TensorList& t, const ModelSpec& s, const std::string& p) {
     const uint64_t E = s.n_embd, hd = s.head_dim_or_default();
     const uint64_t Q = uint64_t(s.n_head) * hd, K = uint64_t(s.n_head_kv) * hd;
-    if (s.kv_lora_rank > 0) {  // DeepSeek-V2 multi-head latent attention
-        t.matrix(p + "attn_q.weight", {E, s.n_head * uint64_t(s.qk_nope_dim + s.qk_rope_dim)});
+    if (s.kv_lora_rank > 0) {  // DeepSeek-V2 multi-head latent attention (llama.cpp's split form)
+        const uint64_t q_head = uint64_t(s.qk_nope_dim) + s.qk_rope_dim;
+        if (s.q_lora_rank > 0) {
+            t.matrix(p + "attn_q_a.weight", {E, s.q_lora_rank});
+            t.vector(p + "attn_q_a_norm.weight", s.q_lora_rank);
+            t.matrix(p + "attn_q_b.weight", {s.q_lora_rank, s.n_head * q_head});
+        } else {
+            t.matrix(p + "attn_q.weight", {E, s.n_head * q_head});
+        }
         t.matrix(p + "attn_kv_a_mqa.weight", {E, uint64_t(s.kv_lora_rank) + s.qk_rope_dim});
         t.vector(p + "attn_kv_a_norm.weight", s.kv_lora_rank);
-        t.matrix(p + "attn_kv_b.weight",
-                 {s.kv_lora_rank, s.n_head * uint64_t(s.qk_nope_dim + s.v_head_dim)});
+        t.matrix(p + "attn_k_b.weight", {s.qk_nope_dim, s.kv_lora_rank, s.n_head});
+        t.matrix(p + "attn_v_b.weight", {s.kv_lora_rank, s.v_head_dim, s.n_head});
         t.matrix(p + "attn_output.weight", {uint64_t(s.n_head) * s.v_head_dim, E});
         return;
     }
@@ -133,7 +140,12 @@ std::vector<TensorDesc> spec_tensors(const ModelSpec& s) {
     t.matrix("token_embd.weight", {E, s.n_vocab});
     t.vector("output_norm.weight", E);
     if (!s.tied_embeddings) t.matrix("output.weight", {E, s.n_vocab});
-    if (s.rope_freqs) t.vector("rope_freqs.weight", s.head_dim_or_default() / 2);
+    const uint64_t n_rot = s.n_rot ? s.n_rot : s.head_dim_or_default();
+    if (s.rope_freqs) t.vector("rope_freqs.weight", n_rot / 2);
+    if (s.longrope) {
+        t.vector("rope_factors_long.weight", n_rot / 2);
+        t.vector("rope_factors_short.weight", n_rot / 2);
+    }
     for (uint32_t i = 0; i < s.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";
         t.vector(p + "attn_norm.weight", E);
@@ -173,26 +185,65 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
     const bool llama_moe = s.arch == "llama" && s.n_expert > 0 && s.n_ff == 0;
     w.set_u32(a + "feed_forward_length", llama_moe ? s.n_ff_expert : s.n_ff);
     w.set_u32(a + "attention.head_count", s.n_head);
-    w.set_u32(a + "attention.head_count_kv", s.n_head_kv);
-    w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+    // MLA: the absorbed MQA view llama.cpp reads, one KV "head" of latent + rope key.
+    w.set_u32(a + "attention.head_count_kv", s.kv_lora_rank > 0 ? 1 : s.n_head_kv);
+    if (s.arch == "command-r") {
+        w.set_f32(a + "attention.layer_norm_epsilon", 1e-5f);
+    } else {
+        w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
+    }
     w.set_f32(a + "rope.freq_base", s.rope_freq_base);
     if (s.kv_lora_rank > 0) {
-        w.set_u32(a + "attention.key_length", s.qk_nope_dim + s.qk_rope_dim);
-        w.set_u32(a + "attention.value_length", s.v_head_dim);
+        w.set_u32(a + "attention.key_length", s.kv_lora_rank + s.qk_rope_dim);
+        w.set_u32(a + "attention.value_length", s.kv_lora_rank);
+        w.set_u32(a + "attention.key_length_mla", s.qk_nope_dim + s.qk_rope_dim);
+        w.set_u32(a + "attention.value_length_mla", s.v_head_dim);
         w.set_u32(a + "attention.kv_lora_rank", s.kv_lora_rank);
+        if (s.q_lora_rank > 0) w.set_u32(a + "attention.q_lora_rank", s.q_lora_rank);
         w.set_u32(a + "rope.dimension_count", s.qk_rope_dim);
     } else {
         w.set_u32(a + "attention.key_length", hd);
         w.set_u32(a + "attention.value_length", hd);
-        w.set_u32(a + "rope.dimension_count", hd);
+        w.set_u32(a + "rope.dimension_count", s.n_rot ? s.n_rot : hd);
     }
     if (s.n_expert > 0) {
         w.set_u32(a + "expert_count", s.n_expert);
         w.set_u32(a + "expert_used_count", s.n_expert_used);
         w.set_u32(a + "expert_feed_forward_length", s.n_ff_expert);
-        if (s.n_ff_shared > 0) w.set_u32(a + "expert_shared_feed_forward_length", s.n_ff_shared);
+        if (s.n_ff_shared > 0 && s.arch != "deepseek2")
+            w.set_u32(a + "expert_shared_feed_forward_length", s.n_ff_shared);
         if (s.n_leading_dense > 0) w.set_u32(a + "leading_dense_block_count", s.n_leading_dense);
     }
+    if (s.arch == "deepseek2") {
+        w.set_u32(a + "expert_shared_count", s.n_shared_experts);
+        w.set_f32(a + "expert_weights_scale", 1.0f);
+        w.set_bool(a + "expert_weights_norm", false);
+        w.set_u32(a + "expert_gating_func", 1);  // softmax
+    }
+    if (s.n_swa > 0) {
+        w.set_u32(a + "attention.sliding_window", s.n_swa);
+        if (s.swa_pattern > 0) w.set_u32(a + "attention.sliding_window_pattern", s.swa_pattern);
+    }
+    if (s.rope_freq_base_swa > 0.0f) w.set_f32(a + "rope.freq_base_swa", s.rope_freq_base_swa);
+    if (s.rope_scale_linear > 0.0f) {
+        w.set_string(a + "rope.scaling.type", "linear");
+        w.set_f32(a + "rope.scaling.factor", s.rope_scale_linear);
+    }
+    if (s.yarn_factor > 0.0f) {
+        w.set_string(a + "rope.scaling.type", "yarn");
+        w.set_f32(a + "rope.scaling.factor", s.yarn_factor);
+        w.set_u32(a + "rope.scaling.original_context_length", s.yarn_orig_ctx);
+        w.set_f32(a + "rope.scaling.yarn_log_multiplier", 0.1f * s.yarn_mscale_all_dim);
+    }
+    if (s.longrope) w.set_u32(a + "rope.scaling.original_context_length", 4096);
+    if (s.arch == "gemma2") {
+        w.set_f32(a + "attn_logit_softcapping", 50.0f);
+        w.set_f32(a + "final_logit_softcapping", 30.0f);
+    }
+    if (s.logit_scale > 0.0f) w.set_f32(a + "logit_scale", s.logit_scale);
+    if (s.embedding_scale > 0.0f) w.set_f32(a + "embedding_scale", s.embedding_scale);
+    if (s.residual_scale > 0.0f) w.set_f32(a + "residual_scale", s.residual_scale);
+    if (s.attention_scale > 0.0f) w.set_f32(a + "attention.scale", s.attention_scale);
 
     QuantModelInfo info;
     info.arch = s.arch;

@@ -45,6 +45,23 @@ struct ModelSpec {
     uint32_t qk_rope_dim = 0;
     uint32_t qk_nope_dim = 0;
     uint32_t v_head_dim = 0;
+    uint32_t q_lora_rank = 0;  // 0: a plain attn_q (V2-Lite); else the Q bottleneck's width
+    uint32_t n_shared_experts = 0;
+
+    // What the other families add (written as their GGUF keys; 0 / 1: absent).
+    uint32_t n_rot = 0;               // rotated dims per head, 0: all (Phi-4 mini rotates 3/4)
+    uint32_t n_swa = 0;               // gemma: sliding window of the local layers
+    uint32_t swa_pattern = 0;         // every swa_pattern-th layer is global
+    float rope_freq_base_swa = 0.0f;  // gemma3: the local layers' RoPE base
+    float rope_scale_linear = 0.0f;   // gemma3 4B+: linear RoPE scaling factor
+    float yarn_factor = 0.0f;         // deepseek2: YaRN factor, original context, mscale_all_dim
+    uint32_t yarn_orig_ctx = 0;
+    float yarn_mscale_all_dim = 0.0f;
+    bool longrope = false;         // phi3 128k: rope_factors_long/short, original context 4096
+    float logit_scale = 0.0f;      // command-r: logits x this; granite: logits / this
+    float embedding_scale = 0.0f;  // granite multipliers
+    float residual_scale = 0.0f;
+    float attention_scale = 0.0f;
 
     uint32_t head_dim_or_default() const { return head_dim ? head_dim : n_embd / n_head; }
 };

@@ -68,6 +68,8 @@ json row_json(const PlanRow& r) {
 
 json model_json(const PlannedModel& m) {
     const HParams& hp = m.facts.hp;
+    uint32_t n_swa_layers = 0;
+    for (uint32_t il = 0; il < hp.n_layer; ++il) n_swa_layers += hp.swa_layer(il) ? 1 : 0;
     json j = {{"name", m.name},
               {"source", m.source},
               {"origin", m.origin},
@@ -89,6 +91,9 @@ json model_json(const PlannedModel& m) {
               {"decode_bytes_per_token", m.facts.bytes_per_token},
               {"prefill_flops_per_token", m.facts.flops_per_token},
               {"kv_bytes_per_token", m.kv_bytes_per_token},
+              {"sliding_window", hp.n_swa},
+              {"sliding_window_layers", n_swa_layers},
+              {"kv_latent", hp.kv_lora_rank},
               {"runnable", m.facts.runnable},
               {"note", m.facts.note}};
     if (m.remote) {

@@ -552,7 +552,7 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
     const int n_threads = run.n_threads > 0 ? run.n_threads : default_thread_count();
     m.weights_bytes = f.weights_bytes;
     const uint32_t n_seq = std::max(1u, run.n_seq);
-    m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v, n_seq);
+    m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v, n_seq, n_batch);
     // A decode step of every sequence keeps a row of logits for each.
     m.compute_bytes = ForwardScratch::planned_bytes(f.model, n_batch, m.n_ctx, n_threads, n_seq) +
                       uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq;

@@ -75,8 +75,8 @@ ChatReply ChatSession::send(std::string_view user,
     messages_ = turns;
 
     // Decode only what the cache does not hold: at least the last token, for its logits.
-    const uint32_t reuse =
-        std::min<uint32_t>(ctx_.seq_common_prefix(0, prompt), uint32_t(prompt.size()) - 1);
+    const uint32_t reuse = ctx_.seq_keepable(
+        0, std::min<uint32_t>(ctx_.seq_common_prefix(0, prompt), uint32_t(prompt.size()) - 1));
     ctx_.seq_truncate(0, reuse);
     ctx_.decode(prompt.data() + reuse, uint32_t(prompt.size() - reuse), false);
     reply.n_prompt_tokens = int32_t(prompt.size());

@@ -53,7 +53,9 @@ Context::Context(const LoadedModel& model, const ContextParams& params)
     : model_(model),
       pool_(pool_size(params)),
       kv_(model.model.hp, resolve_n_ctx(model, params), std::max(1u, params.n_seq_max),
-          params.type_k, params.type_v),
+          params.type_k, params.type_v,
+          std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
+                               resolve_n_ctx(model, params))),
       scratch_(model.model,
                std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
                                     resolve_n_ctx(model, params)),
@@ -278,7 +280,7 @@ void Context::seq_copy(uint32_t src, uint32_t dst, uint32_t n) {
 }
 
 void Context::seq_shift(uint32_t seq, uint32_t n_keep, uint32_t n_discard) {
-    kv_.discard(seq, n_keep, n_discard, model_.model.rope, pool_);
+    kv_.discard(seq, n_keep, n_discard, model_.model.rope, model_.model.rope_swa, pool_);
     std::vector<int32_t>& t = seq_tokens_[seq];
     t.erase(t.begin() + n_keep, t.begin() + n_keep + n_discard);
 }

@@ -64,6 +64,9 @@ class Context {
     // How many leading tokens of `tokens` sequence `seq` already holds (what need not be
     // decoded again).
     uint32_t seq_common_prefix(uint32_t seq, std::span<const int32_t> tokens) const;
+    // The most of a sequence's first n tokens it can be truncated or copied to: n, or 0 when a
+    // sliding-window layer no longer holds the window there (KvCache::keepable).
+    uint32_t seq_keepable(uint32_t seq, uint32_t n) const { return kv_.keepable(seq, n); }
     void seq_truncate(uint32_t seq, uint32_t n_keep);
     // dst becomes the first n tokens of src, sharing their cache pages (nothing recomputed).
     void seq_copy(uint32_t src, uint32_t dst, uint32_t n);

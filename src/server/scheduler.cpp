@@ -214,9 +214,12 @@ void Scheduler::admit(Job job, Clock::time_point submitted) {
     Slot& slot = slots_[best_free];
     // Keep at least the last prompt token to decode: its logits give the first token.
     const uint32_t max_reuse = uint32_t(job.prompt.size()) - 1;
-    uint32_t reuse = std::min(best_free_len, max_reuse);
-    if (best_any != best_free && std::min(best_any_len, max_reuse) > reuse) {
-        reuse = std::min(best_any_len, max_reuse);
+    // (A sliding-window model's cache may not go back that far: then less, or nothing.)
+    uint32_t reuse = ctx_.seq_keepable(best_free, std::min(best_free_len, max_reuse));
+    const uint32_t reuse_any =
+        best_any == UINT32_MAX ? 0 : ctx_.seq_keepable(best_any, std::min(best_any_len, max_reuse));
+    if (best_any != best_free && reuse_any > reuse) {
+        reuse = reuse_any;
         ctx_.seq_copy(best_any, best_free, reuse);  // shares the cache pages
     } else {
         ctx_.seq_truncate(best_free, reuse);

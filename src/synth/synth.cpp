@@ -88,7 +88,8 @@ gguf::GgufWriter::Producer producer_for(const TensorDesc& t, GgmlType type, uint
     uint64_t n = 1;
     for (uint64_t d : t.ne) n *= d;
     const bool is_norm = t.name.find("norm") != std::string::npos;
-    const bool is_rope_freqs = t.name == "rope_freqs.weight";
+    // Frequency divisors (Llama 3.1 rope_freqs, phi3 LongRoPE factors): 1, the plain RoPE.
+    const bool is_rope_freqs = t.name.rfind("rope_f", 0) == 0;
     return [=](uint8_t* dst) {
         Rng rng{seed};
         if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
@@ -201,13 +202,16 @@ std::vector<SynthPreset> synth_presets() {
     dense.head_dim = 64;
     dense.rope_freq_base = 1e4f;
     presets.push_back({dense.id, "dense, the active size of mixtral-small-moe (FFN 4096)", dense});
-    for (const ModelSpec& s : model_catalogue()) {
-        if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "qwen3moe" &&
-            s.arch != "qwen2moe") {
-            continue;  // shapes memwall cannot run yet
-        }
-        presets.push_back({s.id, s.name + " shape", s});
-    }
+    // Command R7B's shapes in the command-r layout (the released R7B is llama.cpp's cohere2,
+    // which adds sliding-window layers; memwall does not read cohere2 files).
+    ModelSpec r7 = make_spec("command-r-7b", "Command R 7B shape (command-r layout)", "command-r",
+                             256000, 4096, 32, 32, 8, 14336);
+    r7.head_dim = 128;
+    r7.n_ctx_train = 131072;
+    r7.tied_embeddings = true;
+    r7.logit_scale = 0.25f;
+    presets.push_back({r7.id, "Command R 7B shape in the command-r layout", r7});
+    for (const ModelSpec& s : model_catalogue()) presets.push_back({s.id, s.name + " shape", s});
     return presets;
 }
 

@@ -252,7 +252,19 @@ class Worker {
                          s, kBlock);
             for (int i = first; i < n_q; ++i, s += kBlock) {
                 const int c = seen(i);
-                const float block_max = *std::max_element(s, s + c);
+                // A sliding window hides the positions before the query's first one.
+                const int lo =
+                    b_.window ? int(std::clamp<int64_t>(window_start(it, i) - int64_t(j0), 0, c))
+                              : 0;
+                if (lo == c) {
+                    std::fill(s, s + most, 0.0f);
+                    continue;
+                }
+                if (b_.softcap > 0.0f) {
+                    const float cap = b_.softcap, inv = 1.0f / b_.softcap;
+                    for (int j = lo; j < c; ++j) s[j] = cap * std::tanh(s[j] * inv);
+                }
+                const float block_max = *std::max_element(s + lo, s + c);
                 if (block_max > maxes_[i]) {
                     if (sums_[i] > 0.0f) {
                         const float f = std::exp(maxes_[i] - block_max);
@@ -261,7 +273,8 @@ class Worker {
                     }
                     maxes_[i] = block_max;
                 }
-                sums_[i] += kern_.exp_sum(s, c, maxes_[i]);
+                sums_[i] += kern_.exp_sum(s + lo, c - lo, maxes_[i]);
+                std::fill(s, s + lo, 0.0f);
                 std::fill(s + c, s + most, 0.0f);
             }
 
@@ -305,6 +318,10 @@ class Worker {
         return {buffer, head_dim};
     }
 
+    // The first position query i sees under the sliding window.
+    int64_t window_start(const Item& it, int i) const {
+        return int64_t(it.pos_t0) + i / l_.group + 1 - int64_t(b_.window);
+    }
     int head(const Item& it, int i) const { return it.kv_head * l_.group + i % l_.group; }
     uint32_t token(const Item& it, int i) const { return it.t0 + uint32_t(i / l_.group); }
     const float* query(const Item& it, int i) const {
@@ -416,6 +433,11 @@ void attention(Parallel& par, const AttentionBatch& b, AttentionScratch& scratch
             it.pos_t0 = q.pos0 + t0;
             it.kv_begin = uint32_t(split) * split_len;
             it.kv_end = std::min(q.pos0 + t1, it.kv_begin + split_len);
+            if (b.window > 0 && it.pos_t0 + 1 > b.window) {
+                // Blocks wholly before the tile's first window are skipped.
+                const uint32_t first_seen = it.pos_t0 + 1 - b.window;
+                it.kv_begin = std::max(it.kv_begin, first_seen / kBlock * kBlock);
+            }
             if (it.kv_begin >= it.kv_end) it.kv_end = it.kv_begin;  // a split past a short context
             const int n_q = w.run(it);
             if (n_split == 1) {

@@ -57,7 +57,8 @@ struct AttentionSeq {
     KvRows v;
 };
 
-// One layer's attention for a batch of tokens of one or more sequences. Queries are token-major
+// One layer's attention for a batch of tokens of one or more sequences, optionally over a sliding
+// window of positions and with soft-capped scores. Queries are token-major
 // (n_head x head_dim_k floats per token, already rotated). Query head h reads KV head
 // h / (n_head / n_head_kv). Sequences never see each other's positions.
 struct AttentionBatch {
@@ -70,6 +71,10 @@ struct AttentionBatch {
     int head_dim_k;
     int head_dim_v;
     float scale;  // applied to q . k (1 / sqrt(head_dim_k))
+    // Sliding window: a token at position p sees only positions p - window + 1 .. p (0: all).
+    uint32_t window = 0;
+    // Soft-capping of the scaled scores, s = softcap tanh(s / softcap) (0: none).
+    float softcap = 0.0f;
 };
 
 // The shape an AttentionScratch is planned for.

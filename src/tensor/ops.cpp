@@ -96,6 +96,19 @@ void rms_norm(const float* x, const float* weight, float* y, int64_t n, float ep
     }
 }
 
+void layer_norm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += double(x[i]);
+    const float mean = float(sum / double(n));
+    double var = 0.0;
+    for (int64_t i = 0; i < n; ++i) var += double(x[i] - mean) * double(x[i] - mean);
+    const float scale = 1.0f / std::sqrt(float(var / double(n)) + eps);
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = (x[i] - mean) * scale;
+        y[i] = weight ? v * weight[i] : v;
+    }
+}
+
 namespace {
 
 // Dimension index at which the rotation of frequency base^(-2i/n_rot) completes n_rot * 2 pi
@@ -202,6 +215,19 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n) {
         const float g = gate[i];
         out[i] = g / (1.0f + exp_poly(-g)) * up[i];
     }
+}
+
+void geglu(const float* gate, const float* up, float* out, int64_t n) {
+    constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        out[i] =
+            0.5f * g * (1.0f + std::tanh(kSqrt2OverPi * g * (1.0f + 0.044715f * g * g))) * up[i];
+    }
+}
+
+void add_scaled(float* x, const float* y, float a, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] += a * y[i];
 }
 
 void add_inplace(float* x, const float* y, int64_t n) {

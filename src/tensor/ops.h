@@ -39,6 +39,9 @@ void get_row(const WeightMatrix& w, int64_t r, float* out);
 // y = x / rms(x) * weight over n elements (weight may be null: no scaling).
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
 
+// y = (x - mean(x)) / sqrt(var(x) + eps) * weight over n elements (weight may be null).
+void layer_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
+
 // Rotary position embedding.
 struct RopeParams {
     int n_rot;  // rotated dims per head (even)
@@ -65,7 +68,11 @@ void rope_apply(const RopeParams& p, const float* cos_sin, float* x, int n_heads
 
 // out[i] = silu(gate[i]) * up[i].
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+// out[i] = gelu(gate[i]) * up[i], GELU in its tanh form (gemma).
+void geglu(const float* gate, const float* up, float* out, int64_t n);
 void add_inplace(float* x, const float* y, int64_t n);
+// x[i] += a * y[i].
+void add_scaled(float* x, const float* y, float a, int64_t n);
 // In-place softmax over n values; returns nothing. Uses a double-precision sum.
 void softmax(float* x, int64_t n);
 

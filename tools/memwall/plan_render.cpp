@@ -49,6 +49,17 @@ std::string model_summary(const json& m, const std::string& kv_type) {
     }
     s += fmt::format(", KV cache {} per token ({})",
                      human_bytes(m["kv_bytes_per_token"].get<double>()), kv_type);
+    // What the architecture saves (older plan files lack these fields).
+    if (m.value("sliding_window_layers", 0) > 0) {
+        s += fmt::format("; {} of the {} layers keep only a {}-token window (+ batch)",
+                         m["sliding_window_layers"].get<int>(), m["n_layer"].get<int>(),
+                         m["sliding_window"].get<int>());
+    }
+    if (m.value("kv_latent", 0) > 0) {
+        s += fmt::format("; latent attention caches a {}-wide latent + {} rope dims per token",
+                         m["kv_latent"].get<int>(),
+                         m["head_dim_k"].get<int>() - m["kv_latent"].get<int>());
+    }
     return s;
 }
 

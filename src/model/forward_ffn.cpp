@@ -1,0 +1,176 @@
+// The feed-forward blocks of the forward pass: the gated FFN (SwiGLU, or GeGLU for gemma; gate and
+// up in two matrices or fused in one for phi3) and the mixture of experts (softmax or sigmoid
+// routing, optional group limit and selection bias, weight scale, shared experts).
+#include <algorithm>
+#include <cmath>
+
+#include "model/forward_step.h"
+
+namespace mw {
+namespace {
+
+// The router's probabilities for one token (softmax or sigmoid of its logits), then the top k
+// experts by those probabilities plus the selection bias (ties to the lower expert id), within
+// the best n_group_used groups when the experts are grouped; their weights are the unbiased
+// probabilities, optionally renormalised to sum to one, times the weight scale.
+void select_experts(const HParams& hp, const float* logits, const float* bias, int32_t* ids,
+                    float* weights, float* probs, float* select) {
+    const int n_expert = int(hp.n_expert), k = int(hp.n_expert_used);
+    std::copy(logits, logits + n_expert, probs);
+    if (hp.expert_gating == ExpertGating::sigmoid) {
+        for (int e = 0; e < n_expert; ++e) probs[e] = 1.0f / (1.0f + std::exp(-probs[e]));
+    } else {
+        softmax(probs, n_expert);
+    }
+    for (int e = 0; e < n_expert; ++e) select[e] = probs[e] + (bias ? bias[e] : 0.0f);
+    if (hp.n_expert_groups > 1) {
+        // A group's score is the sum of its two best selection scores; the experts of the groups
+        // not among the best n_group_used cannot be chosen.
+        const int n_groups = int(hp.n_expert_groups), per = n_expert / n_groups;
+        float group_score[64];
+        bool keep[64] = {};
+        for (int g = 0; g < n_groups && g < 64; ++g) {
+            float best = -INFINITY, second = -INFINITY;
+            for (int e = g * per; e < (g + 1) * per; ++e) {
+                if (select[e] > best) {
+                    second = best;
+                    best = select[e];
+                } else if (select[e] > second) {
+                    second = select[e];
+                }
+            }
+            group_score[g] = best + (per > 1 ? second : 0.0f);
+        }
+        for (uint32_t j = 0; j < hp.n_group_used; ++j) {
+            int best = -1;
+            for (int g = 0; g < n_groups && g < 64; ++g) {
+                if (!keep[g] && (best < 0 || group_score[g] > group_score[best])) best = g;
+            }
+            keep[best] = true;
+        }
+        for (int e = 0; e < n_expert; ++e) {
+            if (!keep[e / per]) select[e] = -INFINITY;
+        }
+    }
+    for (int j = 0; j < k; ++j) {
+        int best = -1;
+        for (int e = 0; e < n_expert; ++e) {
+            if (std::find(ids, ids + j, e) != ids + j) continue;
+            if (best < 0 || select[e] > select[best]) best = e;
+        }
+        ids[j] = best;
+        weights[j] = probs[best];
+    }
+    if (hp.expert_weights_norm) {
+        float sum = 0.0f;
+        for (int j = 0; j < k; ++j) sum += weights[j];
+        sum = std::max(sum, 6.103515625e-5f);  // as llama.cpp: never divide by ~0
+        for (int j = 0; j < k; ++j) weights[j] /= sum;
+    }
+    if (hp.expert_weights_scale != 1.0f) {
+        for (int j = 0; j < k; ++j) weights[j] *= hp.expert_weights_scale;
+    }
+}
+
+}  // namespace
+
+void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
+    const HParams& hp = m.hp;
+    const Layer& l = m.layers[il];
+    const int64_t n_embd = hp.n_embd;
+    const bool gelu = hp.ffn_act == FfnActivation::gelu;
+    // gate[i] = act(gate[i]) * up[i] over rows of `width` (gate and up `stride` apart per token).
+    const auto glu = [&](float* gate, const float* up, int64_t width, int64_t stride,
+                         uint32_t rows) {
+        for_each_token(rows, width, [&](uint32_t t) {
+            float* g = gate + t * stride;
+            const float* u = up + t * stride;
+            if (gelu) {
+                geglu(g, u, gate + t * width, width);
+            } else {
+                swiglu(g, u, gate + t * width, width);
+            }
+        });
+    };
+    // A dense gated FFN of in (n rows) into dst.
+    const auto dense = [&](const WeightMatrix& w_gate, const WeightMatrix& w_up,
+                           const WeightMatrix& w_down, float* dst) {
+        const int64_t n_ff = w_down.n_cols;
+        if (!w_gate.data) {
+            // phi3: one matrix gives [gate, up] per token; compacted in place, row by row (in
+            // order, so no row is overwritten before it is read).
+            matmul(w_up, in, n, s.gate.data());
+            for (uint32_t t = 0; t < n; ++t) {
+                float* row = s.gate.data() + t * 2 * n_ff;
+                float* o = s.gate.data() + t * n_ff;
+                if (gelu) {
+                    geglu(row, row + n_ff, o, n_ff);
+                } else {
+                    swiglu(row, row + n_ff, o, n_ff);
+                }
+            }
+        } else {
+            matmul(w_gate, in, n, s.gate.data());
+            matmul(w_up, in, n, s.up.data());
+            glu(s.gate.data(), s.up.data(), n_ff, n_ff, n);
+        }
+        matmul(w_down, s.gate.data(), n, dst);
+    };
+
+    if (!l.moe) {
+        dense(l.ffn_gate, l.ffn_up, l.ffn_down, out);
+        return;
+    }
+
+    // Route each token to its top experts, then run each expert once on all the tokens routed
+    // to it (its weights are read once per batch) and add the weighted outputs.
+    const int n_exp = int(hp.n_expert), k_used = int(hp.n_expert_used);
+    const int64_t n_ff = hp.n_ff_expert;
+    matmul(l.router, in, n, s.router_logits.data());
+    for (uint32_t t = 0; t < n; ++t) {
+        select_experts(hp, s.router_logits.data() + t * n_exp,
+                       l.expert_bias.empty() ? nullptr : l.expert_bias.data(),
+                       s.moe_expert.data() + t * k_used, s.moe_weight.data() + t * k_used,
+                       s.router_probs.data(), s.router_probs.data() + n_exp);
+    }
+    std::fill(out, out + n * n_embd, 0.0f);
+    for (int e = 0; e < n_exp; ++e) {
+        // Gather the tokens routed to expert e.
+        uint32_t count = 0;
+        for (uint32_t t = 0; t < n; ++t) {
+            for (int j = 0; j < k_used; ++j) {
+                if (s.moe_expert[t * k_used + j] == e) {
+                    s.moe_tokens[count] = int32_t(t * k_used + j);
+                    std::copy(in + t * n_embd, in + (t + 1) * n_embd,
+                              s.moe_in.data() + count * n_embd);
+                    ++count;
+                }
+            }
+        }
+        if (count == 0) continue;
+        ++s.experts_read_;
+        matmul(l.exp_gate.expert(e), s.moe_in.data(), count, s.gate.data());
+        matmul(l.exp_up.expert(e), s.moe_in.data(), count, s.up.data());
+        glu(s.gate.data(), s.up.data(), n_ff, n_ff, count);
+        matmul(l.exp_down.expert(e), s.gate.data(), count, s.moe_out.data());
+        // Scatter: out[t] += weight * expert_out.
+        for (uint32_t i = 0; i < count; ++i) {
+            const uint32_t t = uint32_t(s.moe_tokens[i]) / k_used;
+            add_scaled(out + t * n_embd, s.moe_out.data() + i * n_embd,
+                       s.moe_weight[s.moe_tokens[i]], n_embd);
+        }
+    }
+    if (l.shared_gate.data) {
+        // Shared experts for every token: qwen2moe scales them by sigmoid(gate . x), deepseek2
+        // adds them as they are.
+        dense(l.shared_gate, l.shared_up, l.shared_down, s.moe_out.data());
+        if (l.shared_router.data) matmul(l.shared_router, in, n, s.router_logits.data());
+        for (uint32_t t = 0; t < n; ++t) {
+            const float g =
+                l.shared_router.data ? 1.0f / (1.0f + std::exp(-s.router_logits[t])) : 1.0f;
+            add_scaled(out + t * n_embd, s.moe_out.data() + t * n_embd, g, n_embd);
+        }
+    }
+}
+
+}  // namespace mw

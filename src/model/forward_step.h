@@ -1,0 +1,51 @@
+// One forward step in progress, shared by the parts of the forward pass (forward.cpp drives the
+// layers; forward_attention.cpp and forward_ffn.cpp hold the attention and FFN blocks). Internal
+// to model/.
+#pragma once
+
+#include <cstdint>
+
+#include "model/forward.h"
+
+namespace mw {
+
+struct ForwardStep {
+    const Model& m;
+    KvCache& kv;
+    ForwardScratch& s;
+    Parallel& par;
+    const ForwardBatch& b;
+    uint32_t n;                // tokens of the batch
+    const uint32_t* tok_seq;   // sequence of each token
+    const uint32_t* tok_pos;   // position of each token
+    const float* rope_cs;      // per token: the global layers' rotation (n_rot cos/sin pairs)
+    const float* rope_cs_swa;  // the sliding layers' (== rope_cs when they share the RoPE)
+
+    // Every matrix product goes through here, which shows its input to the observer first
+    // (imatrix collection); without one it is the plain matmul.
+    void matmul(const WeightMatrix& w, const float* in, int64_t rows, float* out) const {
+        if (s.observer) s.observer->on_matmul(w, in, rows);
+        mw::matmul(par, w, in, rows, out, s.act.data());
+    }
+
+    // Runs f(t) for every token t < count, split over the threads; `width` is the work per token.
+    template <typename F>
+    void for_each_token(uint32_t count, int64_t width, F&& f) const {
+        parallel_for_work(par, int64_t(count) * width, [&](int ith, int nth) {
+            const Range r = split_range(count, ith, nth);
+            for (int64_t t = r.begin; t < r.end; ++t) f(uint32_t(t));
+        });
+    }
+
+    // The architecture's norm (RMSNorm or LayerNorm) of n rows of `width` floats.
+    void norm_rows(const float* in, const float* weight, float* out, uint32_t rows,
+                   int64_t width) const;
+
+    // Attention of layer il on the normalised input s.xb: its output projection in s.xb2.
+    void attention(uint32_t il);      // forward_attention.cpp: GQA, fused QKV, windows, caps
+    void attention_mla(uint32_t il);  // multi-head latent attention (deepseek2)
+    // FFN of layer il on `in` (n x n_embd), its output in `out`.
+    void ffn(uint32_t il, const float* in, float* out);  // forward_ffn.cpp
+};
+
+}  // namespace mw
