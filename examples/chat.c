@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
     }
     mw_chat_params params = mw_chat_default_params();
     params.system_prompt = argc > 2 ? argv[2] : NULL;
-    params.chat_template = NULL; /* the file's template; a built-in name such as "chatml" also works */
+    params.chat_template =
+        NULL; /* the file's template; a built-in name such as "chatml" also works */
     params.n_predict = 64;
     params.sampling.temperature = 0.0f; /* greedy: the same replies every run */
     mw_chat* chat = NULL;

@@ -26,7 +26,8 @@ void check(std::string_view body, bool chat) {
     try {
         const server::CompletionRequest r =
             server::parse_completion_request(body, chat, SamplerParams{}, limits);
-        if (chat && !r.messages.is_array()) fuzz::violated(kTarget, "chat request without messages");
+        if (chat && !r.messages.is_array())
+            fuzz::violated(kTarget, "chat request without messages");
         (void)r.messages.dump();
         (void)server::completion_chunk("id", 0, r.model, r.prompt, server::Finish::stop).dump();
         for (const std::string& s : r.stop) {

@@ -224,16 +224,16 @@ MW_API uint32_t mw_context_kv_size(const mw_context* ctx);
  * on every run. For different text each run, set a seed of your own (the memwall CLI draws one
  * from std::random_device and prints it). */
 typedef struct mw_sampler_params {
-    float temperature;     /* default 0.8; <= 0: greedy (argmax, ties to the lowest id) */
-    int32_t top_k;         /* default 40; <= 0: off */
-    float top_p;           /* default 0.95; >= 1: off */
-    float min_p;           /* default 0.05; <= 0: off */
-    float repeat_penalty;  /* default 1: off */
-    int32_t repeat_last_n; /* tokens considered by the penalties (default 64; -1: all) */
-    uint64_t seed;         /* default 0; same seed, same model, same prompt: same text */
+    float temperature;       /* default 0.8; <= 0: greedy (argmax, ties to the lowest id) */
+    int32_t top_k;           /* default 40; <= 0: off */
+    float top_p;             /* default 0.95; >= 1: off */
+    float min_p;             /* default 0.05; <= 0: off */
+    float repeat_penalty;    /* default 1: off */
+    int32_t repeat_last_n;   /* tokens considered by the penalties (default 64; -1: all) */
+    uint64_t seed;           /* default 0; same seed, same model, same prompt: same text */
     float frequency_penalty; /* OpenAI's (default 0: off): subtracted once per occurrence in the
                                 last repeat_last_n tokens */
-    float presence_penalty;  /* OpenAI's (default 0: off): subtracted once for a token that occurs */
+    float presence_penalty; /* OpenAI's (default 0: off): subtracted once for a token that occurs */
 } mw_sampler_params;
 
 MW_API mw_sampler_params mw_sampler_default_params(void);

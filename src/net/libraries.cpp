@@ -25,8 +25,9 @@ Opened open_first(std::initializer_list<const char*> names, const char* what, co
         const char* e = ::dlerror();
         errors += fmt::format("; {}", e ? e : name);
     }
-    fail(ErrorKind::unsupported, "{} is needed here and could not be loaded (Debian: apt install {}){}",
-         what, package, errors);
+    fail(ErrorKind::unsupported,
+         "{} is needed here and could not be loaded (Debian: apt install {}){}", what, package,
+         errors);
 }
 
 template <typename F>
