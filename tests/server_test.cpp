@@ -291,17 +291,22 @@ TEST(Server, ApiKeyIsRequiredOnEveryRouteButHealthAndThePage) {
 TEST(Server, FullQueueAnswers503WithRetryAfter) {
     mw_server_params sp = mw_server_default_params();
     sp.queue_max = 0;  // no waiting: a request beyond the slots is refused
-    Server s(sp, 1);
-    // One long request holds the only slot.
+    Server s(sp, 1, 4096);
+    // One long request holds the only slot (thousands of tokens: the tiny model decodes fast).
     auto long_one = std::async(std::launch::async, [&] {
         int status = 0;
         post(s, "/v1/completions",
-             R"({"prompt": "Once", "max_tokens": 400, "temperature": 0, "ignore_eos": true})",
+             R"({"prompt": "Once", "max_tokens": 2000, "temperature": 0, "ignore_eos": true})",
              &status);
         return status;
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     auto c = s.client();
+    // Until the scheduler has given it the slot.
+    for (int i = 0; i < 500; ++i) {
+        auto h = c.Get("/health");
+        if (h && nlohmann::json::parse(h->body).value("slots_processing", 0) == 1) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     auto res = c.Post("/v1/completions", R"({"prompt": "a", "max_tokens": 1})", "application/json");
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 503);
