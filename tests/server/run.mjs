@@ -213,6 +213,14 @@ async function loadSuite(server) {
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
     for (let k = 0; k < 20; k++) await one(100000 + c * 20 + k);
   }));
+  // And a burst of 96 requests at once (some answered 503), so that every HTTP thread of the
+  // server's pool (slots + queue + 4) has run once: a thread's stack pages stay resident after
+  // its first request, and over a long run every thread gets one.
+  await Promise.all(Array.from({ length: 96 }, () =>
+    fetch(`${server.url}/v1/completions`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "warm", max_tokens: 4 }),
+    }).then((r) => r.text())));
   await new Promise((r) => setTimeout(r, 300));
   const warm = rssKiB(pid);
   for (const k of Object.keys(stats)) stats[k] = 0;
