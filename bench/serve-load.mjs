@@ -24,7 +24,7 @@ const threads = Number(option("-t", "2"));
 const parallel = Number(option("--parallel", "4"));
 const nGen = Number(option("-n", "128"));
 const rounds = Number(option("--rounds", "3"));
-const perSlotCtx = 2048;
+const perSlotCtx = 4096;
 let model = option("--model", "");
 if (!model) {
   model = join(tmpdir(), "memwall-serve-load-llama-3.2-1b-q4_k_m.gguf");
@@ -36,9 +36,9 @@ if (!model) {
   }
 }
 
-// The same ~300-word user message for every server (a chat history worth caching).
+// The same 200-word user message for every server (a chat history worth caching).
 const words = "the memory wall caps decode speed at bandwidth over bytes read per token so".split(" ");
-const longText = Array.from({ length: 300 }, (_, i) => words[(i * 7) % words.length]).join(" ");
+const longText = Array.from({ length: 200 }, (_, i) => words[(i * 7) % words.length]).join(" ");
 
 function start(kind) {
   const common = ["-m", model, "-t", String(threads), "--port", String(kind === "memwall" ? 18431 : 18432),
