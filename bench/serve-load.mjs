@@ -166,9 +166,12 @@ for (const kind of kinds) {
   };
 }
 const mw = summary.memwall;
-const planned = /planned peak ([0-9.]+) (KiB|MiB|GiB)/.exec(results.memwall[0].log);
 const unit = { KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30 };
+const planned = /planned peak ([0-9.]+) (KiB|MiB|GiB)/.exec(results.memwall[0].log);
 if (planned) mw.planned_bytes = Number(planned[1]) * unit[planned[2]];
+// The plan without the KV cache: its pages are taken only as slots hold tokens.
+const idle = /idle ([0-9.]+) (KiB|MiB|GiB)/.exec(results.memwall[0].log);
+if (idle) mw.planned_idle_bytes = Number(idle[1]) * unit[idle[2]];
 console.log(`model ${model}, ${threads} threads, ${parallel} slots, ${nGen} tokens per request, ${rounds} rounds (medians)`);
 console.log("| server | 1 stream tok/s | " + parallel + " streams tok/s | aggregate / single | TTFT turn 1 ms | turn 2 ms | turn 2 / turn 1 | idle RSS MiB |");
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
@@ -183,8 +186,9 @@ if (summary["llama-server"]) {
   console.log(`memwall / llama-server aggregate: ${(mw.aggregate_tok_s / summary["llama-server"].aggregate_tok_s).toFixed(2)}x, ` +
     `single: ${(mw.single_tok_s / summary["llama-server"].single_tok_s).toFixed(2)}x`);
 }
-if (mw.planned_bytes) {
-  console.log(`memwall idle RSS / planned peak: ${(mw.idle_rss_bytes / mw.planned_bytes).toFixed(3)} ` +
-    `(${(mw.idle_rss_bytes / 2 ** 20).toFixed(1)} MiB of ${(mw.planned_bytes / 2 ** 20).toFixed(1)} MiB)`);
+if (mw.planned_idle_bytes) {
+  console.log(`memwall idle RSS / planned idle: ${(mw.idle_rss_bytes / mw.planned_idle_bytes).toFixed(3)} ` +
+    `(${(mw.idle_rss_bytes / 2 ** 20).toFixed(1)} MiB, planned ${(mw.planned_idle_bytes / 2 ** 20).toFixed(1)} MiB; ` +
+    `planned peak with every slot's context full ${(mw.planned_bytes / 2 ** 20).toFixed(1)} MiB)`);
 }
 if (args.includes("--json")) console.log(JSON.stringify(summary));

@@ -213,11 +213,13 @@ void add_serve_command(CLI::App& app) {
         }
         fmt::print(stderr,
                    "memwall serve: http://{}:{}/ ({} slots of {} tokens{}; planned peak {}: "
-                   "weights {}, KV cache {}, compute {}, overhead {}; Ctrl-C or SIGTERM stops)\n",
+                   "weights {}, KV cache {}, compute {}, overhead {}; idle {}, the KV cache's "
+                   "pages are taken as slots fill; Ctrl-C or SIGTERM stops)\n",
                    o.host, mw_server_port(server.get()), o.n_parallel, cp.n_ctx / o.n_parallel,
                    key.empty() ? "" : ", API key required", human_bytes(double(fit.total_bytes)),
                    human_bytes(double(fit.weights_bytes)), human_bytes(double(fit.kv_bytes)),
-                   human_bytes(double(fit.compute_bytes)), human_bytes(double(fit.overhead_bytes)));
+                   human_bytes(double(fit.compute_bytes)), human_bytes(double(fit.overhead_bytes)),
+                   human_bytes(double(fit.total_bytes - fit.kv_bytes)));
 
         std::atomic<bool> finished{false};
         std::thread waiter([&] {
