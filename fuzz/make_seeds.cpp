@@ -446,8 +446,8 @@ void write_template_seeds(const std::string& out, const std::string& shared) {
     for (const auto& b : chat::builtins()) save_text("builtin-" + std::string(b.name), b.source);
     const char* const kConstructs[] = {
         "{% for m in messages %}{{ loop.index0 }}{{ m.role | upper }}{% endfor %}",
-        "{% set ns = namespace(x=0) %}{% for i in range(3) %}{% set ns.x = ns.x + i %}{% endfor %}"
-        "{{ ns.x }}",
+        ("{% set ns = namespace(x=0) %}{% for i in range(3) %}{% set ns.x = ns.x + i %}"
+         "{% endfor %}{{ ns.x }}"),
         "{% macro m(a, b=1) %}{{ a ~ b }}{{ caller() }}{% endmacro %}{% call m(2) %}c{% endcall %}",
         "{{ messages | selectattr('role', 'eq', 'user') | map(attribute='content') | join(',') }}",
         "{{ tools | tojson(indent=2) }}{{ messages[1:][::-1] | length }}",
