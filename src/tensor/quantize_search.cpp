@@ -320,7 +320,7 @@ constexpr int kLanes = 8;
 
 // round(clamp(v, lo, hi)) for integer bounds, to nearest even, in floats (vectorisable).
 inline float round_clamped(float v, float lo, float hi) {
-    v = std::min(std::max(v, lo), hi);
+    v = std::min(std::max(lo, v), hi);  // in this order a NaN becomes lo
     return (v + 12582912.0f) - 12582912.0f;
 }
 

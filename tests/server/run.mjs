@@ -242,7 +242,12 @@ async function loadSuite(server) {
   assert.equal(stats.incomplete, 0, "every reply complete");
   assert.ok(stats.cancelled > 50, "some requests were cancelled mid-stream");
   assert.equal(stats.done + stats.cancelled, clients * perClient);
-  assert.ok(Math.abs(after - warm) / warm <= 0.05, `RSS within 5 % of warm-up (${warm} -> ${after} KiB)`);
+  if (process.env.MEMWALL_SANITIZED) {
+    // AddressSanitizer quarantines freed memory: RSS measures its allocator, not memwall's.
+    console.log("load: RSS check skipped in the sanitizer build");
+  } else {
+    assert.ok(Math.abs(after - warm) / warm <= 0.05, `RSS within 5 % of warm-up (${warm} -> ${after} KiB)`);
+  }
   assert.equal(h.slots_processing, 0, "every slot is free again");
 }
 
