@@ -3,18 +3,20 @@
 // the same machine state; the ratios of each round's pair are reported (this machine is noisy:
 // compare ratios, not absolute numbers from different moments).
 //
-// usage: node compare.mjs [--memwall BIN] [--llama-bench BIN] [-p 512] [-n 128] [-t 1,2]
-//                         [-r 3] [--rounds 3] [--json] [--plot FILE.svg] MODEL.gguf...
+// usage: node compare.mjs [--memwall BIN] [--llama-bench BIN] [--no-node] [--isa ISA] [-p 512]
+//                         [-n 128] [-d 0] [-t 1,2] [-r 3] [--rounds 3] [--json] [--plot FILE.svg]
+//                         MODEL.gguf...
+// --no-node leaves out node-llama-cpp (then --llama-bench names the only peer); --isa sets
+// MEMWALL_ISA for memwall's runs; -d is the context depth the measurement starts at.
 // --plot draws the medians as bars with `memwall plot` (the chart code is the library's).
-import {execFileSync} from "node:child_process";
 import {mkdtempSync, rmSync, writeFileSync} from "node:fs";
 import {tmpdir} from "node:os";
-import {basename, dirname, join} from "node:path";
-import {fileURLToPath} from "node:url";
+import {basename, join} from "node:path";
+import {here, llamaBench, llamaNode, median, memwallBench, run} from "./lib.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
 const opt = {memwall: join(here, "..", "build", "release", "bin", "memwall"), llamaBench: null,
-             p: 512, n: 128, t: "1,2", r: 3, rounds: 3, json: false, plot: null, models: []};
+             p: 512, n: 128, d: 0, t: "1,2", r: 3, rounds: 3, json: false, plot: null, node: true, isa: null,
+             models: []};
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = argv[i + 1];
@@ -34,13 +36,17 @@ for (let i = 0; i < argv.length; i++) {
     else opt.models.push(a);
 }
 if (opt.models.length === 0) {
-    console.error("usage: bench/compare [--memwall BIN] [--llama-bench BIN] [-p N] [-n N] [-t 1,2] [-r N] [--rounds N] [--json] [--plot FILE.svg] MODEL.gguf...");
+    console.error("usage: bench/compare [--memwall BIN] [--llama-bench BIN] [--no-node] [--isa ISA] [-p N] [-d N] [-n N] [-t 1,2] [-r N] [--rounds N] [--json] [--plot FILE.svg] MODEL.gguf...");
     process.exit(2);
 }
 
 const peers = [];
 if (opt.node) peers.push(["llama.cpp (node-llama-cpp 3.21.1)", (m, o) => llamaNode(m, o)]);
 if (opt.llamaBench) peers.push(["llama.cpp (native llama-bench)", (m, o) => llamaBench(opt.llamaBench, m, o)]);
+if (peers.length === 0) {
+    console.error("compare: no peer to compare with (--no-node without --llama-bench)");
+    process.exit(2);
+}
 
 const results = [];
 for (const model of opt.models) {
