@@ -18,7 +18,9 @@ std::string callee_text(const Node& n) {
     return "(...)";
 }
 
-const char* binary_symbol(BinaryOp op) {
+}  // namespace
+
+const char* symbol(BinaryOp op) {
     switch (op) {
         case BinaryOp::add:
             return "+";
@@ -37,8 +39,6 @@ const char* binary_symbol(BinaryOp op) {
     }
     return "?";
 }
-
-}  // namespace
 
 std::string describe(const Node& node) {
     switch (node.kind) {
@@ -69,7 +69,7 @@ std::string describe(const Node& node) {
             return op == '!' ? "operator 'not'" : fmt::format("unary '{}'", op);
         }
         case NodeKind::binary:
-            return fmt::format("operator '{}'", binary_symbol(as<Binary>(node).op));
+            return fmt::format("operator '{}'", symbol(as<Binary>(node).op));
         case NodeKind::concat:
             return "operator '~'";
         case NodeKind::compare:

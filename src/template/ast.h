@@ -264,6 +264,9 @@ struct Simple : Node {  // break, continue
     Simple(NodeKind k, int l) : Node(k, l) {}
 };
 
+// The operator as written in a template ("+", "//", "**").
+const char* symbol(BinaryOp op);
+
 // A short description of a node for error messages ("filter 'tojson'", "for loop").
 std::string describe(const Node& node);
 

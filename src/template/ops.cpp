@@ -10,26 +10,6 @@ namespace mw::tmpl {
 
 namespace {
 
-const char* symbol(BinaryOp op) {
-    switch (op) {
-        case BinaryOp::add:
-            return "+";
-        case BinaryOp::sub:
-            return "-";
-        case BinaryOp::mul:
-            return "*";
-        case BinaryOp::div:
-            return "/";
-        case BinaryOp::floordiv:
-            return "//";
-        case BinaryOp::mod:
-            return "%";
-        case BinaryOp::pow:
-            return "**";
-    }
-    return "?";
-}
-
 [[noreturn]] void unsupported(BinaryOp op, const Value& a, const Value& b) {
     throw_error(ErrorKind::type, "unsupported operand type(s) for {}: '{}' and '{}'", symbol(op),
                 type_name(a), type_name(b));

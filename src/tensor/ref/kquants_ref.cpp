@@ -231,21 +231,24 @@ float vec_dot_q3_k_q8_k(int64_t n, const void* w, const void* x) {
     return sum;
 }
 
-float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x) {
-    const auto* wb = static_cast<const BlockQ4_K*>(w);
+namespace {
+
+// Q4_K and Q5_K share their super-block layout (8 sub-blocks of 32 with 6-bit scales and mins);
+// quant(b, sub, l) gives the unsigned weight code of element l of sub-block sub.
+template <class Block, class Quant>
+float vec_dot_q45_k_q8_k(int64_t n, const void* w, const void* x, Quant quant) {
+    const auto* wb = static_cast<const Block*>(w);
     const auto* xb = static_cast<const BlockQ8_K*>(x);
     float sum = 0.0f;
     for (int64_t i = 0; i < n / kQK_K; ++i) {
-        const BlockQ4_K& b = wb[i];
+        const Block& b = wb[i];
         const int8_t* q8 = xb[i].qs;
         int isum = 0;
         for (int sub = 0; sub < 8; ++sub) {
             int scale, min;
             q4k_scale_min(b.scales, sub, &scale, &min);
-            const uint8_t* q4 = b.qs + 32 * (sub / 2);
-            const int shift = 4 * (sub % 2);
             int sub_sum = 0;
-            for (int l = 0; l < 32; ++l) sub_sum += q8[32 * sub + l] * ((q4[l] >> shift) & 0xF);
+            for (int l = 0; l < 32; ++l) sub_sum += q8[32 * sub + l] * quant(b, sub, l);
             isum += scale * sub_sum;
         }
         const float d = fp16_to_f32(b.d) * xb[i].d;
@@ -255,31 +258,22 @@ float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x) {
     return sum;
 }
 
+// The low nibble of byte l of the sub-block pair for even sub-blocks, the high one for odd.
+template <class Block>
+int q4_code(const Block& b, int sub, int l) {
+    return (b.qs[32 * (sub / 2) + l] >> (4 * (sub % 2))) & 0xF;
+}
+
+}  // namespace
+
+float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x) {
+    return vec_dot_q45_k_q8_k<BlockQ4_K>(n, w, x, q4_code<BlockQ4_K>);
+}
+
 float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x) {
-    const auto* wb = static_cast<const BlockQ5_K*>(w);
-    const auto* xb = static_cast<const BlockQ8_K*>(x);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-        const BlockQ5_K& b = wb[i];
-        const int8_t* q8 = xb[i].qs;
-        int isum = 0;
-        for (int sub = 0; sub < 8; ++sub) {
-            int scale, min;
-            q4k_scale_min(b.scales, sub, &scale, &min);
-            const uint8_t* q4 = b.qs + 32 * (sub / 2);
-            const int shift = 4 * (sub % 2);
-            int sub_sum = 0;
-            for (int l = 0; l < 32; ++l) {
-                const int q5 = ((q4[l] >> shift) & 0xF) | (((b.qh[l] >> sub) & 1) << 4);
-                sub_sum += q8[32 * sub + l] * q5;
-            }
-            isum += scale * sub_sum;
-        }
-        const float d = fp16_to_f32(b.d) * xb[i].d;
-        const float dmin = fp16_to_f32(b.dmin) * xb[i].d;
-        sum += d * isum - dmin * q4k_min_sum(b.scales, xb[i]);
-    }
-    return sum;
+    return vec_dot_q45_k_q8_k<BlockQ5_K>(n, w, x, [](const BlockQ5_K& b, int sub, int l) {
+        return q4_code(b, sub, l) | (((b.qh[l] >> sub) & 1) << 4);
+    });
 }
 
 float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x) {
