@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 3
+#define MEMWALL_API_VERSION 4
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -447,6 +447,8 @@ typedef struct mw_chat_params {
                                    or template text */
     mw_sampler_params sampling; /* default: mw_sampler_default_params() */
     int32_t n_predict;          /* tokens per reply; -1 (default): until an end token */
+    mw_pacer* pacer;            /* NULL (default): unpaced; else paced after every generated
+                                   token (mw_pacer_pace); borrowed, must outlive the chat */
 } mw_chat_params;
 
 typedef struct mw_chat_reply {
@@ -498,6 +500,8 @@ typedef struct mw_server_params {
     uint64_t max_body_bytes;    /* larger bodies get 413 (default 8 MiB) */
     int32_t max_tokens;         /* most tokens a request may ask for; -1: the slot's context */
     mw_sampler_params sampling; /* defaults for what a request does not give */
+    mw_pacer* pacer; /* NULL (default): unpaced; else paced after every forward step, all slots
+                        together (one device, one temperature); borrowed, outlives the server */
 } mw_server_params;
 
 MW_API mw_server_params mw_server_default_params(void);

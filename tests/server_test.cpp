@@ -133,6 +133,33 @@ TEST(Server, GreedyTextIsTheSameAloneAndFourAtOnce) {
     for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(together[i].get(), alone[i]) << i;
 }
 
+TEST(Server, PacingSpacesTheStepsOfEverySlot) {
+    mw_pacer_params pp = mw_pacer_default_params();
+    pp.max_tps = 40;  // steps 25 ms apart; unpaced the tiny model takes well under 1 ms a step
+    mw_pacer* pacer = nullptr;
+    ASSERT_EQ(mw_pacer_create(&pp, &pacer), MW_OK) << mw_last_error();
+    {
+        mw_server_params sp = mw_server_default_params();
+        sp.pacer = pacer;
+        Server s(sp);
+        const auto start = std::chrono::steady_clock::now();
+        int status = 0;
+        const json r =
+            post(s, "/v1/completions",
+                 R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0})", &status);
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        ASSERT_EQ(status, 200) << r.dump();
+        ASSERT_EQ(r["usage"]["completion_tokens"], 12);
+        // A prompt step and 11 decode steps after it, each at least 25 ms after the one before.
+        EXPECT_GE(ms, 11 * 25.0 * 0.9);
+    }
+    EXPECT_NE(std::string(mw_pacer_summary(pacer)).find("tok/s"), std::string::npos)
+        << mw_pacer_summary(pacer);
+    mw_pacer_free(pacer);
+}
+
 TEST(Server, SameSeedSameTextAndStopStrings) {
     Server s;
     const json body = {

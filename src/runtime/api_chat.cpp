@@ -20,6 +20,7 @@ mw_chat_params mw_chat_default_params(void) {
     p.chat_template = nullptr;
     p.sampling = mw_sampler_default_params();
     p.n_predict = -1;
+    p.pacer = nullptr;
     return p;
 }
 
@@ -45,6 +46,9 @@ mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
         o.template_override = p.chat_template ? p.chat_template : "";
         o.sampling = mw::sampler_params_of(p.sampling);
         o.n_predict = p.n_predict;
+        if (mw_pacer* pacer = p.pacer) {
+            o.after_token = [pacer](mw::Context& c) { mw::pace_context(pacer, c); };
+        }
         chat->session = std::make_unique<mw::ChatSession>(*loaded, *chat->ctx, o);
         *out = chat.release();
     });

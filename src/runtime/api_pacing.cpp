@@ -78,6 +78,23 @@ void fill_pace(const mw::PaceDecision& d, double temp_c, mw_pace* out) {
 
 }  // namespace
 
+namespace mw {
+
+void pace_context(mw_pacer* p, Context& c, mw_pace* out) {
+    if (p->threads_from_context) {
+        pacer_start(p, c.n_threads());
+        p->threads_from_context = false;
+    }
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - p->t0).count();
+    const PaceDecision d = p->pacer->decide(now);
+    c.set_threads(std::min(d.threads, c.max_threads()));
+    fill_pace(d, p->pacer->last_temp_c(), out);
+    if (d.sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(d.sleep_s));
+}
+
+}  // namespace mw
+
 extern "C" {
 
 int32_t mw_speed_label(const mw_speed_conditions* c, char* buf, size_t buf_size) {
@@ -198,18 +215,7 @@ mw_status mw_pacer_pace(mw_pacer* p, mw_context* ctx, mw_pace* out) {
     if (!p) return invalid("mw_pacer_pace: pacer is NULL");
     mw::Context* c = mw::context_of(ctx);
     if (!c) return invalid("mw_pacer_pace: ctx is NULL");
-    return guarded([&] {
-        if (p->threads_from_context) {
-            pacer_start(p, c->n_threads());
-            p->threads_from_context = false;
-        }
-        const double now =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - p->t0).count();
-        const mw::PaceDecision d = p->pacer->decide(now);
-        c->set_threads(std::min(d.threads, c->max_threads()));
-        fill_pace(d, p->pacer->last_temp_c(), out);
-        if (d.sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(d.sleep_s));
-    });
+    return guarded([&] { mw::pace_context(p, *c, out); });
 }
 
 const char* mw_pacer_summary(mw_pacer* p) {

@@ -33,6 +33,7 @@ mw_server_params mw_server_default_params(void) {
     p.max_body_bytes = 8u << 20;
     p.max_tokens = -1;
     p.sampling = mw_sampler_default_params();
+    p.pacer = nullptr;
     return p;
 }
 
@@ -71,6 +72,9 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         o.sampling = mw::sampler_params_of(p.sampling);
         const std::string tmpl = p.chat_template ? p.chat_template : "";
         o.render_chat = mw::chat_renderer(*loaded, tmpl);
+        if (mw_pacer* pacer = p.pacer) {
+            o.after_step = [pacer](mw::Context& c) { mw::pace_context(pacer, c); };
+        }
         srv->http = std::make_unique<mw::server::HttpServer>(*loaded, *srv->ctx, std::move(o));
         srv->http->bind();
         *out = srv.release();

@@ -109,6 +109,7 @@ ChatReply ChatSession::send(std::string_view user,
             break;
         }
         ctx_.decode(&token, 1, false);
+        if (opt_.after_token) opt_.after_token(ctx_);
     }
     const std::string rest = detok.finish();
     if (!rest.empty()) {

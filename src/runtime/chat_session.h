@@ -23,6 +23,8 @@ struct ChatOptions {
     std::string template_override;  // empty: the file's template
     SamplerParams sampling;
     int32_t n_predict = -1;  // tokens per reply; -1: until an end token or a full context
+    // Called after each generated token is decoded (pacing); may be empty.
+    std::function<void(Context&)> after_token;
 };
 
 struct ChatReply {

@@ -147,7 +147,7 @@ struct HttpServer::Impl {
         : model(m),
           ctx(c),
           opt(std::move(o)),
-          scheduler(c, *m.vocab, SchedulerParams{0, opt.queue_max, 512}) {
+          scheduler(c, *m.vocab, SchedulerParams{0, opt.queue_max, 512, opt.after_step}) {
         if (opt.model_name.empty()) opt.model_name = "memwall";
         routes();
     }

@@ -34,6 +34,8 @@ struct ServerOptions {
     int http_threads = 0;     // 0: slots + queue + 4
     // Renders a checked conversation (OpenAI messages) to the prompt text.
     std::function<std::string(const nlohmann::json& messages)> render_chat;
+    // After each forward step of the slots (pacing); may be empty.
+    std::function<void(Context&)> after_step;
 };
 
 class HttpServer {

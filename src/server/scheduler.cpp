@@ -303,6 +303,7 @@ void Scheduler::step() {
         stats_.slots_busy = uint32_t(std::count_if(
             slots_.begin(), slots_.end(), [](const Slot& s) { return s.state != State::idle; }));
     }
+    if (params_.after_step) params_.after_step(ctx_);
 }
 
 void Scheduler::on_logits(Slot& slot, uint32_t seq, const float* logits) {

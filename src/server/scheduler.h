@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,6 +88,8 @@ struct SchedulerParams {
     uint32_t n_ctx_slot = 0;  // positions one slot may hold (prompt + generated)
     uint32_t queue_max = 64;  // requests waiting for a slot, beyond those a free slot takes
     uint32_t n_batch = 512;   // tokens per forward step
+    // Called after each forward step, outside the scheduler's lock (pacing); may be empty.
+    std::function<void(Context&)> after_step;
 };
 
 struct SchedulerStats {

@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <iostream>
-#include <random>
 #include <string>
 
 #include "common.h"
@@ -43,29 +42,21 @@ void add_chat_command(CLI::App& app) {
     struct Options {
         ModelOptions model;
         std::string system_prompt;
-        std::string chat_template, chat_template_file;
+        ChatTemplateOptions chat_template;
         int n_predict = -1;
         uint32_t n_ctx = 0;
         uint32_t n_batch = 512;
         std::string threads;
-        float temp = 0.8f;
-        int top_k = 40;
-        float top_p = 0.95f;
-        float min_p = 0.05f;
-        float repeat_penalty = 1.0f;
-        int repeat_last_n = 64;
-        int64_t seed = -1;
-        std::string ctk = "f16", ctv = "f16";
+        SamplingOptions sampling;
+        KvCacheOptions kv;
+        PacingOptions pacing;
         bool force = false;
         bool verbose = false;
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
     cmd->add_option("--system-prompt", opt->system_prompt, "System prompt (-sys)");
-    cmd->add_option("--chat-template", opt->chat_template,
-                    "Chat template: a built-in name or the template text (default: the file's)");
-    cmd->add_option("--chat-template-file", opt->chat_template_file,
-                    "Read the chat template from a file");
+    opt->chat_template.add_to(*cmd);
     cmd->add_option("-n,--n-predict", opt->n_predict,
                     "Tokens per reply (-1: until an end token or a full context)")
         ->capture_default_str();
@@ -75,18 +66,9 @@ void add_chat_command(CLI::App& app) {
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens per step")
         ->capture_default_str();
     cmd->add_option("-t,--threads", opt->threads, "Threads (default: physical performance cores)");
-    cmd->add_option("--temp", opt->temp, "Temperature (0: greedy)")->capture_default_str();
-    cmd->add_option("--top-k", opt->top_k, "Top-k (0: off)")->capture_default_str();
-    cmd->add_option("--top-p", opt->top_p, "Top-p (1: off)")->capture_default_str();
-    cmd->add_option("--min-p", opt->min_p, "Min-p (0: off)")->capture_default_str();
-    cmd->add_option("--repeat-penalty", opt->repeat_penalty, "Repetition penalty (1: off)")
-        ->capture_default_str();
-    cmd->add_option("--repeat-last-n", opt->repeat_last_n, "Tokens the penalties look back")
-        ->capture_default_str();
-    cmd->add_option("-s,--seed", opt->seed, "Random seed (-1: random)")->capture_default_str();
-    cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk)")->capture_default_str();
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)")
-        ->capture_default_str();
+    opt->sampling.add_to(*cmd, true);
+    opt->kv.add_to(*cmd);
+    opt->pacing.add_to(*cmd);
     cmd->add_flag("--force", opt->force, "Run even when the plan says the model does not fit");
     cmd->add_flag("--verbose", opt->verbose, "Print the prompt and reply speed of each turn");
     cmd->callback([opt] {
@@ -94,22 +76,12 @@ void add_chat_command(CLI::App& app) {
         if (o.n_predict < -1 || o.n_predict == 0) {
             fail(fmt::format("chat: -n {}: expected a positive token count or -1", o.n_predict));
         }
-        std::string tmpl = o.chat_template;
-        if (!o.chat_template_file.empty()) {
-            FILE* f = std::fopen(o.chat_template_file.c_str(), "rb");
-            if (!f)
-                fail(fmt::format("--chat-template-file {}: cannot read it", o.chat_template_file));
-            tmpl.clear();
-            char buf[4096];
-            for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) tmpl.append(buf, n);
-            std::fclose(f);
-        }
+        const std::string tmpl = o.chat_template.read();
         mw_context_params cp = mw_context_default_params();
         cp.n_ctx = o.n_ctx;
         cp.n_batch = o.n_batch;
         cp.n_threads = parse_threads(o.threads);
-        cp.type_k = parse_kv_type(o.ctk, "-ctk");
-        cp.type_v = parse_kv_type(o.ctv, "-ctv");
+        o.kv.apply(cp);
         check_fit_or_fail(o.model.path, cp, o.force);
         ModelPtr model = load_model(o.model);
 
@@ -117,13 +89,9 @@ void add_chat_command(CLI::App& app) {
         chp.system_prompt = o.system_prompt.empty() ? nullptr : o.system_prompt.c_str();
         chp.chat_template = tmpl.empty() ? nullptr : tmpl.c_str();
         chp.n_predict = o.n_predict;
-        chp.sampling.temperature = o.temp;
-        chp.sampling.top_k = o.top_k;
-        chp.sampling.top_p = o.top_p;
-        chp.sampling.min_p = o.min_p;
-        chp.sampling.repeat_penalty = o.repeat_penalty;
-        chp.sampling.repeat_last_n = o.repeat_last_n;
-        chp.sampling.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
+        chp.sampling = o.sampling.params();
+        Pacing pacing(o.pacing, o.verbose);
+        chp.pacer = pacing.get();
         mw_chat* raw = nullptr;
         if (mw_status st = mw_chat_create(model.get(), &cp, &chp, &raw); st != MW_OK) {
             fail_status(st, "chat");
@@ -190,6 +158,7 @@ void add_chat_command(CLI::App& app) {
             }
         }
         g_chat = nullptr;
+        pacing.print_summary();
     });
 }
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <random>
 
 #include "common.h"
 
@@ -20,20 +19,14 @@ void add_run_command(CLI::App& app) {
         uint32_t n_ctx = 0;
         uint32_t n_batch = 512;
         std::string threads;
-        float temp = 0.8f;
-        int top_k = 40;
-        float top_p = 0.95f;
-        float min_p = 0.05f;
-        float repeat_penalty = 1.0f;
-        int repeat_last_n = 64;
-        int64_t seed = -1;
+        SamplingOptions sampling;
         bool ignore_eos = false;
         bool echo = false;
         bool force = false;
         bool verbose = false;
         bool context_shift = false;
         int n_keep = 0;
-        std::string ctk = "f16", ctv = "f16";
+        KvCacheOptions kv;
         PacingOptions pacing;
     };
     auto opt = std::make_shared<Options>();
@@ -46,15 +39,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
     cmd->add_option("-t,--threads", opt->threads,
                     "Threads, or \"auto\" to measure (default: physical performance cores)");
-    cmd->add_option("--temp", opt->temp, "Temperature (0: greedy)");
-    cmd->add_option("--top-k", opt->top_k, "Top-k sampling (0: off)");
-    cmd->add_option("--top-p", opt->top_p, "Top-p sampling (1: off)");
-    cmd->add_option("--min-p", opt->min_p, "Min-p sampling (0: off)");
-    cmd->add_option("--repeat-penalty", opt->repeat_penalty, "Repetition penalty (1: off)");
-    cmd->add_option("--repeat-last-n", opt->repeat_last_n,
-                    "Tokens the repetition penalty looks back");
-    cmd->add_option("-s,--seed", opt->seed,
-                    "Random seed (-1: random; printed so a run can be repeated)");
+    opt->sampling.add_to(*cmd, true);
     cmd->add_flag("--ignore-eos", opt->ignore_eos, "Keep generating after an end-of-text token");
     cmd->add_flag("--echo", opt->echo, "Print the prompt before the generated text");
     cmd->add_flag("--force", opt->force, "Run even when the plan says the model does not fit");
@@ -66,9 +51,7 @@ void add_run_command(CLI::App& app) {
                   "continue (default: stop at a full context)");
     cmd->add_option("--keep", opt->n_keep,
                     "Prompt tokens kept by a context shift, besides BOS (-1: the whole prompt)");
-    cmd->add_option("--cache-type-k", opt->ctk,
-                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0");
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
+    opt->kv.add_to(*cmd);
     opt->pacing.add_to(*cmd);
     cmd->callback([opt] {
         const Options& o = *opt;
@@ -84,8 +67,7 @@ void add_run_command(CLI::App& app) {
         cp.n_ctx = o.n_ctx;
         cp.n_batch = o.n_batch;
         cp.n_threads = parse_threads(o.threads);
-        cp.type_k = parse_kv_type(o.ctk, "-ctk");
-        cp.type_v = parse_kv_type(o.ctv, "-ctv");
+        o.kv.apply(cp);
         const std::string prompt = o.prompt.read();
 
         const mw_fit plan = check_fit_or_fail(o.model.path, cp, o.force);  // before allocating
@@ -120,14 +102,7 @@ void add_run_command(CLI::App& app) {
             }
         }
 
-        mw_sampler_params sp = mw_sampler_default_params();
-        sp.temperature = o.temp;
-        sp.top_k = o.top_k;
-        sp.top_p = o.top_p;
-        sp.min_p = o.min_p;
-        sp.repeat_penalty = o.repeat_penalty;
-        sp.repeat_last_n = o.repeat_last_n;
-        sp.seed = o.seed >= 0 ? uint64_t(o.seed) : std::random_device{}();
+        const mw_sampler_params sp = o.sampling.params();
         SamplerPtr sampler(mw_sampler_create(&sp));
         for (mw_token t : tokens) mw_sampler_accept(sampler.get(), t);
         DetokenizerPtr detok(mw_detokenizer_create(model.get(), false));

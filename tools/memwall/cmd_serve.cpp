@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <thread>
 
@@ -31,14 +30,6 @@ std::string read_secret_file(const std::string& path) {
     return key;
 }
 
-std::string read_text_file(const std::string& path, const char* flag) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(fmt::format("{} {}: cannot read it", flag, path));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
 bool is_loopback(const std::string& host) {
     return host == "127.0.0.1" || host == "localhost" || host == "::1" ||
            host.rfind("127.", 0) == 0;
@@ -56,21 +47,17 @@ void add_serve_command(CLI::App& app) {
         uint32_t n_ctx = 0;
         uint32_t n_batch = 512;
         std::string threads;
-        std::string ctk = "f16", ctv = "f16";
+        KvCacheOptions kv;
+        PacingOptions pacing;
         std::string api_key, api_key_file;
         std::string alias;
-        std::string chat_template, chat_template_file;
+        ChatTemplateOptions chat_template;
         int queue = 64;
         double timeout = 600.0;
         double grace = 10.0;
         uint64_t max_body = 8u << 20;
         int n_predict = -1;
-        float temp = 0.8f;
-        int top_k = 40;
-        float top_p = 0.95f;
-        float min_p = 0.05f;
-        float repeat_penalty = 1.0f;
-        int repeat_last_n = 64;
+        SamplingOptions sampling;
         bool force = false;
     };
     auto opt = std::make_shared<Options>();
@@ -91,21 +78,15 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("-b,--batch-size", opt->n_batch, "Tokens per forward step")
         ->capture_default_str();
     cmd->add_option("-t,--threads", opt->threads, "Threads (default: physical performance cores)");
-    cmd->add_option("--cache-type-k", opt->ctk,
-                    "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0")
-        ->capture_default_str();
-    cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)")
-        ->capture_default_str();
+    opt->kv.add_to(*cmd);
+    opt->pacing.add_to(*cmd);
     cmd->add_option("--api-key", opt->api_key,
                     "Require this key (Authorization: Bearer KEY) on every route but /health and "
                     "/; also read from MEMWALL_API_KEY");
     cmd->add_option("--api-key-file", opt->api_key_file, "Read the API key from a file");
     cmd->add_option("-a,--alias", opt->alias, "Model id listed by /v1/models")
         ->capture_default_str();
-    cmd->add_option("--chat-template", opt->chat_template,
-                    "Chat template: a built-in name or the template text (default: the file's)");
-    cmd->add_option("--chat-template-file", opt->chat_template_file,
-                    "Read the chat template from a file");
+    opt->chat_template.add_to(*cmd);
     cmd->add_option("--queue-size", opt->queue, "Requests waiting for a slot before 503")
         ->capture_default_str()
         ->check(CLI::Range(0, 100000));
@@ -121,14 +102,7 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("-n,--n-predict", opt->n_predict,
                     "Most tokens a request may ask for (-1: a slot's context)")
         ->capture_default_str();
-    cmd->add_option("--temp", opt->temp, "Default temperature")->capture_default_str();
-    cmd->add_option("--top-k", opt->top_k, "Default top-k (0: off)")->capture_default_str();
-    cmd->add_option("--top-p", opt->top_p, "Default top-p (1: off)")->capture_default_str();
-    cmd->add_option("--min-p", opt->min_p, "Default min-p (0: off)")->capture_default_str();
-    cmd->add_option("--repeat-penalty", opt->repeat_penalty, "Default repetition penalty (1: off)")
-        ->capture_default_str();
-    cmd->add_option("--repeat-last-n", opt->repeat_last_n, "Tokens the penalties look back")
-        ->capture_default_str();
+    opt->sampling.add_to(*cmd, false, true);
     cmd->add_flag("--force", opt->force, "Serve even when the plan says it does not fit");
     cmd->callback([opt] {
         const Options& o = *opt;
@@ -141,16 +115,13 @@ void add_serve_command(CLI::App& app) {
         if (key.empty()) {
             if (const char* env = std::getenv("MEMWALL_API_KEY")) key = env;
         }
-        std::string tmpl = o.chat_template;
-        if (!o.chat_template_file.empty())
-            tmpl = read_text_file(o.chat_template_file, "--chat-template-file");
+        const std::string tmpl = o.chat_template.read();
 
         mw_context_params cp = mw_context_default_params();
         cp.n_seq_max = o.n_parallel;
         cp.n_batch = o.n_batch;
         cp.n_threads = parse_threads(o.threads);
-        cp.type_k = parse_kv_type(o.ctk, "-ctk");
-        cp.type_v = parse_kv_type(o.ctv, "-ctv");
+        o.kv.apply(cp);
         if (o.n_ctx > 0) {
             if (o.n_ctx < o.n_parallel * 8) {
                 fail(
@@ -193,13 +164,9 @@ void add_serve_command(CLI::App& app) {
         sp.timeout_s = o.timeout;
         sp.max_body_bytes = o.max_body;
         sp.max_tokens = o.n_predict;
-        sp.sampling = mw_sampler_default_params();
-        sp.sampling.temperature = o.temp;
-        sp.sampling.top_k = o.top_k;
-        sp.sampling.top_p = o.top_p;
-        sp.sampling.min_p = o.min_p;
-        sp.sampling.repeat_penalty = o.repeat_penalty;
-        sp.sampling.repeat_last_n = o.repeat_last_n;
+        sp.sampling = o.sampling.params();  // a request without a seed draws its own
+        Pacing pacing(o.pacing, false);
+        sp.pacer = pacing.get();  // every forward step of the slots, together
         mw_server* raw = nullptr;
         if (mw_status st = mw_server_create(model.get(), &cp, &sp, &raw); st != MW_OK) {
             fail_status(st, "serve");
@@ -241,6 +208,7 @@ void add_serve_command(CLI::App& app) {
         pthread_kill(waiter.native_handle(), SIGUSR1);
         waiter.join();
         if (st != MW_OK) fail_status(st, "serve");
+        pacing.print_summary();
         fmt::print(stderr, "memwall serve: stopped\n");
     });
 }

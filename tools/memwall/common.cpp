@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -157,6 +158,61 @@ std::string speed_label(const mw_speed_conditions& conditions) {
     return n < int32_t(sizeof buf) ? std::string(buf) : std::string(buf, sizeof buf - 1);
 }
 
+void SamplingOptions::add_to(CLI::App& app, bool with_seed, bool defaults) {
+    const std::string d = defaults ? "Default " : "";
+    app.add_option("--temp", temp, d + "temperature (0: greedy)")->capture_default_str();
+    app.add_option("--top-k", top_k, d + "top-k (0: off)")->capture_default_str();
+    app.add_option("--top-p", top_p, d + "top-p (1: off)")->capture_default_str();
+    app.add_option("--min-p", min_p, d + "min-p (0: off)")->capture_default_str();
+    app.add_option("--repeat-penalty", repeat_penalty, d + "repetition penalty (1: off)")
+        ->capture_default_str();
+    app.add_option("--repeat-last-n", repeat_last_n, "Tokens the penalties look back")
+        ->capture_default_str();
+    if (with_seed) {
+        app.add_option("-s,--seed", seed,
+                       "Random seed (-1: random; printed so a run can be repeated)")
+            ->capture_default_str();
+    }
+}
+
+mw_sampler_params SamplingOptions::params() const {
+    mw_sampler_params p = mw_sampler_default_params();
+    p.temperature = temp;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.repeat_penalty = repeat_penalty;
+    p.repeat_last_n = repeat_last_n;
+    p.seed = seed >= 0 ? uint64_t(seed) : std::random_device{}();
+    return p;
+}
+
+void KvCacheOptions::add_to(CLI::App& app) {
+    app.add_option("--cache-type-k", type_k, "KV cache key type (-ctk): f16, f32, bf16, q8_0, q4_0")
+        ->capture_default_str();
+    app.add_option("--cache-type-v", type_v, "KV cache value type (-ctv)")->capture_default_str();
+}
+
+void KvCacheOptions::apply(mw_context_params& params) const {
+    params.type_k = parse_kv_type(type_k, "-ctk");
+    params.type_v = parse_kv_type(type_v, "-ctv");
+}
+
+void ChatTemplateOptions::add_to(CLI::App& app) {
+    app.add_option("--chat-template", text,
+                   "Chat template: a built-in name or the template text (default: the file's)");
+    app.add_option("--chat-template-file", file, "Read the chat template from a file");
+}
+
+std::string ChatTemplateOptions::read() const {
+    if (file.empty()) return text;
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail(fmt::format("--chat-template-file {}: cannot read it", file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
 void PacingOptions::add_to(CLI::App& app) {
     app.add_option("--max-temp", max_temp,
                    "Pace to keep the hottest thermal zone at or below this temperature (°C): "
@@ -169,8 +225,11 @@ void PacingOptions::add_to(CLI::App& app) {
 }
 
 Pacing::Pacing(const PacingOptions& options, bool verbose) : verbose_(verbose) {
+    if (!(options.max_temp >= 0))
+        fail(fmt::format("--max-temp {}: expected degrees above 0", options.max_temp));
+    if (!(options.max_tps >= 0))
+        fail(fmt::format("--max-tps {}: expected tokens per second above 0", options.max_tps));
     if (!options.enabled()) return;
-    if (options.max_temp < 0 || options.max_tps < 0) fail("--max-temp and --max-tps must be >= 0");
     mw_pacer_params p = mw_pacer_default_params();
     p.max_temp_c = options.max_temp;
     p.max_tps = options.max_tps;

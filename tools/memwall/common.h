@@ -65,6 +65,38 @@ struct PromptOptions {
     std::string read() const;
 };
 
+// Sampling: --temp, --top-k, --top-p, --min-p, --repeat-penalty, --repeat-last-n and, for the
+// commands that sample locally, -s/--seed. `defaults` words the help for serve, whose values are
+// the defaults of requests that do not set their own.
+struct SamplingOptions {
+    float temp = 0.8f;
+    int top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    float repeat_penalty = 1.0f;
+    int repeat_last_n = 64;
+    int64_t seed = -1;
+    void add_to(CLI::App& app, bool with_seed, bool defaults = false);
+    // The library's parameters; seed -1 becomes a random one.
+    mw_sampler_params params() const;
+};
+
+// --cache-type-k / --cache-type-v (llama.cpp's -ctk / -ctv).
+struct KvCacheOptions {
+    std::string type_k = "f16", type_v = "f16";
+    void add_to(CLI::App& app);
+    // Sets the context's KV types, or fails naming the flag.
+    void apply(mw_context_params& params) const;
+};
+
+// --chat-template (a built-in name or the text) and --chat-template-file.
+struct ChatTemplateOptions {
+    std::string text, file;
+    void add_to(CLI::App& app);
+    // The template to use ("" = the model file's), or fails naming the file.
+    std::string read() const;
+};
+
 // -t: a thread count, or "auto" (-1: measure a few counts on the model, keep the fastest); 0 or
 // "" = the default. A count above this machine's hardware threads is capped with a warning.
 int parse_threads(const std::string& text);
@@ -83,7 +115,7 @@ mw_type parse_kv_type(const std::string& name, const char* flag);
 // The conditions of a tok/s, as printed beside it ("pp512 d0 t2 kv f16 no sampler").
 std::string speed_label(const mw_speed_conditions& conditions);
 
-// --max-temp, --max-tps, --temp-zone: pacing, for run (and chat, serve).
+// --max-temp, --max-tps, --temp-zone: pacing, for run, chat and serve.
 struct PacingOptions {
     double max_temp = 0;
     double max_tps = 0;
@@ -102,6 +134,8 @@ class Pacing {
     // The pacer's summary line on stderr (nothing when unpaced).
     void print_summary();
     bool enabled() const { return pacer_ != nullptr; }
+    // For the library's own loops (mw_chat_params, mw_server_params); NULL when unpaced.
+    mw_pacer* get() const { return pacer_.get(); }
 
   private:
     PacerPtr pacer_;
