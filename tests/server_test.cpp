@@ -293,6 +293,27 @@ TEST(Server, BadRequestsGetA4xxNamingTheProblem) {
     }
 }
 
+// fuzz_openai_request's finding: a byte that is not UTF-8 in a key came back in the error's
+// message, which then could not be written as JSON.
+TEST(Server, ABodyThatIsNotUtf8GetsA400ThatIsJson) {
+    Server s;
+    for (const std::string& body :
+         {std::string("{\"messages\": [{\"role\": \"user\", \"conten\x96\": \"Hi\"}]}"),
+          std::string("{\"prompt\": \"a\xff\xfe\", \"max_tokens\": 4}")}) {
+        for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+            int status = 0;
+            const json r = post(s, path, body, &status);
+            EXPECT_EQ(status, 400)
+                << path << " " << r.dump(-1, ' ', false, json::error_handler_t::replace);
+            ASSERT_TRUE(r.is_object() && r.contains("error")) << path;
+            EXPECT_FALSE(r["error"]["message"].get<std::string>().empty());
+        }
+    }
+    int status = 0;
+    post(s, "/v1/completions", R"({"prompt": "Hi", "max_tokens": 2})", &status);
+    EXPECT_EQ(status, 200);
+}
+
 TEST(Server, ApiKeyIsRequiredOnEveryRouteButHealthAndThePage) {
     mw_server_params sp = mw_server_default_params();
     sp.api_key = "sesame";

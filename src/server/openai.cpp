@@ -6,6 +6,8 @@
 #include <cmath>
 #include <set>
 
+#include "template/text.h"
+
 namespace mw::server {
 namespace {
 
@@ -166,7 +168,9 @@ json check_messages(const json& messages) {
 }  // namespace
 
 json error_json(const ApiError& e) {
-    json err = {{"message", e.message}, {"type", e.type}};
+    // A message may quote the body (a key, the JSON parser's "last read"), whose bytes need not
+    // be UTF-8: JSON cannot carry them, so they become U+FFFD.
+    json err = {{"message", tmpl::text::repair_utf8(e.message)}, {"type", e.type}};
     err["param"] = e.param.empty() ? json(nullptr) : json(e.param);
     err["code"] = e.code.empty() ? json(nullptr) : json(e.code);
     return {{"error", err}};
