@@ -61,6 +61,7 @@ void add_chat_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_budget_to(*cmd);
     cmd->add_option("--system-prompt", opt->system_prompt, "System prompt (-sys)");
     cmd->add_option("--chat-template", opt->chat_template,
                     "Chat template: a built-in name or the template text (default: the file's)");
@@ -110,7 +111,7 @@ void add_chat_command(CLI::App& app) {
         cp.n_threads = parse_threads(o.threads);
         cp.type_k = parse_kv_type(o.ctk, "-ctk");
         cp.type_v = parse_kv_type(o.ctv, "-ctv");
-        check_fit_or_fail(o.model.path, cp, o.force);
+        if (o.model.mem_budget.empty()) check_fit_or_fail(o.model.path, cp, o.force);
         ModelPtr model = load_model(o.model);
 
         mw_chat_params chp = mw_chat_default_params();
