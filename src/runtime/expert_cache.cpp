@@ -151,6 +151,7 @@ void ExpertCache::assign(int slot, int64_t k) {
     s.key = k;
     s.state = State::loading;
     s.fresh = false;
+    s.ahead = false;
     where_[size_t(k)] = int32_t(slot);
 }
 
@@ -233,12 +234,14 @@ ExpertSlices ExpertCache::acquire(uint32_t il, int32_t e) {
         if (at >= 0) {
             Slot& s = slots_[size_t(at)];
             if (s.state == State::ready) {
-                if (!counted_wait) ++(s.fresh ? stats_.prefetched : stats_.hits);
+                if (!counted_wait) {
+                    ++(!s.fresh ? stats_.hits : s.ahead ? stats_.prefetched : stats_.misses);
+                }
                 s.fresh = false;
                 touch(s, k);
                 return slices(s);
             }
-            if (!counted_wait) ++stats_.waited;  // a prefetch is reading it
+            if (!counted_wait) ++(s.ahead ? stats_.waited : stats_.misses);  // being read
             counted_wait = true;
             cv_.wait(lock);
             continue;
@@ -249,8 +252,7 @@ ExpertSlices ExpertCache::acquire(uint32_t il, int32_t e) {
             cv_.wait(lock);  // every slot pinned or in flight: one will be free soon
             continue;
         }
-        if (counted_wait) --stats_.waited;  // its prefetch failed: this is a miss after all
-        ++stats_.misses;
+        if (!counted_wait) ++stats_.misses;  // (a failed prefetch was counted already)
         assign(v, k);
         Slot& s = slots_[size_t(v)];
         s.pins = 1;
@@ -302,6 +304,7 @@ void ExpertCache::prefetch(uint32_t il, std::span<const int32_t> experts, bool p
             if (v < 0) break;
             assign(v, k);
             slots_[size_t(v)].fresh = true;
+            slots_[size_t(v)].ahead = predicted;
             queue_.push_back(v);
             queued = true;
         }

@@ -26,9 +26,9 @@ struct ExpertCacheStats {
     uint64_t experts_total = 0;  // MoE layers x experts
     uint64_t acquires = 0;       // experts the forward pass asked for
     uint64_t hits = 0;           // already in memory (from earlier use)
-    uint64_t prefetched = 0;     // in memory because a prefetch had read it
-    uint64_t waited = 0;         // a prefetch read it, but the forward pass had to wait for it
-    uint64_t misses = 0;         // read on demand
+    uint64_t prefetched = 0;     // in memory because the next-layer prediction had read it
+    uint64_t waited = 0;         // the prediction's read was still in flight: waited for it
+    uint64_t misses = 0;         // read for its own layer (on the I/O threads or the caller's)
     uint64_t bytes_read = 0;     // from storage, demand and prefetch together
     uint64_t reads = 0;          // expert reads (demand and prefetch)
     uint64_t predictable = 0;    // acquires in layers whose experts a prediction could name
@@ -78,6 +78,7 @@ class ExpertCache final : public ExpertSource {
         State state = State::empty;
         uint32_t pins = 0;
         bool fresh = false;  // read by a prefetch, not used yet
+        bool ahead = false;  // that prefetch was a prediction (a layer ahead), not its own layer
         uint64_t last_use = 0;
     };
     struct Part {             // one of an expert's matrices in the file
