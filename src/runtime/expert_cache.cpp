@@ -292,6 +292,7 @@ void ExpertCache::prefetch(uint32_t il, std::span<const int32_t> experts, bool p
         std::lock_guard<std::mutex> lock(mu_);
         if (slots_.empty()) return;
         if (!predicted) ++steps_[il];  // layer il's FFN begins: its predictions are now due
+        bool full = !options_.prefetch;
         for (int32_t e : experts) {
             if (e < 0 || uint32_t(e) >= n_expert_) continue;
             const int64_t k = key(il, e);
@@ -299,9 +300,12 @@ void ExpertCache::prefetch(uint32_t il, std::span<const int32_t> experts, bool p
                 predicted_[size_t(k)] = steps_[il] + 1;
                 ++stats_.predictions;
             }
-            if (!options_.prefetch || where_[size_t(k)] >= 0) continue;
+            if (full || where_[size_t(k)] >= 0) continue;
             const int v = victim(false);  // never displaces another unused prefetch
-            if (v < 0) break;
+            if (v < 0) {
+                full = true;  // the guesses are still recorded, for the hit rate of the guess
+                continue;
+            }
             assign(v, k);
             slots_[size_t(v)].fresh = true;
             slots_[size_t(v)].ahead = predicted;
