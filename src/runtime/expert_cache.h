@@ -113,7 +113,8 @@ class ExpertCache final : public ExpertSource {
     size_t memory_bytes_ = 0;
 
     mutable std::mutex mu_;
-    std::condition_variable cv_;
+    std::condition_variable cv_;     // a slot changed state (for acquire)
+    std::condition_variable io_cv_;  // the queue has work (for the I/O threads)
     std::vector<Slot> slots_;
     std::vector<int32_t> where_;       // per key: its slot or -1
     std::vector<uint32_t> uses_;       // per key: aged use count
