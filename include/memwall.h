@@ -72,6 +72,11 @@ typedef struct mw_model_params {
     /* rewrite weights at load into layouts this CPU's kernels read faster (default true; those
        pages become the process's own instead of evictable page cache) */
     bool repack;
+    /* API 4: bytes the process may use, its RSS and the page cache its reads of the model occupy
+       (default 0: no budget). A mixture-of-experts model then keeps its dense part in memory
+       and reads experts from the file into a cache of what the budget leaves; a budget too small
+       for that fails with MW_ERR_OUT_OF_MEMORY and the numbers (docs/memory-budget.md). */
+    uint64_t mem_budget;
 } mw_model_params;
 
 MW_API mw_model_params mw_model_default_params(void);
@@ -96,6 +101,26 @@ MW_API uint64_t mw_model_bytes_per_token(const mw_model* model);
 /* Metadata value as text (numbers formatted, arrays abbreviated). Returns the full length,
  * or -1 if the key is absent; writes at most buf_size bytes including the NUL. */
 MW_API int32_t mw_model_meta(const mw_model* model, const char* key, char* buf, size_t buf_size);
+
+/* The expert cache of a model loaded with a memory budget (API 4). Counters are since loading,
+ * over every context of the model. */
+typedef struct mw_expert_cache_stats {
+    uint64_t budget_bytes;   /* the model's mem_budget; 0: none (everything below is 0 then) */
+    uint64_t resident_bytes; /* weight bytes kept in memory: all but the experts, or the file */
+    uint32_t n_slots;        /* experts the cache holds (0: no cache, or no context yet) */
+    uint64_t slot_bytes;     /* memory of one slot: one expert's gate, up and down */
+    uint64_t experts_total;  /* MoE layers x experts */
+    uint64_t acquires;       /* experts the forward passes used */
+    uint64_t hits;           /* of those, already in the cache */
+    uint64_t prefetched;     /* read ahead by the I/O thread, ready when needed */
+    uint64_t waited;         /* read ahead, but still in flight when needed */
+    uint64_t misses;         /* read when needed */
+    uint64_t bytes_read;     /* from storage, for the cache */
+    uint64_t predictable;    /* acquires in layers after a MoE layer (the prefetch can guess) */
+    uint64_t predicted;      /* of those, guessed by applying the layer's router one layer early */
+    bool direct_io;          /* reads bypass the page cache with O_DIRECT (else pread + fadvise) */
+} mw_expert_cache_stats;
+MW_API mw_status mw_model_expert_cache_stats(const mw_model* model, mw_expert_cache_stats* out);
 
 /* ---- Vocabulary ------------------------------------------------------------------------- */
 
@@ -616,6 +641,11 @@ typedef void (*mw_progress_fn)(void* user_data, uint64_t done, uint64_t total);
  * file appears atomically. Deterministic for a seed. */
 MW_API mw_status mw_synth(const char* preset, const char* type, uint64_t seed, const char* path,
                           mw_progress_fn progress, void* user_data);
+/* API 4: the same with MoE routers of uneven expert popularity (router_skew > 0: each layer's
+ * experts in a random order, the k-th favoured as k^-router_skew; 0: mw_synth's uniform ones). */
+MW_API mw_status mw_synth_skewed(const char* preset, const char* type, uint64_t seed,
+                                 float router_skew, const char* path, mw_progress_fn progress,
+                                 void* user_data);
 /* [{"id": ..., "description": ..., "params": ...}, ...]; free with mw_free_string(). */
 MW_API char* mw_synth_presets_json(void);
 

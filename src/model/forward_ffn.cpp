@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/expert_source.h"
 #include "model/forward_step.h"
 
 namespace mw {
@@ -74,6 +75,30 @@ void select_experts(const HParams& hp, const float* logits, const float* bias, i
 
 }  // namespace
 
+void ForwardStep::prefetch_experts(uint32_t il, const float* in) {
+    // This layer's experts, all of them at once, so that reading the later ones overlaps the
+    // products of the first; then, where an I/O thread can read ahead, the experts the next MoE
+    // layer's router picks for this hidden state (a good guess: the residual stream changes
+    // little from one layer to the next).
+    const HParams& hp = m.hp;
+    const int n_exp = int(hp.n_expert), k_used = int(hp.n_expert_used);
+    ExpertSource& source = *m.expert_source;
+    source.prefetch(il, {s.moe_expert.data(), size_t(n) * k_used}, false);
+    if (il + 1 >= hp.n_layer || !m.layers[il + 1].moe || !source.wants_predictions()) return;
+    const Layer& next = m.layers[il + 1];
+    // Not through the observer: this product is a guess, not part of the computation.
+    mw::matmul(par, next.router, in, n, s.router_logits.data(), s.act.data());
+    int32_t ids[64];
+    float weights[64];
+    if (k_used > 64) return;
+    for (uint32_t t = 0; t < n; ++t) {
+        select_experts(hp, s.router_logits.data() + t * n_exp,
+                       next.expert_bias.empty() ? nullptr : next.expert_bias.data(), ids, weights,
+                       s.router_probs.data(), s.router_probs.data() + n_exp);
+        source.prefetch(il + 1, {ids, size_t(k_used)}, true);
+    }
+}
+
 void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
     const HParams& hp = m.hp;
     const Layer& l = m.layers[il];
@@ -133,6 +158,8 @@ void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
                        s.moe_expert.data() + t * k_used, s.moe_weight.data() + t * k_used,
                        s.router_probs.data(), s.router_probs.data() + n_exp);
     }
+    ExpertSource* source = m.expert_source;
+    if (source) prefetch_experts(il, in);
     std::fill(out, out + n * n_embd, 0.0f);
     for (int e = 0; e < n_exp; ++e) {
         // Gather the tokens routed to expert e.
@@ -149,10 +176,14 @@ void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
         }
         if (count == 0) continue;
         ++s.experts_read_;
-        matmul(l.exp_gate.expert(e), s.moe_in.data(), count, s.gate.data());
-        matmul(l.exp_up.expert(e), s.moe_in.data(), count, s.up.data());
+        const ExpertSlices w =
+            source ? source->acquire(il, e)
+                   : ExpertSlices{l.exp_gate.expert(e), l.exp_up.expert(e), l.exp_down.expert(e)};
+        matmul(w.gate, s.moe_in.data(), count, s.gate.data());
+        matmul(w.up, s.moe_in.data(), count, s.up.data());
         glu(s.gate.data(), s.up.data(), n_ff, n_ff, count);
-        matmul(l.exp_down.expert(e), s.gate.data(), count, s.moe_out.data());
+        matmul(w.down, s.gate.data(), count, s.moe_out.data());
+        if (source) source->release(il, e);
         // Scatter: out[t] += weight * expert_out.
         for (uint32_t i = 0; i < count; ++i) {
             const uint32_t t = uint32_t(s.moe_tokens[i]) / k_used;

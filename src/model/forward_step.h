@@ -46,6 +46,9 @@ struct ForwardStep {
     void attention_mla(uint32_t il);  // multi-head latent attention (deepseek2)
     // FFN of layer il on `in` (n x n_embd), its output in `out`.
     void ffn(uint32_t il, const float* in, float* out);  // forward_ffn.cpp
+    // MoE under a memory budget: asks the expert source for layer il's routed experts and the
+    // next layer's likely ones (forward_ffn.cpp).
+    void prefetch_experts(uint32_t il, const float* in);
 };
 
 }  // namespace mw

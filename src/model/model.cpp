@@ -335,22 +335,24 @@ Model Model::bind(const gguf::GgufFile& file) {
 
 namespace {
 
-// Calls f(matrix, count, stride) for every weight matrix: `count` equally-shaped matrices
-// `stride` bytes apart (a layer's experts), or one.
+// Calls f(matrix, count, stride, expert) for every weight matrix: `count` equally-shaped matrices
+// `stride` bytes apart (a layer's experts, `expert` true; or MLA's per-head matrices), or one.
 template <class ModelT, class F>
 void for_each_matrix(ModelT& m, F&& f) {
-    f(m.tok_embd, int64_t(1), size_t(0));
-    f(m.output, int64_t(1), size_t(0));
+    f(m.tok_embd, int64_t(1), size_t(0), false);
+    f(m.output, int64_t(1), size_t(0), false);
     for (auto& l : m.layers) {
         for (auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.wqkv, &l.wq_a, &l.wq_b, &l.wkv_a,
                         &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router, &l.shared_gate,
                         &l.shared_up, &l.shared_down, &l.shared_router}) {
-            f(*w, int64_t(1), size_t(0));
+            f(*w, int64_t(1), size_t(0), false);
         }
         for (auto* x : {&l.exp_gate, &l.exp_up, &l.exp_down}) {
-            f(x->first, int64_t(m.hp.n_expert), x->expert_stride);
+            f(x->first, int64_t(m.hp.n_expert), x->expert_stride, true);
         }
-        for (auto* x : {&l.wk_b, &l.wv_b}) f(x->first, int64_t(m.hp.n_head), x->expert_stride);
+        for (auto* x : {&l.wk_b, &l.wv_b}) {
+            f(x->first, int64_t(m.hp.n_head), x->expert_stride, false);
+        }
     }
 }
 
@@ -362,13 +364,13 @@ const TypeTraits* faster_layout(const WeightMatrix& w) {
 
 bool has_faster_layouts(const Model& m) {
     bool any = false;
-    for_each_matrix(m,
-                    [&](const WeightMatrix& w, int64_t, size_t) { any = any || faster_layout(w); });
+    for_each_matrix(
+        m, [&](const WeightMatrix& w, int64_t, size_t, bool) { any = any || faster_layout(w); });
     return any;
 }
 
 uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint8_t> writable,
-                        Parallel& par) {
+                        Parallel& par, bool experts) {
     if (writable.size() != bound.size()) {
         fail(ErrorKind::invalid_argument,
              "repack_weights: {} writable bytes for a model bound to {}", writable.size(),
@@ -386,7 +388,8 @@ uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint
     std::map<const uint8_t*, const TypeTraits*> done;  // data -> its packed traits
     uint64_t bytes = 0;
     int64_t total_groups = 0;
-    for_each_matrix(m, [&](WeightMatrix& w, int64_t count, size_t stride) {
+    for_each_matrix(m, [&](WeightMatrix& w, int64_t count, size_t stride, bool expert) {
+        if (expert && !experts) return;
         if (const auto it = done.find(w.data); w.data && it != done.end()) {
             w.traits = it->second;  // the same tensor in a second role (a tied output)
             return;

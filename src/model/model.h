@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "model/expert_source.h"
 #include "model/hparams.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"
@@ -75,6 +76,9 @@ struct Model {
     // experts (the token embedding contributes one row).
     uint64_t bytes_per_token = 0;
     std::string type_summary;  // e.g. "Q4_K x13, Q6_K x3, F32 x5"
+    // Under a memory budget: where the experts' weights come from (the exps tensors' bytes in
+    // the file are then never read through the mapping). Null: they are read in place.
+    ExpertSource* expert_source = nullptr;
 
     // Binds every tensor the architecture needs, checking shapes and types. Missing tensors are
     // reported together in one error.
@@ -85,9 +89,10 @@ struct Model {
 // (tensor/repack.h) and points its traits at that layout. `bound` is the bytes the model was bound
 // to, `writable` the same bytes writable (a copy-on-write mapping or a read buffer); the threads of
 // `par` share the work. Returns the bytes rewritten. A matrix shared by two roles (a tied output)
-// is rewritten once.
+// is rewritten once. `experts` false leaves the expert tensors as they are (an expert cache
+// repacks each expert as it reads it).
 uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint8_t> writable,
-                        Parallel& par);
+                        Parallel& par, bool experts = true);
 // Whether repack_weights would rewrite anything on this CPU (if not, the bytes can stay read-only).
 bool has_faster_layouts(const Model& m);
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 #include "memwall.h"
@@ -13,6 +14,7 @@
 #include "runtime/api_error.h"
 #include "runtime/api_model.h"
 #include "runtime/context.h"
+#include "runtime/expert_cache.h"
 #include "runtime/loaded_model.h"
 #include "tensor/cpu_features.h"
 #include "tensor/types.h"
@@ -133,6 +135,7 @@ mw_model_params mw_model_default_params(void) {
     p.use_mlock = false;
     p.vocab_only = false;
     p.repack = true;
+    p.mem_budget = 0;
     return p;
 }
 
@@ -147,10 +150,43 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
         options.map.lock = p.use_mlock;
         options.vocab_only = p.vocab_only;
         options.repack = p.repack;
+        options.mem_budget = p.mem_budget;
+        // Knobs for measuring the expert cache (docs/memory-budget.md), not for apps.
+        if (const char* io = std::getenv("MEMWALL_EXPERT_IO")) {
+            options.direct_io = std::string_view(io) == "direct";
+        }
+        if (const char* pf = std::getenv("MEMWALL_EXPERT_PREFETCH")) {
+            options.expert_prefetch = std::string_view(pf) != "off";
+        }
         auto model = std::make_unique<mw_model>();
         model->loaded = mw::LoadedModel::load(path, options);
         *out = model.release();
     });
+}
+
+mw_status mw_model_expert_cache_stats(const mw_model* model, mw_expert_cache_stats* out) {
+    if (!model || !out) return invalid("mw_model_expert_cache_stats: model or out is NULL");
+    *out = {};
+    const mw::MemoryBudget* budget = model->loaded->budget.get();
+    if (!budget) return MW_OK;
+    out->budget_bytes = budget->budget();
+    out->resident_bytes = budget->resident();
+    if (const mw::ExpertCache* cache = budget->experts()) {
+        const mw::ExpertCacheStats s = cache->stats();
+        out->n_slots = s.n_slots;
+        out->slot_bytes = s.slot_bytes;
+        out->experts_total = s.experts_total;
+        out->acquires = s.acquires;
+        out->hits = s.hits;
+        out->prefetched = s.prefetched;
+        out->waited = s.waited;
+        out->misses = s.misses;
+        out->bytes_read = s.bytes_read;
+        out->predictable = s.predictable;
+        out->predicted = s.predicted;
+        out->direct_io = s.direct_io;
+    }
+    return MW_OK;
 }
 
 void mw_model_free(mw_model* model) {

@@ -11,7 +11,17 @@ extern "C" {
 
 mw_status mw_synth(const char* preset, const char* type, uint64_t seed, const char* path,
                    mw_progress_fn progress, void* user_data) {
+    return mw_synth_skewed(preset, type, seed, 0.0f, path, progress, user_data);
+}
+
+mw_status mw_synth_skewed(const char* preset, const char* type, uint64_t seed, float router_skew,
+                          const char* path, mw_progress_fn progress, void* user_data) {
     return mw::guarded([&] {
+        if (!(router_skew >= 0.0f && router_skew <= 16.0f)) {
+            mw::fail(mw::ErrorKind::invalid_argument,
+                     "synth: --router-skew {}: expected a value from 0 (uniform) to 16",
+                     router_skew);
+        }
         if (!preset || !type || !path) {
             mw::fail(mw::ErrorKind::invalid_argument,
                      "mw_synth: preset, type and path are required");
@@ -28,6 +38,7 @@ mw_status mw_synth(const char* preset, const char* type, uint64_t seed, const ch
         options.preset = preset;
         options.recipe = *recipe;
         options.seed = seed;
+        options.router_skew = router_skew;
         mw::write_synth_model(options, path, [&](const mw::SynthProgress& p) {
             if (progress) progress(user_data, p.bytes_done, p.bytes_total);
         });

@@ -59,7 +59,9 @@ Context::Context(const LoadedModel& model, const ContextParams& params)
       scratch_(model.model,
                std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
                                     resolve_n_ctx(model, params)),
-               resolve_n_ctx(model, params), pool_.n_threads(), std::max(1u, params.n_seq_max)) {
+               resolve_n_ctx(model, params), pool_.n_threads(), std::max(1u, params.n_seq_max)),
+      lease_(model.budget.get(), kv_.bytes(),
+             scratch_.bytes() + uint64_t(model.model.hp.n_vocab) * sizeof(float)) {
     logits_.reserve(model.model.hp.n_vocab);
     seq_tokens_.resize(kv_.n_seq_max());
     seq_count_.resize(kv_.n_seq_max());

@@ -109,6 +109,7 @@ class Context {
     ThreadPool pool_;
     KvCache kv_;
     ForwardScratch scratch_;
+    BudgetLease lease_;  // under a memory budget: this context's KV cache and scratch in it
     std::vector<float> logits_;
     std::vector<int32_t> logit_row_;  // per token of the last batch, its logits row or -1
     int32_t last_logit_row_ = -1;

@@ -3,12 +3,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <string>
 
 #include "base/error.h"
 #include "plan/probe.h"
+#include "runtime/expert_cache.h"
 #include "runtime/thread_pool.h"
 #include "tensor/types.h"
 
@@ -59,12 +61,82 @@ bool fits_as_own_memory(LoadedModel& m) {
     return false;
 }
 
+// Under a memory budget: the file is mapped but read only where it must be. A MoE model's dense
+// part (every byte but the expert tensors') is read into the process's own memory at its place in
+// the mapping; the experts come from an expert cache sized by the budget, so their pages in the
+// mapping are never touched. A dense model must fit whole.
+void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& options) {
+    MapOptions map = options.map;
+    map.use_mmap = true;  // the file's layout in memory; only the dense ranges become resident
+    map.lock = false;     // locking a mapping reads all of it: the ranges are locked instead
+    m.file = MappedFile::open(path, map);
+    parse_and_bind(m, m.file.bytes(), path, false);
+    const Model& model = m.model;
+    const std::span<const uint8_t> bytes = m.file.bytes();
+    std::vector<std::pair<uint64_t, uint64_t>> dense;
+    std::unique_ptr<ExpertCache> experts;
+    if (model.hp.n_expert > 0 && expert_tensor_bytes(model) > 0) {
+        std::vector<std::pair<uint64_t, uint64_t>> exps;
+        for (const Layer& l : model.layers) {
+            if (!l.moe) continue;
+            for (const ExpertWeights* x : {&l.exp_gate, &l.exp_up, &l.exp_down}) {
+                const uint64_t at = uint64_t(x->first.data - bytes.data());
+                exps.push_back({at, at + x->expert_stride * model.hp.n_expert});
+            }
+        }
+        std::sort(exps.begin(), exps.end());
+        uint64_t from = 0;
+        for (const auto& [a, b] : exps) {
+            if (a > from) dense.push_back({from, a});
+            from = std::max(from, b);
+        }
+        if (from < bytes.size()) dense.push_back({from, bytes.size()});
+        ExpertCache::Options eo;
+        eo.repack = options.repack;
+        eo.prefetch = options.expert_prefetch;
+        eo.direct_io = options.direct_io;
+        eo.lock = options.map.lock;
+        experts = std::make_unique<ExpertCache>(path, model, bytes.data(), eo);
+    } else {
+        dense.push_back({0, bytes.size()});
+    }
+    uint64_t resident = 0;
+    for (const auto& [a, b] : dense) resident += b - a;
+    // Refused here, before the weights are read, when even the minimum does not fit.
+    ExpertCache* cache = experts.get();
+    m.budget = std::make_unique<MemoryBudget>(path, options.mem_budget, resident,
+                                              std::move(experts), model.hp.n_expert_used);
+    m.file.make_resident(dense, options.map.lock);
+    if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
+    if (options.repack && has_faster_layouts(m.model)) {
+        ThreadPool pool(default_thread_count());
+        const std::span<uint8_t> writable(const_cast<uint8_t*>(bytes.data()), bytes.size());
+        m.repacked_bytes = repack_weights(m.model, bytes, writable, pool, cache == nullptr);
+        m.desc.insert(m.desc.size() - 1,
+                      fmt::format("; {:.2f} MiB repacked for {}",
+                                  double(m.repacked_bytes) / (1 << 20), kernel_isa()));
+    }
+    m.file.seal();
+    m.model.expert_source = cache;
+    m.desc.insert(m.desc.size() - 1,
+                  fmt::format("; budget {:.0f} MiB, {:.2f} MiB resident{}",
+                              double(options.mem_budget) / (1 << 20), double(resident) / (1 << 20),
+                              cache ? ", experts from storage" : ""));
+}
+
 }  // namespace
 
 std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
                                                const LoadOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     auto m = std::make_unique<LoadedModel>();
+    if (options.mem_budget > 0 && !options.vocab_only) {
+        load_budgeted(*m, path, options);
+        m->load_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        return m;
+    }
     m->file = MappedFile::open(path, options.map);
     parse_and_bind(*m, m->file.bytes(), path, options.vocab_only);
     if (!options.vocab_only && options.repack && has_faster_layouts(m->model) &&

@@ -11,6 +11,7 @@
 #include "format/gguf.h"
 #include "model/model.h"
 #include "runtime/mapped_file.h"
+#include "runtime/memory_budget.h"
 #include "vocab/vocab.h"
 
 namespace mw {
@@ -21,6 +22,11 @@ struct LoadOptions {
     // Rewrite the weights the kernels have a faster layout for in place (tensor/repack.h), as
     // llama.cpp's repacking does; off (--no-repack) keeps every page shared with the page cache.
     bool repack = true;
+    // Bytes the process may use (0: no budget). A MoE model's experts are then served from an
+    // expert cache (runtime/expert_cache.h) and the rest of the file read into memory.
+    uint64_t mem_budget = 0;
+    bool expert_prefetch = true;  // the expert cache's I/O thread reads ahead
+    bool direct_io = false;       // expert reads with O_DIRECT (MEMWALL_EXPERT_IO=direct)
 };
 
 struct LoadedModel {
@@ -31,8 +37,9 @@ struct LoadedModel {
     double load_ms = 0.0;
     std::string warning;  // non-fatal problems (mlock refused)
     std::string desc;
-    bool vocab_only = false;      // no weights bound: tokenizer use only
-    uint64_t repacked_bytes = 0;  // weight bytes rewritten into the kernels' layouts
+    bool vocab_only = false;               // no weights bound: tokenizer use only
+    uint64_t repacked_bytes = 0;           // weight bytes rewritten into the kernels' layouts
+    std::unique_ptr<MemoryBudget> budget;  // set when loaded with a memory budget
 
     static std::unique_ptr<LoadedModel> load(const std::string& path, const LoadOptions& options);
     // The same from bytes the caller keeps alive as long as the model (`file` stays empty);

@@ -205,6 +205,62 @@ std::span<uint8_t> MappedFile::make_writable() {
     return {data_, size_};
 }
 
+uint64_t MappedFile::make_resident(std::span<const std::pair<uint64_t, uint64_t>> ranges,
+                                   bool lock) {
+    if (!mapped_ || !data_) return size_;
+    const int raw_fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (raw_fd < 0) fail(ErrorKind::io, "{}: cannot open: {}", path_, std::strerror(errno));
+    Fd fd(raw_fd);
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    // Whole pages, merged where rounding makes neighbours meet.
+    std::vector<std::pair<size_t, size_t>> pages;
+    for (const auto& [begin, end] : ranges) {
+        const size_t a = size_t(begin) / page * page;
+        const size_t b = std::min(page_round(size_t(end)), page_round(size_));
+        if (a >= b) continue;
+        if (!pages.empty() && a <= pages.back().second) {
+            pages.back().second = std::max(pages.back().second, b);
+        } else {
+            pages.push_back({a, b});
+        }
+    }
+    uint64_t resident = 0;
+    for (const auto& [a, b] : pages) {
+        const size_t len = b - a;
+        void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            fail(ErrorKind::out_of_memory, "{}: cannot allocate {} bytes for the model's weights",
+                 path_, len);
+        }
+        auto* buf = static_cast<uint8_t*>(p);
+        const size_t want = std::min(len, size_ - a);
+        size_t done = 0;
+        while (done < want) {
+            const ssize_t n = ::pread(fd.get(), buf + done, want - done, off_t(a + done));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                const std::string why = n == 0 ? "unexpected end of file" : std::strerror(errno);
+                ::munmap(buf, len);
+                fail(ErrorKind::io, "{}: read failed at byte {}: {}", path_, a + done, why);
+            }
+            done += size_t(n);
+        }
+        if (::mremap(buf, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, data_ + a) == MAP_FAILED) {
+            const int err = errno;
+            ::munmap(buf, len);
+            fail(ErrorKind::io, "{}: cannot move the weights into place (mremap): {}", path_,
+                 std::strerror(err));
+        }
+        if (lock && ::mlock(data_ + a, len) != 0 && lock_error_.empty()) {
+            lock_error_ = describe_lock_failure(errno, len);
+        }
+        resident += len;
+    }
+    locked_ = false;  // only the ranges are locked; release() unmaps them with the rest
+    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+    return resident;
+}
+
 void MappedFile::seal() {
     if (mapped_ && data_) ::mprotect(data_, size_, PROT_READ);
 }

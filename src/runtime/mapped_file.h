@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 
 namespace mw {
 
@@ -35,6 +36,12 @@ class MappedFile {
     // they replace, but no longer page cache the OS may drop). An mprotect refusal is an `io`
     // error. Read into memory (--no-mmap), the bytes already are the process's own.
     std::span<uint8_t> make_writable();
+    // A mapping's byte ranges [first, second) (sorted, disjoint; rounded out to whole pages)
+    // read into the process's own memory at the same addresses (pread, so nothing else of the
+    // file is read ahead), locked if `lock`, writable until seal(); then the file's pages are
+    // dropped from the page cache: the rest of the mapping is never touched and costs nothing.
+    // Returns the bytes made resident. For a model under a memory budget: its dense part.
+    uint64_t make_resident(std::span<const std::pair<uint64_t, uint64_t>> ranges, bool lock);
     // Read-only again (a mapping is protected, so a stray write faults).
     void seal();
     const std::string& path() const { return path_; }

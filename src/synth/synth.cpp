@@ -1,5 +1,6 @@
 #include "synth/synth.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -84,9 +85,28 @@ ScaleFields scale_fields(GgmlType type) {
 }
 
 // A tensor's random contents, generated where it is written (bounded memory).
-gguf::GgufWriter::Producer producer_for(const TensorDesc& t, GgmlType type, uint64_t seed) {
+// Per row of a MoE router (ne = {n_embd, n_expert}): the factor that makes expert popularity
+// follow rank^-skew (a row with a larger scale wins the top-k more often), ranks shuffled by the
+// tensor's seed so that each layer favours other experts.
+std::vector<float> router_row_scales(const TensorDesc& t, float skew, uint64_t seed) {
+    const bool router =
+        t.name.size() > 19 && t.name.compare(t.name.size() - 19, 19, "ffn_gate_inp.weight") == 0;
+    if (!router || skew <= 0.0f || t.ne.size() < 2) return {};
+    std::vector<uint32_t> rank(size_t(t.ne[1]));
+    for (size_t e = 0; e < rank.size(); ++e) rank[e] = uint32_t(e);
+    Rng rng{seed ^ 0x5ca1ab1eull};
+    for (size_t i = rank.size(); i > 1; --i) std::swap(rank[i - 1], rank[rng.next() % i]);
+    std::vector<float> scale(rank.size());
+    for (size_t e = 0; e < rank.size(); ++e) scale[e] = std::pow(float(rank[e] + 1), -skew);
+    return scale;
+}
+
+gguf::GgufWriter::Producer producer_for(const TensorDesc& t, GgmlType type, uint64_t seed,
+                                        float router_skew) {
     uint64_t n = 1;
     for (uint64_t d : t.ne) n *= d;
+    const std::vector<float> row_scale = router_row_scales(t, router_skew, seed);
+    const uint64_t row_len = t.ne.empty() ? 1 : t.ne[0];
     const bool is_norm = t.name.find("norm") != std::string::npos;
     // Frequency divisors (Llama 3.1 rope_freqs, phi3 LongRoPE factors): 1, the plain RoPE.
     const bool is_rope_freqs = t.name.rfind("rope_f", 0) == 0;
@@ -97,6 +117,7 @@ gguf::GgufWriter::Producer producer_for(const TensorDesc& t, GgmlType type, uint
                 float v = 0.02f * rng.normal();
                 if (is_norm) v = 1.0f + 0.05f * rng.normal();
                 if (is_rope_freqs) v = 1.0f;
+                if (!row_scale.empty()) v *= row_scale[size_t(i / row_len)];
                 if (type == GgmlType::F32) {
                     std::memcpy(dst + 4 * i, &v, 4);
                 } else {
@@ -196,6 +217,23 @@ std::vector<SynthPreset> synth_presets() {
     moe.rope_freq_base = 1e4f;
     presets.push_back(
         {moe.id, "8 experts, top-2, 16 layers x 2048 (1.9 B total, 0.7 B active)", moe});
+    // The 8-expert top-2 MoE of the memory-budget work (docs/memory-budget.md): 16 layers x 1024,
+    // expert FFN 2816 (~750 MB at Q4_K_M); and the same at 8 layers (~390 MB) for CI's cgroup
+    // test.
+    ModelSpec budget_moe = make_spec("moe-750m", "8-expert MoE, 16 x 1024 (synthetic)", "llama",
+                                     32000, 1024, 16, 16, 4, 0);
+    budget_moe.head_dim = 64;
+    budget_moe.n_expert = 8;
+    budget_moe.n_expert_used = 2;
+    budget_moe.n_ff_expert = 2816;
+    budget_moe.rope_freq_base = 1e4f;
+    presets.push_back(
+        {budget_moe.id, "8 experts, top-2, 16 layers x 1024, expert FFN 2816", budget_moe});
+    ModelSpec ci_moe = budget_moe;
+    ci_moe.id = "moe-390m";
+    ci_moe.name = "8-expert MoE, 8 x 1024 (synthetic)";
+    ci_moe.n_layer = 8;
+    presets.push_back({ci_moe.id, "8 experts, top-2, 8 layers x 1024, expert FFN 2816", ci_moe});
     // The dense model with the MoE preset's active size: its two experts as one FFN.
     ModelSpec dense = make_spec("mixtral-small-dense", "Dense equivalent of mixtral-small-moe",
                                 "llama", 32000, 2048, 16, 32, 8, 4096);
@@ -234,7 +272,7 @@ void write_synth_model(const SynthOptions& options, const std::string& path,
     const ModelSpec spec = synth_preset(options.preset);
     gguf::GgufWriter w =
         spec_gguf_writer(spec, options.recipe, [&](const TensorDesc& t, GgmlType type) {
-            return producer_for(t, type, tensor_seed(options.seed, t.name));
+            return producer_for(t, type, tensor_seed(options.seed, t.name), options.router_skew);
         });
     w.set_string("general.name", fmt::format("{} (synthetic {}, seed {})", spec.name,
                                              recipe_name(options.recipe), options.seed));

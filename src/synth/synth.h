@@ -30,6 +30,10 @@ struct SynthOptions {
     std::string preset;
     QuantRecipe recipe = QuantRecipe::Q4_K_M;
     uint64_t seed = 1;
+    // MoE routers with uneven expert popularity, as real ones have (uniform random routers
+    // spread tokens evenly, the worst case for an expert cache): expert rows of each layer's
+    // router scaled by rank^-skew, in a random order per layer. 0: uniform.
+    float router_skew = 0.0f;
 };
 
 struct SynthProgress {

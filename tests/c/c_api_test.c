@@ -120,6 +120,21 @@ int main(int argc, char** argv) {
     CHECK(mw_model_n_vocab(model) == 512, "n_vocab %d", mw_model_n_vocab(model));
     CHECK(strcmp(mw_model_arch(model), "llama") == 0, "arch %s", mw_model_arch(model));
 
+    /* API 4: a memory budget is off by default; without one there are no expert cache figures.
+       A dense model must fit its budget whole; one too small is refused with the numbers. */
+    CHECK(MEMWALL_API_VERSION >= 4, "MEMWALL_API_VERSION %d", MEMWALL_API_VERSION);
+    CHECK(mp.mem_budget == 0, "default mem_budget %llu", (unsigned long long)mp.mem_budget);
+    mw_expert_cache_stats ecs;
+    CHECK(mw_model_expert_cache_stats(model, &ecs) == MW_OK && ecs.budget_bytes == 0 &&
+              ecs.n_slots == 0,
+          "expert cache stats without a budget");
+    mw_model_params small = mp;
+    small.mem_budget = 1 << 20;
+    mw_model* refused = NULL;
+    CHECK(mw_model_load(path, &small, &refused) == MW_ERR_OUT_OF_MEMORY && refused == NULL,
+          "a 1 MiB budget: %s", mw_last_error());
+    CHECK(strstr(mw_last_error(), "too small") != NULL, "%s", mw_last_error());
+
     const char* prompt = "Once upon a time";
     mw_token tokens[16];
     int32_t n = mw_tokenize(model, prompt, (int32_t)strlen(prompt), tokens, 16, true, true);

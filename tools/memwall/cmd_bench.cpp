@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -115,6 +116,7 @@ void add_bench_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_budget_to(*cmd);
     cmd->add_option("-p,--n-prompt", opt->n_prompt, "Prompt tokens (pp test; 0 skips it)");
     cmd->add_option("-n,--n-gen", opt->n_gen, "Generated tokens (tg test; 0 skips it)");
     cmd->add_option(
@@ -198,6 +200,8 @@ void add_bench_command(CLI::App& app) {
                 }
             };
             std::vector<double> pp, tg;
+            mw_expert_cache_stats tg_cache{};  // the timed decode steps' expert cache use
+            uint64_t tg_tokens = 0;
             for (int rep = -1; rep < o.reps; ++rep) {  // rep -1 warms up caches and page tables
                 if (o.n_prompt > 0) {
                     reset();
@@ -213,13 +217,29 @@ void add_bench_command(CLI::App& app) {
                     reset();
                     mw_context_perf_reset(ctx.get());  // bytes read: decode steps of this test only
                     mw_token tok = prompt[0];
+                    const mw_expert_cache_stats before = expert_cache_stats(model.get());
                     const auto start = std::chrono::steady_clock::now();
                     for (int i = 0; i < o.n_gen; ++i) {
                         if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK)
                             fail_status(st, "bench");
                         tok = prompt[size_t(i + 1) % prompt.size()];
                     }
-                    if (rep >= 0) tg.push_back(o.n_gen / seconds_since(start));
+                    if (rep >= 0) {
+                        tg.push_back(o.n_gen / seconds_since(start));
+                        const mw_expert_cache_stats d =
+                            expert_cache_delta(expert_cache_stats(model.get()), before);
+                        const mw_expert_cache_stats sum = tg_cache;
+                        tg_cache = d;
+                        tg_cache.acquires += sum.acquires;
+                        tg_cache.hits += sum.hits;
+                        tg_cache.prefetched += sum.prefetched;
+                        tg_cache.waited += sum.waited;
+                        tg_cache.misses += sum.misses;
+                        tg_cache.bytes_read += sum.bytes_read;
+                        tg_cache.predictable += sum.predictable;
+                        tg_cache.predicted += sum.predicted;
+                        tg_tokens += uint64_t(o.n_gen);
+                    }
                 }
             }
             const Stats ps = stats(pp), ts = stats(tg);
@@ -292,6 +312,23 @@ void add_bench_command(CLI::App& app) {
                       {"minor_faults", perf.minor_faults},
                       {"pp_conditions", pp_label},
                       {"tg_conditions", tg_label}};
+            if (tg_cache.budget_bytes > 0) {
+                r["mem_budget_bytes"] = tg_cache.budget_bytes;
+                r["resident_weight_bytes"] = tg_cache.resident_bytes;
+                r["expert_cache"] = {{"slots", tg_cache.n_slots},
+                                     {"slot_bytes", tg_cache.slot_bytes},
+                                     {"experts_total", tg_cache.experts_total},
+                                     {"tg_acquires", tg_cache.acquires},
+                                     {"tg_hits", tg_cache.hits},
+                                     {"tg_prefetched", tg_cache.prefetched},
+                                     {"tg_waited", tg_cache.waited},
+                                     {"tg_misses", tg_cache.misses},
+                                     {"tg_bytes_read_per_token",
+                                      tg_tokens ? tg_cache.bytes_read / tg_tokens : uint64_t(0)},
+                                     {"tg_predictable", tg_cache.predictable},
+                                     {"tg_predicted", tg_cache.predicted},
+                                     {"direct_io", tg_cache.direct_io}};
+            }
             if (o.record) {
                 r["recorded"] = record["recorded"];
                 r["record_reason"] = record["reason"];
@@ -314,6 +351,8 @@ void add_bench_command(CLI::App& app) {
                     fmt::print("{:<40} {:>7} {:>30} {:>18} {:>9.2f} {:>9}\n", name, used_threads,
                                tg_label, fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd), tg_gb_s,
                                bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
+                    std::fflush(stdout);
+                    print_budget_report(tg_cache, tg_tokens, perf.peak_rss_bytes);
                 }
             }
         }

@@ -55,6 +55,7 @@ void add_chat_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_budget_to(*cmd);
     cmd->add_option("--system-prompt", opt->system_prompt, "System prompt (-sys)");
     opt->chat_template.add_to(*cmd);
     cmd->add_option("-n,--n-predict", opt->n_predict,
@@ -82,7 +83,7 @@ void add_chat_command(CLI::App& app) {
         cp.n_batch = o.n_batch;
         cp.n_threads = parse_threads(o.threads);
         o.kv.apply(cp);
-        check_fit_or_fail(o.model.path, cp, o.force);
+        if (o.model.mem_budget.empty()) check_fit_or_fail(o.model.path, cp, o.force);
         ModelPtr model = load_model(o.model);
 
         mw_chat_params chp = mw_chat_default_params();

@@ -31,6 +31,7 @@ void add_run_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_budget_to(*cmd);
     opt->prompt.add_to(*cmd);
     cmd->add_option("-n,--n-predict", opt->n_predict,
                     "Tokens to generate (-1: until an end token or a full context)");
@@ -70,7 +71,9 @@ void add_run_command(CLI::App& app) {
         o.kv.apply(cp);
         const std::string prompt = o.prompt.read();
 
-        const mw_fit plan = check_fit_or_fail(o.model.path, cp, o.force);  // before allocating
+        // Before allocating; under --mem-budget the library's budget arithmetic refuses instead.
+        const mw_fit plan =
+            o.model.mem_budget.empty() ? check_fit_or_fail(o.model.path, cp, o.force) : mw_fit{};
         ModelPtr model = load_model(o.model);
         const auto tokens = tokenize(model.get(), prompt, true, true);
         if (tokens.empty()) fail("run: the prompt has no tokens");
@@ -196,7 +199,12 @@ void add_run_command(CLI::App& app) {
                    perf.weights_bytes / 1048576.0, perf.weights_resident_bytes / 1048576.0,
                    perf.kv_bytes / 1048576.0, perf.scratch_bytes / 1048576.0,
                    perf.peak_rss_bytes / 1048576.0);
-        if (o.verbose) print_memory_report(perf, plan);
+        if (o.verbose) {
+            print_memory_report(perf, plan);
+            print_budget_report(expert_cache_stats(model.get()),
+                                uint64_t(perf.n_prompt_tokens + perf.n_decode_tokens),
+                                perf.peak_rss_bytes);
+        }
     });
 }
 

@@ -62,6 +62,7 @@ void add_serve_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_budget_to(*cmd);
     cmd->add_option("--host", opt->host,
                     "Address to listen on (another than loopback exposes the server: set an API "
                     "key)")
@@ -141,7 +142,9 @@ void add_serve_command(CLI::App& app) {
             vocab_only.reset();
         }
         // Refuse or fit, for every slot's context, before anything is allocated.
-        const mw_fit fit = check_fit_or_fail(o.model.path, cp, o.force);
+        // (Under --mem-budget the library's budget arithmetic refuses instead.)
+        const mw_fit fit =
+            o.model.mem_budget.empty() ? check_fit_or_fail(o.model.path, cp, o.force) : mw_fit{};
 
         // The signals end the server through a thread of their own (not a signal handler):
         // blocked here, before any thread starts, so that every thread inherits the mask.
@@ -178,15 +181,21 @@ void add_serve_command(CLI::App& app) {
                        "address can use the server (set --api-key)\n",
                        o.host);
         }
+        const std::string memory =
+            !o.model.mem_budget.empty()
+                ? fmt::format("memory budget {}", o.model.mem_budget)
+                : fmt::format(
+                      "planned peak {}: weights {}, KV cache {}, compute {}, overhead {}; "
+                      "idle {}, the KV cache's pages are taken as slots fill",
+                      human_bytes(double(fit.total_bytes)), human_bytes(double(fit.weights_bytes)),
+                      human_bytes(double(fit.kv_bytes)), human_bytes(double(fit.compute_bytes)),
+                      human_bytes(double(fit.overhead_bytes)),
+                      human_bytes(double(fit.total_bytes - fit.kv_bytes)));
         fmt::print(stderr,
-                   "memwall serve: http://{}:{}/ ({} slots of {} tokens{}; planned peak {}: "
-                   "weights {}, KV cache {}, compute {}, overhead {}; idle {}, the KV cache's "
-                   "pages are taken as slots fill; Ctrl-C or SIGTERM stops)\n",
+                   "memwall serve: http://{}:{}/ ({} slots of {} tokens{}; {}; Ctrl-C or SIGTERM "
+                   "stops)\n",
                    o.host, mw_server_port(server.get()), o.n_parallel, cp.n_ctx / o.n_parallel,
-                   key.empty() ? "" : ", API key required", human_bytes(double(fit.total_bytes)),
-                   human_bytes(double(fit.weights_bytes)), human_bytes(double(fit.kv_bytes)),
-                   human_bytes(double(fit.compute_bytes)), human_bytes(double(fit.overhead_bytes)),
-                   human_bytes(double(fit.total_bytes - fit.kv_bytes)));
+                   key.empty() ? "" : ", API key required", memory);
 
         std::atomic<bool> finished{false};
         std::thread waiter([&] {

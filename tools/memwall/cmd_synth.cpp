@@ -17,6 +17,7 @@ void add_synth_command(CLI::App& app) {
         std::string out;
         std::string type = "Q4_K_M";
         uint64_t seed = 1;
+        float router_skew = 0.0f;
         bool list = false;
     };
     auto opt = std::make_shared<Options>();
@@ -26,6 +27,9 @@ void add_synth_command(CLI::App& app) {
     cmd->add_option("--type", opt->type,
                     "Quantization as llama.cpp names it: Q4_K_M, Q4_0, Q8_0, F16, ...");
     cmd->add_option("--seed", opt->seed, "Random seed (same seed, same file)");
+    cmd->add_option("--router-skew", opt->router_skew,
+                    "MoE: uneven expert popularity, the k-th expert of a layer favoured as "
+                    "k^-X (0: uniform random routers, the worst case for an expert cache)");
     cmd->add_flag("--list", opt->list, "List the presets");
     cmd->callback([opt] {
         if (opt->list) {
@@ -57,8 +61,8 @@ void add_synth_command(CLI::App& app) {
                 fmt::print(stderr, "synth: {:.1f} MiB written in {:.1f} s\n", mb, secs);
             }
         };
-        const mw_status st = mw_synth(opt->preset.c_str(), opt->type.c_str(), opt->seed,
-                                      opt->out.c_str(), report, &state);
+        const mw_status st = mw_synth_skewed(opt->preset.c_str(), opt->type.c_str(), opt->seed,
+                                             opt->router_skew, opt->out.c_str(), report, &state);
         if (state.tty) fmt::print(stderr, "\n");
         if (st != MW_OK) fail_status(st, "");
         fmt::print(stderr, "synth: wrote {} ({} {}, seed {})\n", opt->out, opt->preset, opt->type,

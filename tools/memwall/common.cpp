@@ -33,8 +33,67 @@ void ModelOptions::add_to(CLI::App& app, bool required) {
                  "cache) instead of rewriting them at load for the faster kernels");
 }
 
+void ModelOptions::add_budget_to(CLI::App& app) {
+    app.add_option("--mem-budget", mem_budget,
+                   "Memory the process may use, its RSS and the page cache of its model reads "
+                   "(e.g. 512M, 2G, 1.5GiB): a MoE model keeps its dense part in memory and reads "
+                   "experts from storage into a cache of what is left");
+}
+
+mw_expert_cache_stats expert_cache_stats(const mw_model* model) {
+    mw_expert_cache_stats s{};
+    if (mw_model_expert_cache_stats(model, &s) != MW_OK) s = {};
+    return s;
+}
+
+mw_expert_cache_stats expert_cache_delta(const mw_expert_cache_stats& later,
+                                         const mw_expert_cache_stats& earlier) {
+    mw_expert_cache_stats d = later;
+    d.acquires -= earlier.acquires;
+    d.hits -= earlier.hits;
+    d.prefetched -= earlier.prefetched;
+    d.waited -= earlier.waited;
+    d.misses -= earlier.misses;
+    d.bytes_read -= earlier.bytes_read;
+    d.predictable -= earlier.predictable;
+    d.predicted -= earlier.predicted;
+    return d;
+}
+
+void print_budget_report(const mw_expert_cache_stats& s, uint64_t n_tokens,
+                         uint64_t peak_rss_bytes) {
+    if (s.budget_bytes == 0) return;
+    const double mib = 1 << 20;
+    fmt::print(stderr,
+               "memory budget {:.1f} MiB: peak RSS {:.1f} MiB ({:.1f} %), weights resident "
+               "{:.1f} MiB\n",
+               double(s.budget_bytes) / mib, double(peak_rss_bytes) / mib,
+               100.0 * double(peak_rss_bytes) / double(s.budget_bytes),
+               double(s.resident_bytes) / mib);
+    if (s.n_slots == 0) return;
+    const auto pct = [](uint64_t a, uint64_t b) { return b ? 100.0 * double(a) / double(b) : 0.0; };
+    fmt::print(stderr,
+               "expert cache: {} of {} experts ({:.1f} MiB); {} used: {} hits ({:.1f} %), {} "
+               "prefetched ({:.1f} %), {} waited for a prefetch, {} misses ({:.1f} %)\n",
+               s.n_slots, s.experts_total, double(s.n_slots) * double(s.slot_bytes) / mib,
+               s.acquires, s.hits, pct(s.hits, s.acquires), s.prefetched,
+               pct(s.prefetched, s.acquires), s.waited, s.misses, pct(s.misses, s.acquires));
+    fmt::print(stderr, "expert reads: {:.1f} MiB from storage{}{}{}\n", double(s.bytes_read) / mib,
+               n_tokens ? fmt::format(", {:.2f} MiB per token",
+                                      double(s.bytes_read) / mib / double(n_tokens))
+                        : std::string(),
+               s.direct_io ? " (O_DIRECT)" : " (pread + DONTNEED)",
+               s.predictable ? fmt::format("; the next layer's router, applied one layer early, "
+                                           "named {:.1f} % of the experts then used",
+                                           pct(s.predicted, s.predictable))
+                             : std::string());
+}
+
 ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
     mw_model_params params = mw_model_default_params();
+    if (!options.mem_budget.empty()) {
+        params.mem_budget = parse_bytes(options.mem_budget, "--mem-budget");
+    }
     params.use_mmap = !options.no_mmap;
     params.use_mlock = options.mlock;
     params.vocab_only = vocab_only;

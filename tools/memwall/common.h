@@ -49,8 +49,19 @@ struct ModelOptions {
     bool mlock = false;
     bool no_mmap = false;
     bool no_repack = false;
+    std::string mem_budget;  // --mem-budget SIZE (run, chat, serve, bench)
     void add_to(CLI::App& app, bool required = true);
+    void add_budget_to(CLI::App& app);
 };
+
+// Under --mem-budget: the expert cache's hits, misses and reads (per decoded token when
+// n_tokens > 0) and the peak RSS against the budget, on stderr. Nothing without a budget.
+void print_budget_report(const mw_expert_cache_stats& s, uint64_t n_tokens,
+                         uint64_t peak_rss_bytes);
+mw_expert_cache_stats expert_cache_stats(const mw_model* model);
+// The counters of `later` minus those of `earlier` (the sizes as in `later`).
+mw_expert_cache_stats expert_cache_delta(const mw_expert_cache_stats& later,
+                                         const mw_expert_cache_stats& earlier);
 
 // Loads the model (or fails with a clear message); prints the mlock warning if any.
 ModelPtr load_model(const ModelOptions& options, bool vocab_only = false, bool quiet = false);

@@ -1,0 +1,168 @@
+// Decode tok/s against the memory budget (docs/memory-budget.md): for each budget (a fraction of
+// the file size), `memwall bench --mem-budget` runs inside a memory cgroup limited to that budget,
+// alternating round by round with the unlimited run outside it; the page cache of the file is
+// dropped before every run. Prints the table (ratios to the unlimited run, expert-cache hit rate,
+// bytes read per token, the group's peak memory, OOM kills) and writes it as an SVG with
+// `memwall plot`. Needs root (it makes a child of its own memory cgroup, and removes it).
+//
+//   bench/budget-curve [--memwall BIN] [-p 32] [-n 32] [-t 2] [--rounds 2] [--fractions 25,50,75,100]
+//                      [--mmap-baseline] [--json] [--plot FILE.svg] MODEL.gguf
+//
+// --mmap-baseline adds, per budget, memwall without --mem-budget in the same cgroup (the mmap'd
+// experts paged by the kernel: what the budget replaces).
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+
+const opt = {memwall: "build/release/bin/memwall", p: 32, n: 32, t: "2", rounds: 2,
+             fractions: [25, 50, 75, 100], baseline: false, json: false, plot: null, model: null};
+const args = process.argv.slice(2);
+for (let i = 0; i < args.length; i++) {
+    const a = args[i], v = args[i + 1];
+    if (a === "--memwall") { opt.memwall = v; i++; }
+    else if (a === "-n") { opt.n = Number(v); i++; }
+    else if (a === "-p") { opt.p = Number(v); i++; }
+    else if (a === "-t") { opt.t = v; i++; }
+    else if (a === "--rounds") { opt.rounds = Number(v); i++; }
+    else if (a === "--fractions") { opt.fractions = v.split(",").map(Number); i++; }
+    else if (a === "--mmap-baseline") opt.baseline = true;
+    else if (a === "--json") opt.json = true;
+    else if (a === "--plot") { opt.plot = v; i++; }
+    else if (!a.startsWith("-") && !opt.model) opt.model = a;
+    else { usage(); }
+}
+function usage() {
+    console.error("usage: bench/budget-curve [--memwall BIN] [-p N] [-n N] [-t T] [--rounds N] [--fractions 25,50,75,100] [--mmap-baseline] [--json] [--plot FILE.svg] MODEL.gguf");
+    process.exit(2);
+}
+if (!opt.model || opt.fractions.some(f => !(f > 0 && f <= 100)) || !(opt.n > 0) || !(opt.p > 0)) usage();
+const size = statSync(opt.model).size;
+
+// The memory cgroup this process is in (v1 memory controller, else v2), and a child of it.
+function cgroupDir() {
+    const lines = readFileSync("/proc/self/cgroup", "utf8").trim().split("\n");
+    for (const l of lines) {
+        const [, ctrl, path] = l.match(/^\d+:([^:]*):(.*)$/) ?? [];
+        if (ctrl?.split(",").includes("memory") && existsSync(`/sys/fs/cgroup/memory${path}`))
+            return {dir: `/sys/fs/cgroup/memory${path}`, limit: "memory.limit_in_bytes", peak: "memory.max_usage_in_bytes", reset: "memory.max_usage_in_bytes", events: "memory.oom_control"};
+    }
+    const v2 = lines.find(l => l.startsWith("0::"));
+    if (v2 && existsSync("/sys/fs/cgroup/cgroup.controllers"))
+        return {dir: `/sys/fs/cgroup${v2.slice(3)}`, limit: "memory.max", peak: "memory.peak", reset: null, events: "memory.events"};
+    throw new Error("no memory cgroup found in /proc/self/cgroup");
+}
+const parent = cgroupDir();
+const group = join(parent.dir, `memwall-budget-curve-${process.pid}`);
+mkdirSync(group);
+process.on("exit", () => { try { rmdirSync(group); } catch {} });
+process.on("SIGINT", () => process.exit(130));
+const cg = (f) => join(group, f);
+const readNum = (f) => { try { return Number(readFileSync(cg(f), "utf8").trim().split("\n")[0]); } catch { return 0; } };
+const oomKills = () => { try { return Number(readFileSync(cg(parent.events), "utf8").match(/oom_kill (\d+)/)?.[1] ?? 0); } catch { return 0; } };
+
+function dropCache() {
+    // GNU dd: iflag=nocache with count=0 drops the whole file from the page cache.
+    spawnSync("dd", [`if=${opt.model}`, "iflag=nocache", "count=0", "status=none"]);
+}
+
+// One `memwall bench` decode run: in the group when `limit`, with --mem-budget when `budget`.
+function bench(limit, budget) {
+    dropCache();
+    // A prompt of -p tokens: bench decodes them in turn (one repeated token would route to the
+    // same experts every step).
+    const a = ["bench", "-m", opt.model, "-p", String(opt.p), "-n", String(opt.n), "-t", opt.t, "-r", "1", "--json", "--no-bandwidth"];
+    if (budget) a.push("--mem-budget", String(budget));
+    let cmd = opt.memwall, argv = a;
+    if (limit) {
+        writeFileSync(cg(parent.limit), String(limit));
+        if (parent.reset) writeFileSync(cg(parent.reset), "0");
+        cmd = "sh";
+        argv = ["-c", `echo $$ > ${cg("cgroup.procs")} && exec "$0" "$@"`, opt.memwall, ...a];
+    }
+    const before = limit ? oomKills() : 0;
+    const r = spawnSync(cmd, argv, {encoding: "utf8", maxBuffer: 1 << 26});
+    const out = {ok: r.status === 0, status: r.status, signal: r.signal, oom: limit ? oomKills() - before : 0,
+                 peak: limit ? readNum(parent.peak) : 0, tg: 0, hit: null, read_per_token: null};
+    if (out.ok) {
+        const j = JSON.parse(r.stdout)[0];
+        out.tg = j.tg_tok_s;
+        out.peak_rss = j.peak_rss_bytes;
+        const c = j.expert_cache;
+        if (c) {
+            out.hit = c.tg_acquires ? (c.tg_hits + c.tg_prefetched) / c.tg_acquires : null;
+            out.prefetch = c.tg_acquires ? c.tg_prefetched / c.tg_acquires : null;
+            out.guess = c.tg_predictable ? c.tg_predicted / c.tg_predictable : null;
+            out.read_per_token = c.tg_bytes_read_per_token;
+            out.slots = c.slots;
+            out.experts = c.experts_total;
+        }
+    } else {
+        out.err = (r.stderr ?? "").trim().split("\n").slice(-1)[0];
+    }
+    return out;
+}
+
+const median = (xs) => { const s = xs.filter(x => x != null).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
+const rows = [];
+for (const f of opt.fractions) {
+    const limit = Math.floor(size * f / 100);
+    const runs = {unlimited: [], budget: [], mmap: []};
+    for (let round = 0; round < opt.rounds; round++) {
+        runs.unlimited.push(bench(0, 0));
+        runs.budget.push(bench(limit, limit));
+        if (opt.baseline) runs.mmap.push(bench(limit, 0));
+    }
+    const ok = (rs) => rs.filter(r => r.ok);
+    const row = {fraction: f, limit, file: size,
+        unlimited_tg: median(ok(runs.unlimited).map(r => r.tg)),
+        budget_tg: median(ok(runs.budget).map(r => r.tg)),
+        budget_failures: runs.budget.filter(r => !r.ok).map(r => r.err ?? `status ${r.status} ${r.signal ?? ""}`),
+        oom_kills: runs.budget.reduce((s, r) => s + r.oom, 0),
+        peak: Math.max(...runs.budget.map(r => r.peak)),
+        hit: median(ok(runs.budget).map(r => r.hit)),
+        prefetch: median(ok(runs.budget).map(r => r.prefetch)),
+        guess: median(ok(runs.budget).map(r => r.guess)),
+        read_per_token: median(ok(runs.budget).map(r => r.read_per_token)),
+        slots: ok(runs.budget)[0]?.slots, experts: ok(runs.budget)[0]?.experts};
+    if (opt.baseline) {
+        row.mmap_tg = median(ok(runs.mmap).map(r => r.tg));
+        row.mmap_oom_kills = runs.mmap.reduce((s, r) => s + r.oom, 0);
+    }
+    row.ratio = row.budget_tg && row.unlimited_tg ? row.budget_tg / row.unlimited_tg : null;
+    rows.push(row);
+}
+
+const mib = (b) => (b / 1048576).toFixed(0);
+const pct = (x) => x == null ? "-" : (100 * x).toFixed(0) + " %";
+if (opt.json) {
+    console.log(JSON.stringify(rows, null, 2));
+} else {
+    console.log(`${basename(opt.model)}: ${mib(size)} MiB; decode tg${opt.n}, -t ${opt.t}, median of ${opt.rounds} alternating rounds; page cache dropped before each run`);
+    console.log("budget       limit   unlimited   budget  ratio  slots      hit  prefetch  guess  read/token  peak (cgroup)  OOM" + (opt.baseline ? "  mmap in cgroup" : ""));
+    for (const r of rows) {
+        const fails = r.budget_failures.length ? `  FAILED: ${r.budget_failures.join("; ")}` : "";
+        console.log(`${String(r.fraction).padStart(4)} %  ${mib(r.limit).padStart(7)} MiB ${(r.unlimited_tg ?? 0).toFixed(2).padStart(9)} ${(r.budget_tg ?? 0).toFixed(2).padStart(8)} ${(r.ratio ?? 0).toFixed(2).padStart(6)} ${String(r.slots ?? "-").padStart(3)}/${String(r.experts ?? "-").padEnd(4)} ${pct(r.hit).padStart(6)} ${pct(r.prefetch).padStart(9)} ${pct(r.guess).padStart(6)} ${r.read_per_token == null ? "-" : (mib(r.read_per_token) + " MiB").padStart(10)} ${(mib(r.peak) + " MiB").padStart(14)} ${String(r.oom_kills).padStart(4)}` +
+                    (opt.baseline ? `  ${(r.mmap_tg ?? 0).toFixed(2)} tok/s, ${r.mmap_oom_kills} OOM` : "") + fails);
+    }
+    console.log("ratio = budget run / unlimited run (decode tok/s); hit = experts found in the cache (incl. prefetched); guess = experts used that the next-layer router prediction named");
+}
+
+if (opt.plot) {
+    const groups = rows.map(r => `${r.fraction} %\n${mib(r.limit)} MiB`);
+    const series = [{name: "unlimited", values: rows.map(r => r.unlimited_tg)},
+                    {name: "--mem-budget, in a cgroup of it", values: rows.map(r => r.budget_tg)}];
+    if (opt.baseline) series.push({name: "no budget, same cgroup", values: rows.map(r => r.mmap_tg)});
+    const spec = {chart: "bars", title: `decode tok/s against the memory budget: ${basename(opt.model)}`,
+        subtitle: [`${mib(size)} MiB file; tg${opt.n}, -t ${opt.t}, median of ${opt.rounds} alternating rounds, page cache dropped before each run`],
+        footer: ["budget / unlimited: " + rows.map(r => `${r.fraction} % x${(r.ratio ?? 0).toFixed(2)} (hit ${pct(r.hit)})`).join("; ")],
+        panels: [{title: "decode", y_label: "decode (tok/s)", groups, series}]};
+    const dir = mkdtempSync(join(tmpdir(), "memwall-budget-curve-"));
+    try {
+        writeFileSync(join(dir, "bars.json"), JSON.stringify(spec));
+        execFileSync(opt.memwall, ["plot", join(dir, "bars.json"), "-o", opt.plot], {stdio: "inherit"});
+    } finally {
+        rmSync(dir, {recursive: true, force: true});
+    }
+    if (!opt.json) console.log(`chart: ${opt.plot}`);
+}

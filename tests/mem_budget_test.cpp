@@ -1,0 +1,295 @@
+// The memory budget (docs/memory-budget.md): a MoE model's experts served from an expert cache
+// filled from the file give exactly the in-RAM path's logits at every cache size (down to one
+// that evicts every token), with and without the prefetch, with pread or O_DIRECT; budgets too
+// small are refused with the numbers; a file truncated under a running model is an error, not a
+// crash; the CLI flag's bad values are errors naming it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "memwall.h"
+#include "runtime/context.h"
+#include "runtime/expert_cache.h"
+#include "runtime/loaded_model.h"
+#include "support/test_support.h"
+
+namespace mw {
+namespace {
+
+using nlohmann::json;
+
+struct Case {
+    std::string id;  // a reference case: its model and prompt tokens
+};
+
+json read_case(const std::string& id) {
+    return json::parse(test::read_text(test::shared_dir() + "/reference/cases/" + id + ".json"));
+}
+
+// All-position logits of the prompt as one batch, then `n_greedy` greedy steps' logits.
+struct Logits {
+    std::vector<float> logits;  // [prompt positions + steps] x n_vocab
+    std::vector<int32_t> tokens;
+    ExpertCacheStats stats;
+    uint32_t n_slots = 0;
+};
+
+ContextParams context_params(size_t n_prompt) {
+    ContextParams cp;
+    cp.n_ctx = uint32_t(n_prompt + 16);
+    cp.n_batch = uint32_t(n_prompt);
+    cp.n_threads = 2;
+    return cp;
+}
+
+Logits run(const LoadedModel& m, const std::vector<int32_t>& prompt, int n_greedy) {
+    Context ctx(m, context_params(prompt.size()));
+    const size_t n_vocab = m.model.hp.n_vocab;
+    Logits r;
+    ctx.decode(prompt.data(), uint32_t(prompt.size()), true);
+    for (size_t i = 0; i < prompt.size(); ++i) {
+        const float* row = ctx.logits(int32_t(i));
+        r.logits.insert(r.logits.end(), row, row + n_vocab);
+    }
+    for (int step = 0; step < n_greedy; ++step) {
+        const float* last = r.logits.data() + r.logits.size() - n_vocab;
+        const int32_t next = int32_t(std::max_element(last, last + n_vocab) - last);
+        r.tokens.push_back(next);
+        ctx.decode(&next, 1, false);
+        const float* row = ctx.logits(-1);
+        r.logits.insert(r.logits.end(), row, row + n_vocab);
+    }
+    if (m.budget && m.budget->experts()) {
+        r.stats = m.budget->experts()->stats();
+        r.n_slots = m.budget->experts()->n_slots();
+    }
+    return r;
+}
+
+// What a budget must hold for `slots` expert slots with this context: measured on a load with
+// an ample budget (the dense part, one slot, one context's KV cache and scratch).
+uint64_t budget_for(const std::string& path, size_t n_prompt, uint32_t slots) {
+    LoadOptions o;
+    o.mem_budget = uint64_t(1) << 40;
+    const auto m = LoadedModel::load(path, o);
+    const Context ctx(*m, context_params(n_prompt));
+    const uint64_t slot = m->budget->experts()->slot_bytes();
+    return m->budget->resident() + kProcessReserve + ctx.kv_bytes() + ctx.scratch_bytes() +
+           slots * slot + slot / 2;
+}
+
+class MemBudget : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MemBudget, LogitsEqualTheInRamPathAtEveryCacheSize) {
+    const json c = read_case(GetParam());
+    const std::string path = test::shared_path(c.at("model").get<std::string>());
+    const auto prompt = c.at("prompt_tokens").get<std::vector<int32_t>>();
+    constexpr int kGreedy = 6;
+
+    const auto in_ram = LoadedModel::load(path, {});
+    const Logits want = run(*in_ram, prompt, kGreedy);
+    const HParams& hp = in_ram->model.hp;
+    uint32_t moe_layers = 0;
+    for (const Layer& l : in_ram->model.layers) moe_layers += l.moe ? 1 : 0;
+    const uint32_t all = moe_layers * hp.n_expert;
+
+    // Against llama.cpp (the reference's tolerance), as the in-RAM path is in reference_test.
+    const std::vector<uint8_t> ref_bytes = test::read_file(
+        test::shared_dir() + "/reference/cases/" + c.at("logits_file").get<std::string>());
+    const auto positions = c.at("logits_positions").get<std::vector<int>>();
+    const size_t n_vocab = hp.n_vocab;
+    std::vector<float> ref(ref_bytes.size() / 4);
+    std::memcpy(ref.data(), ref_bytes.data(), ref.size() * 4);
+    std::vector<int> excused;
+    if (c.at("tolerance").contains("routing_fragile_positions")) {
+        excused = c.at("tolerance").at("routing_fragile_positions").get<std::vector<int>>();
+    }
+
+    struct Setting {
+        uint32_t slots;
+        bool prefetch;
+        bool direct;
+        bool repack;
+    };
+    const std::vector<Setting> settings = {
+        {hp.n_expert_used, true, false, true},   // every token evicts
+        {hp.n_expert_used, false, false, true},  // the same without the I/O thread
+        {hp.n_expert_used + 1, true, true, true},
+        {all / 2, true, false, true},
+        {all, true, false, true},  // everything fits: each expert read once
+        {hp.n_expert_used, true, false, false},
+    };
+    std::unique_ptr<LoadedModel> plain;  // the in-RAM path without repacking, for repack=false
+    for (const Setting& s : settings) {
+        SCOPED_TRACE(testing::Message()
+                     << "slots " << s.slots << (s.prefetch ? " prefetch" : "")
+                     << (s.direct ? " O_DIRECT" : "") << (s.repack ? "" : " no-repack"));
+        LoadOptions o;
+        o.mem_budget = budget_for(path, prompt.size(), s.slots);
+        o.expert_prefetch = s.prefetch;
+        o.direct_io = s.direct;
+        o.repack = s.repack;
+        const auto m = LoadedModel::load(path, o);
+        ASSERT_NE(m->budget, nullptr);
+        ASSERT_NE(m->budget->experts(), nullptr);
+        const Logits got = run(*m, prompt, kGreedy);
+        EXPECT_EQ(got.n_slots, s.slots);
+        EXPECT_EQ(got.stats.hits + got.stats.prefetched + got.stats.waited + got.stats.misses,
+                  got.stats.acquires);
+        EXPECT_GT(got.stats.reads, 0u);
+        EXPECT_EQ(got.stats.bytes_read, got.stats.reads * m->budget->experts()->expert_bytes());
+        if (s.slots == all) {
+            EXPECT_LE(got.stats.reads, uint64_t(all));
+        }
+        if (s.slots == hp.n_expert_used && !s.prefetch && moe_layers > 1) {
+            // Nothing survives a token when a layer's experts fill the cache: the next layer
+            // evicts them. Every use after the first of a step's experts is a miss.
+            EXPECT_GT(got.stats.misses, got.stats.acquires / 2);
+        }
+        const Logits* base = &want;
+        Logits unpacked;
+        if (!s.repack) {
+            LoadOptions p;
+            p.repack = false;
+            plain = LoadedModel::load(path, p);
+            unpacked = run(*plain, prompt, kGreedy);
+            base = &unpacked;
+        }
+        ASSERT_EQ(got.logits.size(), base->logits.size());
+        EXPECT_EQ(got.tokens, base->tokens);
+        EXPECT_EQ(std::memcmp(got.logits.data(), base->logits.data(), got.logits.size() * 4), 0)
+            << "the expert cache changed the logits";
+        const double tol = c.at("tolerance").at("rel_rms").get<double>();
+        for (size_t row = 0; row < positions.size(); ++row) {
+            const int pos = positions[row];
+            if (std::find(excused.begin(), excused.end(), pos) != excused.end()) continue;
+            EXPECT_LE(test::rel_rms(got.logits.data() + size_t(pos) * n_vocab,
+                                    ref.data() + row * n_vocab, n_vocab),
+                      tol)
+                << "position " << pos;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(MoeModels, MemBudget,
+                         ::testing::Values("moe-tiny-F16.wap", "moe-tiny-Q4_K_M.wap",
+                                           "deepseek2-tiny-Q4_K_M.once"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                             std::string name = param_info.param;
+                             for (char& ch : name) {
+                                 if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                             }
+                             return name;
+                         });
+
+TEST(MemBudgetErrors, TooSmallForTheDensePartIsRefusedWithTheNumbers) {
+    const std::string path = test::shared_path("reference/models/moe-tiny-F16.gguf");
+    mw_model_params p = mw_model_default_params();
+    EXPECT_EQ(p.mem_budget, 0u);
+    p.mem_budget = 8 << 20;  // below the process reserve alone
+    mw_model* model = nullptr;
+    ASSERT_EQ(mw_model_load(path.c_str(), &p, &model), MW_ERR_OUT_OF_MEMORY);
+    EXPECT_EQ(model, nullptr);
+    const std::string why = mw_last_error();
+    EXPECT_NE(why.find("moe-tiny-F16.gguf"), std::string::npos) << why;
+    EXPECT_NE(why.find("a memory budget of 8.0 MiB is too small"), std::string::npos) << why;
+    EXPECT_NE(why.find("the dense part"), std::string::npos) << why;
+    EXPECT_NE(why.find("2 experts one token needs"), std::string::npos) << why;
+}
+
+TEST(MemBudgetErrors, AContextThatDoesNotFitIsRefusedBeforeItsFirstToken) {
+    const std::string path = test::shared_path("reference/models/moe-tiny-F16.gguf");
+    const uint64_t budget = budget_for(path, 8, 2);
+    mw_model_params p = mw_model_default_params();
+    p.mem_budget = budget;
+    mw_model* model = nullptr;
+    ASSERT_EQ(mw_model_load(path.c_str(), &p, &model), MW_OK) << mw_last_error();
+    mw_context_params cp = mw_context_default_params();
+    cp.n_ctx = 2048;  // a KV cache far beyond what is left
+    cp.type_k = cp.type_v = MW_TYPE_F32;
+    mw_context* ctx = nullptr;
+    EXPECT_EQ(mw_context_create(model, &cp, &ctx), MW_ERR_OUT_OF_MEMORY);
+    EXPECT_EQ(ctx, nullptr);
+    const std::string why = mw_last_error();
+    EXPECT_NE(why.find("too small for this context"), std::string::npos) << why;
+    EXPECT_NE(why.find("KV cache"), std::string::npos) << why;
+    mw_expert_cache_stats s;
+    ASSERT_EQ(mw_model_expert_cache_stats(model, &s), MW_OK);
+    EXPECT_EQ(s.budget_bytes, budget);
+    EXPECT_EQ(s.n_slots, 0u);  // the refused context left the cache unsized
+    // A context that fits still can be created afterwards.
+    cp = mw_context_default_params();
+    cp.n_ctx = 24;
+    cp.n_batch = 8;
+    cp.n_threads = 2;
+    ASSERT_EQ(mw_context_create(model, &cp, &ctx), MW_OK) << mw_last_error();
+    ASSERT_EQ(mw_model_expert_cache_stats(model, &s), MW_OK);
+    EXPECT_GE(s.n_slots, 2u);
+    mw_context_free(ctx);
+    mw_model_free(model);
+}
+
+TEST(MemBudgetErrors, AFileTruncatedWhileRunningIsAnErrorNotACrash) {
+    const std::string src = test::shared_path("reference/models/moe-tiny-F16.gguf");
+    const std::string path = test::temp_dir() + "/moe.gguf";
+    std::filesystem::copy_file(src, path);
+    const json c = read_case("moe-tiny-F16.wap");
+    const auto prompt = c.at("prompt_tokens").get<std::vector<int32_t>>();
+    LoadOptions o;
+    o.mem_budget = budget_for(path, prompt.size(), 2);
+    o.expert_prefetch = true;
+    const auto m = LoadedModel::load(path, o);
+    Context ctx(*m, context_params(prompt.size()));
+    ctx.decode(prompt.data(), 4, false);
+    // Cut the file in half under the running model: the dense part is in memory already, the
+    // experts are not; the mapping's pages past the end would be SIGBUS if they were touched.
+    const uint64_t size = std::filesystem::file_size(path);
+    ASSERT_EQ(::truncate(path.c_str(), off_t(size / 2)), 0);
+    try {
+        for (size_t i = 4; i < prompt.size(); ++i) ctx.decode(&prompt[i], 1, false);
+        FAIL() << "decoding after the truncation did not fail";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::io);
+        const std::string why = e.what();
+        EXPECT_NE(why.find(path), std::string::npos) << why;
+        EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+    }
+}
+
+TEST(MemBudgetCli, BadSizesAreErrorsNamingTheFlagAndValue) {
+    const std::string model = test::shared_path("reference/models/moe-tiny-F16.gguf");
+    for (const char* bad : {"abc", "12Q", "-1G", "0"}) {
+        const auto r = test::run_command(test::cli_path() + " run -m " + model +
+                                         " -p hi -n 1 --mem-budget " + bad);
+        EXPECT_NE(r.exit_code, 0) << bad;
+        EXPECT_NE(r.err.find(std::string("--mem-budget ") + bad), std::string::npos) << r.err;
+    }
+    const auto small =
+        test::run_command(test::cli_path() + " bench -m " + model + " -p 0 -n 1 --mem-budget 8M");
+    EXPECT_NE(small.exit_code, 0);
+    EXPECT_NE(small.err.find("too small"), std::string::npos) << small.err;
+}
+
+TEST(MemBudgetCli, RunVerboseReportsTheExpertCache) {
+    const std::string model = test::shared_path("reference/models/moe-tiny-Q4_K_M.gguf");
+    const std::string base =
+        test::cli_path() + " run -m " + model + " -p 'Once upon a time' -n 8 --temp 0 -t 2 -c 64";
+    const auto plain = test::run_command(base);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const auto budget = test::run_command(base + " --verbose --mem-budget 34.5MiB");
+    ASSERT_EQ(budget.exit_code, 0) << budget.err;
+    EXPECT_EQ(budget.out, plain.out);  // the same text
+    EXPECT_NE(budget.err.find("memory budget 34.5 MiB: peak RSS"), std::string::npos) << budget.err;
+    EXPECT_NE(budget.err.find("expert cache:"), std::string::npos) << budget.err;
+    EXPECT_NE(budget.err.find("MiB per token"), std::string::npos) << budget.err;
+}
+
+}  // namespace
+}  // namespace mw
