@@ -293,13 +293,16 @@ TEST(Server, BadRequestsGetA4xxNamingTheProblem) {
     }
 }
 
-// fuzz_openai_request's finding: a byte that is not UTF-8 in a key came back in the error's
-// message, which then could not be written as JSON.
+// fuzz_openai_request's findings: a byte that is not UTF-8 in a key came back in the error's
+// message, which then could not be written as JSON; a number beyond a double escaped as
+// nlohmann's out_of_range instead of a 400.
 TEST(Server, ABodyThatIsNotUtf8GetsA400ThatIsJson) {
     Server s;
     for (const std::string& body :
          {std::string("{\"messages\": [{\"role\": \"user\", \"conten\x96\": \"Hi\"}]}"),
-          std::string("{\"prompt\": \"a\xff\xfe\", \"max_tokens\": 4}")}) {
+          std::string("{\"prompt\": \"a\xff\xfe\", \"max_tokens\": 4}"),
+          // and its second: a number beyond a double is not a parse_error to nlohmann
+          std::string("{\"prompt\": \"a\", \"max_tokens\": 11e308}")}) {
         for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
             int status = 0;
             const json r = post(s, path, body, &status);

@@ -187,6 +187,10 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         err.message = fmt::format("the body is not valid JSON (at byte {}): {}", e.byte,
                                   std::string(e.what()));
         throw err;
+    } catch (const json::out_of_range& e) {  // a number beyond a double: 1e999
+        ApiError err;
+        err.message = fmt::format("the body is not valid JSON: {}", std::string(e.what()));
+        throw err;
     }
     if (!j.is_object())
         bad("", fmt::format("the body must be a JSON object, not {}", type_name(j)));
