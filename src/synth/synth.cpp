@@ -208,25 +208,28 @@ void fill_random_blocks(GgmlType type, uint8_t* dst, uint64_t n_blocks, uint64_t
 std::vector<SynthPreset> synth_presets() {
     std::vector<SynthPreset> presets;
     // An 8-expert top-2 MoE at the 1B-class llama shape: 2.0 B parameters, 0.8 B active per token.
-    ModelSpec moe = make_spec("mixtral-small-moe", "Mixtral-style small MoE (synthetic)", "llama",
-                              32000, 2048, 16, 32, 8, 0);
-    moe.head_dim = 64;
-    moe.n_expert = 8;
-    moe.n_expert_used = 2;
-    moe.n_ff_expert = 2048;
-    moe.rope_freq_base = 1e4f;
+    // The synthetic MoEs: 64-wide heads, 8 experts of which 2 per token, rope base 1e4.
+    const auto small_moe = [](ModelSpec spec, uint32_t n_ff_expert) {
+        spec.head_dim = 64;
+        spec.n_expert = 8;
+        spec.n_expert_used = 2;
+        spec.n_ff_expert = n_ff_expert;
+        spec.rope_freq_base = 1e4f;
+        return spec;
+    };
+    const ModelSpec moe =
+        small_moe(make_spec("mixtral-small-moe", "Mixtral-style small MoE (synthetic)", "llama",
+                            32000, 2048, 16, 32, 8, 0),
+                  2048);
     presets.push_back(
         {moe.id, "8 experts, top-2, 16 layers x 2048 (1.9 B total, 0.7 B active)", moe});
     // The 8-expert top-2 MoE of the memory-budget work (docs/memory-budget.md): 16 layers x 1024,
     // expert FFN 2816 (~750 MB at Q4_K_M); and the same at 8 layers (~390 MB) for CI's cgroup
     // test.
-    ModelSpec budget_moe = make_spec("moe-750m", "8-expert MoE, 16 x 1024 (synthetic)", "llama",
-                                     32000, 1024, 16, 16, 4, 0);
-    budget_moe.head_dim = 64;
-    budget_moe.n_expert = 8;
-    budget_moe.n_expert_used = 2;
-    budget_moe.n_ff_expert = 2816;
-    budget_moe.rope_freq_base = 1e4f;
+    const ModelSpec budget_moe =
+        small_moe(make_spec("moe-750m", "8-expert MoE, 16 x 1024 (synthetic)", "llama", 32000, 1024,
+                            16, 16, 4, 0),
+                  2816);
     presets.push_back(
         {budget_moe.id, "8 experts, top-2, 16 layers x 1024, expert FFN 2816", budget_moe});
     ModelSpec ci_moe = budget_moe;
