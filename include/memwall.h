@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 4
+#define MEMWALL_API_VERSION 5
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -77,6 +77,15 @@ typedef struct mw_model_params {
        and reads experts from the file into a cache of what the budget leaves; a budget too small
        for that fails with MW_ERR_OUT_OF_MEMORY and the numbers (docs/memory-budget.md). */
     uint64_t mem_budget;
+    /* API 5: GPU offload through Vulkan (docs/gpu.md). The matrix products of the last
+       n_gpu_layers layers run on GPU main_gpu (0: none, the default; more than the layer count:
+       the output layer too, as llama.cpp's -ngl). Where there is no device, or a matrix's type
+       has no shader, that part runs on the CPU with a warning (mw_model_warning,
+       mw_model_gpu_report), unless gpu_required (default false) makes it an error. Not combined
+       with mem_budget yet. */
+    int32_t n_gpu_layers;
+    int32_t main_gpu;
+    bool gpu_required;
 } mw_model_params;
 
 MW_API mw_model_params mw_model_default_params(void);
@@ -85,6 +94,14 @@ MW_API void mw_model_free(mw_model* model);
 
 /* A non-fatal problem met while loading (e.g. mlock refused), or NULL. */
 MW_API const char* mw_model_warning(const mw_model* model);
+/* API 5: what went to the GPU: the device, the layers offloaded, the bytes on the device, and
+ * every matrix that stayed on the CPU (one item per line); NULL when no offload was asked for. */
+MW_API const char* mw_model_gpu_report(const mw_model* model);
+/* API 5: the Vulkan devices of this machine as JSON: {"devices": [{"name", "type" (integrated,
+ * discrete, virtual, cpu, other), "api_version", "heaps": [{"bytes", "device_local"}],
+ * "unified", "subgroup_size", "fp16", "int8_dot", "host_import", "max_binding_range"}],
+ * "error": why there are none, or ""}. Free with mw_free_string(). */
+MW_API char* mw_gpu_devices_json(void);
 /* general.architecture, e.g. "llama". */
 MW_API const char* mw_model_arch(const mw_model* model);
 /* A one-line description: name, architecture, size, type. */

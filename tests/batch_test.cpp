@@ -169,6 +169,22 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchedDecode,
                              return name;
                          });
 
+// -ngl 99 (every matrix product on the GPU): batched sequences give what separate runs on the
+// GPU give, and the CPU's greedy tokens. The GPU keeps activations in F32 where the CPU encodes
+// them to 8 bits, so the logits of the two differ by that rounding.
+TEST(BatchedDecode, OnTheGpuMatchesSeparateRunsAndTheCpu) {
+    const std::string path = test::shared_path("models/stories260K.gguf");
+    LoadOptions o;
+    o.gpu.n_gpu_layers = 99;
+    const auto gpu = LoadedModel::load(path, o);
+    if (!gpu->offload) GTEST_SKIP() << "SKIPPED: no Vulkan device: " << gpu->warning;
+    const auto cpu = load("models/stories260K.gguf");
+    const auto ps = prompts(*gpu);
+    const auto alone = separately(*gpu, ps, 8);
+    expect_same(together(*gpu, ps, 8), alone, 1e-4);
+    expect_same(alone, separately(*cpu, ps, 8), 1e-2);
+}
+
 // Logits of the last token after `prefix` then `rest`, decoded from scratch in one sequence.
 std::vector<float> fresh_logits(const LoadedModel& m, const std::vector<int32_t>& tokens) {
     Context ctx(m, params(1));

@@ -63,16 +63,28 @@ std::string hex(const std::string& s) {
 
 class Reference : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(Reference, MatchesLlamaCpp) {
+// One case; with n_gpu_layers > 0 every matrix product with a shader runs on the GPU.
+void check_case(const std::string& id, int n_gpu_layers) {
     const std::string dir = mw::test::shared_dir() + "/reference";
-    ASSERT_NE(GetParam(), "missing_shared_reference") << "cannot read " << dir << "/index.json";
-    const json c = json::parse(mw::test::read_text(dir + "/cases/" + GetParam() + ".json"));
+    ASSERT_NE(id, "missing_shared_reference") << "cannot read " << dir << "/index.json";
+    const json c = json::parse(mw::test::read_text(dir + "/cases/" + id + ".json"));
     const json& tol = c.at("tolerance");
     const json& settings = c.at("llama_cpp").at("settings");
     const std::string model_path = mw::test::shared_path(c.at("model").get<std::string>());
 
+    mw_model_params mp = mw_model_default_params();
+    mp.n_gpu_layers = n_gpu_layers;
     mw_model* model = nullptr;
-    ASSERT_EQ(mw_model_load(model_path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
+    ASSERT_EQ(mw_model_load(model_path.c_str(), &mp, &model), MW_OK) << mw_last_error();
+    if (n_gpu_layers > 0) {
+        const char* report = mw_model_gpu_report(model);
+        ASSERT_NE(report, nullptr);
+        if (std::string(report).find("gpu: none") == 0) {
+            mw_model_free(model);
+            GTEST_SKIP() << "SKIPPED: " << report;
+        }
+        std::printf("[ %s ] %s", id.c_str(), report);
+    }
     const size_t n_vocab = size_t(mw_model_n_vocab(model));
     ASSERT_EQ(n_vocab, c.at("n_vocab").get<size_t>());
 
@@ -132,9 +144,9 @@ TEST_P(Reference, MatchesLlamaCpp) {
                 << "argmax at position " << pos;
         }
     }
-    RecordProperty("worst_rel_rms", std::to_string(worst));
-    std::printf("[ %s ] worst rel_rms %.3g at position %d (tolerance %.3g)\n", GetParam().c_str(),
-                worst, worst_pos, rel_rms_tol);
+    ::testing::Test::RecordProperty("worst_rel_rms", std::to_string(worst));
+    std::printf("[ %s ] worst rel_rms %.3g at position %d (tolerance %.3g)\n", id.c_str(), worst,
+                worst_pos, rel_rms_tol);
 
     // 3. Greedy continuation, one token per step through the KV cache.
     const auto greedy = c.at("greedy_tokens").get<std::vector<int32_t>>();
@@ -158,7 +170,7 @@ TEST_P(Reference, MatchesLlamaCpp) {
         next = argmax(mw_get_logits(ctx, -1), n_vocab);
     }
     std::printf(
-        "[ %s ] greedy: %zu/%zu tokens identical\n", GetParam().c_str(),
+        "[ %s ] greedy: %zu/%zu tokens identical\n", id.c_str(),
         ours.size() -
             (ours == std::vector<int32_t>(greedy.begin(), greedy.begin() + ours.size()) ? 0 : 1),
         greedy.size());
@@ -178,14 +190,26 @@ TEST_P(Reference, MatchesLlamaCpp) {
     mw_model_free(model);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, Reference, ::testing::ValuesIn(case_ids()),
-                         [](const ::testing::TestParamInfo<std::string>& param_info) {
-                             std::string name = param_info.param;
-                             for (char& ch : name) {
-                                 if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                             }
-                             return name;
-                         });
+TEST_P(Reference, MatchesLlamaCpp) {
+    check_case(GetParam(), 0);
+}
+
+// The same cases with -ngl 99 (CI: on Mesa's lavapipe). Types without a shader stay on the CPU.
+class ReferenceGpu : public ::testing::TestWithParam<std::string> {};
+TEST_P(ReferenceGpu, MatchesLlamaCppWithEveryLayerOnTheGpu) {
+    check_case(GetParam(), 99);
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::string>& param_info) {
+    std::string name = param_info.param;
+    for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, Reference, ::testing::ValuesIn(case_ids()), case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGpu, ::testing::ValuesIn(case_ids()), case_name);
 
 // stories260K, greedy, "Once upon a time": the text equals llama2.c's documented output.
 TEST(Stories260K, GreedyTextMatchesLlama2c) {

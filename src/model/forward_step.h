@@ -22,9 +22,13 @@ struct ForwardStep {
     const float* rope_cs_swa;  // the sliding layers' (== rope_cs when they share the RoPE)
 
     // Every matrix product goes through here, which shows its input to the observer first
-    // (imatrix collection); without one it is the plain matmul.
+    // (imatrix collection), then runs it on the GPU when the matrix was placed there (-ngl).
     void matmul(const WeightMatrix& w, const float* in, int64_t rows, float* out) const {
         if (s.observer) s.observer->on_matmul(w, in, rows);
+        if (m.offload && m.offload->holds(w)) {
+            m.offload->matmul(w, in, rows, out);
+            return;
+        }
         mw::matmul(par, w, in, rows, out, s.act.data());
     }
 

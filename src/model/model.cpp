@@ -364,8 +364,9 @@ const TypeTraits* faster_layout(const WeightMatrix& w) {
 
 bool has_faster_layouts(const Model& m) {
     bool any = false;
-    for_each_matrix(
-        m, [&](const WeightMatrix& w, int64_t, size_t, bool) { any = any || faster_layout(w); });
+    for_each_matrix(m, [&](const WeightMatrix& w, int64_t, size_t, bool) {
+        any = any || (faster_layout(w) && !(m.offload && m.offload->holds(w)));
+    });
     return any;
 }
 
@@ -390,6 +391,7 @@ uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint
     int64_t total_groups = 0;
     for_each_matrix(m, [&](WeightMatrix& w, int64_t count, size_t stride, bool expert) {
         if (expert && !experts) return;
+        if (m.offload && m.offload->holds(w)) return;  // the shaders read the file's layout
         if (const auto it = done.find(w.data); w.data && it != done.end()) {
             w.traits = it->second;  // the same tensor in a second role (a tied output)
             return;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "gpu/gpu.h"
 #include "model/expert_source.h"
 #include "model/hparams.h"
 #include "tensor/ops.h"
@@ -79,6 +80,8 @@ struct Model {
     // Under a memory budget: where the experts' weights come from (the exps tensors' bytes in
     // the file are then never read through the mapping). Null: they are read in place.
     ExpertSource* expert_source = nullptr;
+    // -ngl: the matrices placed on a GPU (their products run there). Null: all on the CPU.
+    gpu::Offload* offload = nullptr;
 
     // Binds every tensor the architecture needs, checking shapes and types. Missing tensors are
     // reported together in one error.
@@ -89,8 +92,8 @@ struct Model {
 // (tensor/repack.h) and points its traits at that layout. `bound` is the bytes the model was bound
 // to, `writable` the same bytes writable (a copy-on-write mapping or a read buffer); the threads of
 // `par` share the work. Returns the bytes rewritten. A matrix shared by two roles (a tied output)
-// is rewritten once. `experts` false leaves the expert tensors as they are (an expert cache
-// repacks each expert as it reads it).
+// is rewritten once; matrices on the GPU (m.offload) keep the file's layout. `experts` false leaves
+// the expert tensors as they are (an expert cache repacks each expert as it reads it).
 uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint8_t> writable,
                         Parallel& par, bool experts = true);
 // Whether repack_weights would rewrite anything on this CPU (if not, the bytes can stay read-only).

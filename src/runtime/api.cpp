@@ -136,6 +136,9 @@ mw_model_params mw_model_default_params(void) {
     p.vocab_only = false;
     p.repack = true;
     p.mem_budget = 0;
+    p.n_gpu_layers = 0;
+    p.main_gpu = 0;
+    p.gpu_required = false;
     return p;
 }
 
@@ -151,6 +154,13 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
         options.vocab_only = p.vocab_only;
         options.repack = p.repack;
         options.mem_budget = p.mem_budget;
+        if (p.n_gpu_layers < 0) {
+            mw::fail(mw::ErrorKind::invalid_argument,
+                     "n_gpu_layers is {}: it counts layers (0: none)", p.n_gpu_layers);
+        }
+        options.gpu.n_gpu_layers = p.n_gpu_layers;
+        options.gpu.main_gpu = p.main_gpu;
+        options.gpu.required = p.gpu_required;
         // Knobs for measuring the expert cache (docs/memory-budget.md), not for apps.
         if (const char* io = std::getenv("MEMWALL_EXPERT_IO")) {
             options.direct_io = std::string_view(io) == "direct";
@@ -195,6 +205,9 @@ void mw_model_free(mw_model* model) {
 
 const char* mw_model_warning(const mw_model* m) {
     return m && !m->loaded->warning.empty() ? m->loaded->warning.c_str() : nullptr;
+}
+const char* mw_model_gpu_report(const mw_model* m) {
+    return m && !m->loaded->gpu_report.empty() ? m->loaded->gpu_report.c_str() : nullptr;
 }
 const char* mw_model_arch(const mw_model* m) {
     return m->loaded->model.hp.arch.c_str();

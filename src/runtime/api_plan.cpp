@@ -5,10 +5,12 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "base/error.h"
+#include "gpu/gpu.h"
 #include "memwall.h"
 #include "plan/device_cache.h"
 #include "plan/plan_json.h"
@@ -109,6 +111,30 @@ char* mw_probe_json(const mw_probe_params* params) {
         std::optional<mw::SaveResult> saved;
         if (p.write_cache && p.measure) saved = mw::save_measurement(device, p.force);
         return mw::probe_to_json(device, before, saved);
+    });
+}
+
+char* mw_gpu_devices_json(void) {
+    return json_result([] {
+        const mw::gpu::Devices found = mw::gpu::list_devices();
+        nlohmann::json devices = nlohmann::json::array();
+        for (const mw::gpu::DeviceInfo& d : found.devices) {
+            nlohmann::json heaps = nlohmann::json::array();
+            for (const mw::gpu::MemoryHeap& h : d.heaps) {
+                heaps.push_back({{"bytes", h.bytes}, {"device_local", h.device_local}});
+            }
+            devices.push_back({{"name", d.name},
+                               {"type", d.type},
+                               {"api_version", d.api_version},
+                               {"heaps", heaps},
+                               {"unified", d.unified},
+                               {"subgroup_size", d.subgroup_size},
+                               {"fp16", d.fp16},
+                               {"int8_dot", d.int8_dot},
+                               {"host_import", d.host_import},
+                               {"max_binding_range", d.max_binding_range}});
+        }
+        return nlohmann::json{{"devices", devices}, {"error", found.error}}.dump();
     });
 }
 

@@ -124,6 +124,20 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
                               cache ? ", experts from storage" : ""));
 }
 
+void add_warning(LoadedModel& m, const std::string& w) {
+    if (!w.empty()) m.warning += (m.warning.empty() ? "" : "; ") + w;
+}
+
+// -ngl: before repacking, which leaves the placed matrices in the file's layout.
+void apply_gpu(LoadedModel& m, const std::string& path, const GpuPlacementOptions& options) {
+    GpuPlacement p = place_on_gpu(m.model, path, options);
+    m.offload = std::move(p.offload);
+    m.model.offload = m.offload.get();
+    m.gpu_report = std::move(p.report);
+    add_warning(m, p.warning);
+    if (!p.summary.empty()) m.desc.insert(m.desc.size() - 1, p.summary);
+}
+
 }  // namespace
 
 std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
@@ -131,6 +145,13 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
     const auto start = std::chrono::steady_clock::now();
     auto m = std::make_unique<LoadedModel>();
     if (options.mem_budget > 0 && !options.vocab_only) {
+        if (options.gpu.n_gpu_layers > 0) {
+            if (options.gpu.required) {
+                fail(ErrorKind::unsupported,
+                     "{}: -ngl with --mem-budget is not supported yet (--gpu-required)", path);
+            }
+            add_warning(*m, "-ngl is not used under --mem-budget yet: everything runs on the CPU");
+        }
         load_budgeted(*m, path, options);
         m->load_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -139,6 +160,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
     }
     m->file = MappedFile::open(path, options.map);
     parse_and_bind(*m, m->file.bytes(), path, options.vocab_only);
+    if (!options.vocab_only) apply_gpu(*m, path, options.gpu);
     if (!options.vocab_only && options.repack && has_faster_layouts(m->model) &&
         fits_as_own_memory(*m)) {
         ThreadPool pool(default_thread_count());

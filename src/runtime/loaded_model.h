@@ -10,6 +10,7 @@
 
 #include "format/gguf.h"
 #include "model/model.h"
+#include "runtime/gpu_placement.h"
 #include "runtime/mapped_file.h"
 #include "runtime/memory_budget.h"
 #include "vocab/vocab.h"
@@ -27,6 +28,7 @@ struct LoadOptions {
     uint64_t mem_budget = 0;
     bool expert_prefetch = true;  // the expert cache's I/O thread reads ahead
     bool direct_io = false;       // expert reads with O_DIRECT (MEMWALL_EXPERT_IO=direct)
+    GpuPlacementOptions gpu;      // -ngl, --main-gpu, --gpu-required
 };
 
 struct LoadedModel {
@@ -40,6 +42,9 @@ struct LoadedModel {
     bool vocab_only = false;               // no weights bound: tokenizer use only
     uint64_t repacked_bytes = 0;           // weight bytes rewritten into the kernels' layouts
     std::unique_ptr<MemoryBudget> budget;  // set when loaded with a memory budget
+    // After `file`, so that it goes first: the device may use the mapping's pages in place.
+    std::unique_ptr<gpu::Offload> offload;
+    std::string gpu_report;  // what went to the GPU and what stayed ("" without -ngl)
 
     static std::unique_ptr<LoadedModel> load(const std::string& path, const LoadOptions& options);
     // The same from bytes the caller keeps alive as long as the model (`file` stays empty);

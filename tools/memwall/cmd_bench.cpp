@@ -144,6 +144,9 @@ void add_bench_command(CLI::App& app) {
         if (o.n_prompt == 0 && o.n_gen == 0) fail("bench: nothing to measure (-p 0 -n 0)");
         if (o.reps < 1) fail("bench: -r must be at least 1");
         if (o.force && !o.record) fail("bench: --force goes with --record");
+        if (o.record && o.model.n_gpu_layers > 0) {
+            fail("bench: --record keeps the CPU's efficiency for plans; run it without -ngl");
+        }
         std::vector<int> thread_counts;
         if (o.threads.empty()) thread_counts = {0};
         std::stringstream list(o.threads);
@@ -162,6 +165,7 @@ void add_bench_command(CLI::App& app) {
         if (!o.sustained.plot.empty() || o.sustained.pacing.enabled())
             fail("bench: --plot, --max-temp and --max-tps go with --duration");
         ModelPtr model = load_model(o.model, false, /*quiet=*/o.as_json || o.csv);
+        const std::string backend = backend_name(model.get(), o.model);
         const std::vector<mw_token> prompt =
             bench_prompt(o.n_prompt, mw_model_n_vocab(model.get()));
         const std::vector<mw_token> depth = bench_prompt(o.n_depth, mw_model_n_vocab(model.get()));
@@ -173,10 +177,10 @@ void add_bench_command(CLI::App& app) {
             fmt::print(
                 "model,threads,n_prompt,n_gen,pp_tok_s,pp_tok_s_sd,tg_tok_s,tg_tok_s_sd,"
                 "model_bytes,bytes_per_token,tg_gb_s,bw_fraction,n_depth,pp_conditions,"
-                "tg_conditions\n");
+                "tg_conditions,backend\n");
         } else if (!o.as_json) {
-            fmt::print("{:<40} {:>7} {:>30} {:>18} {:>9} {:>9}\n", "model", "threads", "test",
-                       "tok/s", "GB/s", "% of bw");
+            fmt::print("{:<40} {:>10} {:>7} {:>30} {:>18} {:>9} {:>9}\n", "model", "backend",
+                       "threads", "test", "tok/s", "GB/s", "% of bw");
         }
         for (int threads : thread_counts) {
             mw_context_params cp = mw_context_default_params();
@@ -292,6 +296,7 @@ void add_bench_command(CLI::App& app) {
                       {"model_desc", mw_model_desc(model.get())},
                       {"threads", used_threads},
                       {"isa", mw_system_info()},
+                      {"backend", backend},
                       {"n_prompt", o.n_prompt},
                       {"n_gen", o.n_gen},
                       {"n_depth", o.n_depth},
@@ -335,21 +340,24 @@ void add_bench_command(CLI::App& app) {
             }
             results.push_back(r);
             if (o.csv) {
-                fmt::print("{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f},{},{},{}\n",
-                           o.model.path, used_threads, o.n_prompt, o.n_gen, ps.mean, ps.sd, ts.mean,
-                           ts.sd, model_bytes, bytes_per_token, tg_gb_s, bw_fraction, o.n_depth,
-                           pp_label, tg_label);
+                fmt::print(
+                    "{},{},{},{},{:.3f},{:.3f},{:.3f},{:.3f},{},{},{:.3f},{:.4f},{},{},{},{}\n",
+                    o.model.path, used_threads, o.n_prompt, o.n_gen, ps.mean, ps.sd, ts.mean, ts.sd,
+                    model_bytes, bytes_per_token, tg_gb_s, bw_fraction, o.n_depth, pp_label,
+                    tg_label, backend);
             } else if (!o.as_json) {
                 const std::string name = o.model.path.size() > 40
                                              ? "..." + o.model.path.substr(o.model.path.size() - 37)
                                              : o.model.path;
                 if (o.n_prompt > 0) {
-                    fmt::print("{:<40} {:>7} {:>30} {:>18} {:>9} {:>9}\n", name, used_threads,
-                               pp_label, fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd), "", "");
+                    fmt::print("{:<40} {:>10} {:>7} {:>30} {:>18} {:>9} {:>9}\n", name, backend,
+                               used_threads, pp_label,
+                               fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd), "", "");
                 }
                 if (o.n_gen > 0) {
-                    fmt::print("{:<40} {:>7} {:>30} {:>18} {:>9.2f} {:>9}\n", name, used_threads,
-                               tg_label, fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd), tg_gb_s,
+                    fmt::print("{:<40} {:>10} {:>7} {:>30} {:>18} {:>9.2f} {:>9}\n", name, backend,
+                               used_threads, tg_label,
+                               fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd), tg_gb_s,
                                bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
                     std::fflush(stdout);
                     print_budget_report(tg_cache, tg_tokens, perf.peak_rss_bytes);

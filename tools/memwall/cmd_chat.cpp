@@ -84,6 +84,7 @@ void add_chat_command(CLI::App& app) {
         cp.n_threads = parse_threads(o.threads);
         o.kv.apply(cp);
         if (o.model.mem_budget.empty()) check_fit_or_fail(o.model.path, cp, o.force);
+        opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);
 
         mw_chat_params chp = mw_chat_default_params();

@@ -62,11 +62,15 @@ void add_probe_command(CLI::App& app) {
         p.write_cache = o.save;
         p.force = o.force;
         if (!o.array_size.empty()) p.array_bytes = parse_bytes(o.array_size, "--array-size");
-        const nlohmann::json probe = take_json(mw_probe_json(&p), "");
+        nlohmann::json probe = take_json(mw_probe_json(&p), "");
+        const nlohmann::json gpus = take_json(mw_gpu_devices_json(), "probe");
         if (o.json_out) {
-            fmt::print("{}\n", probe.dump(1));
+            nlohmann::json out = probe;
+            out["gpus"] = gpus;
+            fmt::print("{}\n", out.dump(1));
         } else {
             print_probe(probe);
+            print_gpus(gpus);
         }
         if (o.save && !probe["saved"].get<bool>()) {
             fail(fmt::format(

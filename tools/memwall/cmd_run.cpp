@@ -74,6 +74,7 @@ void add_run_command(CLI::App& app) {
         // Before allocating; under --mem-budget the library's budget arithmetic refuses instead.
         const mw_fit plan =
             o.model.mem_budget.empty() ? check_fit_or_fail(o.model.path, cp, o.force) : mw_fit{};
+        opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);
         const auto tokens = tokenize(model.get(), prompt, true, true);
         if (tokens.empty()) fail("run: the prompt has no tokens");

@@ -31,6 +31,17 @@ void ModelOptions::add_to(CLI::App& app, bool required) {
     app.add_flag("--no-repack", no_repack,
                  "Keep the weights in the file's layout (all pages stay shared, evictable page "
                  "cache) instead of rewriting them at load for the faster kernels");
+    app.add_option("--n-gpu-layers", n_gpu_layers,
+                   "Run the matrix products of the last N layers on the GPU through Vulkan "
+                   "(more than the layer count, e.g. 99: the output layer too); what cannot go "
+                   "there runs on the CPU, with a warning")
+        ->default_val(0)
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--main-gpu", main_gpu, "The Vulkan device to use (memwall probe lists them)")
+        ->default_val(0)
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("--gpu-required", gpu_required,
+                 "With -ngl: fail instead of falling back to the CPU for what cannot be offloaded");
 }
 
 void ModelOptions::add_budget_to(CLI::App& app) {
@@ -89,6 +100,12 @@ void print_budget_report(const mw_expert_cache_stats& s, uint64_t n_tokens,
                              : std::string());
 }
 
+std::string backend_name(const mw_model* model, const ModelOptions& options) {
+    const char* report = mw_model_gpu_report(model);
+    if (!report || std::string_view(report).rfind("gpu: none", 0) == 0) return "CPU";
+    return fmt::format("Vulkan {}", options.n_gpu_layers);
+}
+
 ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
     mw_model_params params = mw_model_default_params();
     if (!options.mem_budget.empty()) {
@@ -98,6 +115,9 @@ ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
     params.use_mlock = options.mlock;
     params.vocab_only = vocab_only;
     params.repack = !options.no_repack;
+    params.n_gpu_layers = options.n_gpu_layers;
+    params.main_gpu = options.main_gpu;
+    params.gpu_required = options.gpu_required;
     mw_model* model = nullptr;
     const mw_status st = mw_model_load(options.path.c_str(), &params, &model);
     if (st != MW_OK) fail_status(st, "");
@@ -105,6 +125,9 @@ ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
         fmt::print(stderr, "warning: {}\n", warning);
     }
     if (!quiet) fmt::print(stderr, "model: {}\n", mw_model_desc(model));
+    if (const char* report = mw_model_gpu_report(model); report && options.verbose && !quiet) {
+        fmt::print(stderr, "{}", report);
+    }
     return ModelPtr(model);
 }
 
@@ -186,6 +209,8 @@ class Formatter final : public CLI::Formatter {
         std::string name = CLI::Formatter::make_option_name(opt, positional);
         if (opt->check_lname("cache-type-k")) return "-ctk," + name;
         if (opt->check_lname("cache-type-v")) return "-ctv," + name;
+        if (opt->check_lname("n-gpu-layers")) return "-ngl," + name;
+        if (opt->check_lname("main-gpu")) return "-mg," + name;
         return name;
     }
     // A repeatable option's empty list is no default worth showing ("TEXT=[] ...").

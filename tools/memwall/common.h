@@ -43,13 +43,17 @@ struct PacerDeleter {
 };
 using PacerPtr = std::unique_ptr<mw_pacer, PacerDeleter>;
 
-// Options every command that loads a model takes (-m, --mlock, --no-mmap, --no-repack).
+// Options every command that loads a model takes (-m, --mlock, --no-mmap, --no-repack, -ngl).
 struct ModelOptions {
     std::string path;
     bool mlock = false;
     bool no_mmap = false;
     bool no_repack = false;
     std::string mem_budget;  // --mem-budget SIZE (run, chat, serve, bench)
+    int n_gpu_layers = 0;    // -ngl N
+    int main_gpu = 0;        // -mg i
+    bool gpu_required = false;
+    bool verbose = false;  // set by the command's --verbose: the GPU placement in full
     void add_to(CLI::App& app, bool required = true);
     void add_budget_to(CLI::App& app);
 };
@@ -62,6 +66,10 @@ mw_expert_cache_stats expert_cache_stats(const mw_model* model);
 // The counters of `later` minus those of `earlier` (the sizes as in `later`).
 mw_expert_cache_stats expert_cache_delta(const mw_expert_cache_stats& later,
                                          const mw_expert_cache_stats& earlier);
+
+// Where the model's products run, for bench's rows: "CPU", or "Vulkan" with the layers offloaded
+// ("Vulkan 99").
+std::string backend_name(const mw_model* model, const ModelOptions& options);
 
 // Loads the model (or fails with a clear message); prints the mlock warning if any.
 ModelPtr load_model(const ModelOptions& options, bool vocab_only = false, bool quiet = false);

@@ -13,10 +13,8 @@ namespace {
 // they are rewritten to their long forms before parsing.
 std::vector<std::string> expand_aliases(int argc, char** argv) {
     static const std::pair<const char*, const char*> kAliases[] = {
-        {"-ctk", "--cache-type-k"},
-        {"-ctv", "--cache-type-v"},
-        {"-np", "--parallel"},
-        {"-sys", "--system-prompt"},
+        {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"}, {"-np", "--parallel"},
+        {"-ngl", "--n-gpu-layers"}, {"-mg", "--main-gpu"},      {"-sys", "--system-prompt"},
     };
     std::vector<std::string> args;
     for (int i = 0; i < argc; ++i) {

@@ -238,6 +238,32 @@ std::string bench_line(const json& m) {
 
 }  // namespace
 
+void print_gpus(const json& g) {
+    if (g["devices"].empty()) {
+        fmt::print("GPU        none: {}\n", g["error"].get<std::string>());
+        return;
+    }
+    int i = 0;
+    for (const json& d : g["devices"]) {
+        double local = 0, other = 0;
+        for (const json& h : d["heaps"]) {
+            (h["device_local"].get<bool>() ? local : other) += h["bytes"].get<double>();
+        }
+        fmt::print(
+            "{}  {}: {} ({}, Vulkan {}), {} device-local{}, {}; subgroup {}, fp16 {}, int8 dot "
+            "{}, host import {}, bindings up to {}\n",
+            i == 0 ? "GPU      " : "         ", i, d["name"].get<std::string>(),
+            d["type"].get<std::string>(), d["api_version"].get<std::string>(), human_bytes(local),
+            other > 0 ? fmt::format(" + {} host", human_bytes(other)) : "",
+            d["unified"].get<bool>() ? "unified memory (weights used in place)"
+                                     : "own memory (weights copied)",
+            d["subgroup_size"].get<int>(), d["fp16"].get<bool>() ? "yes" : "no",
+            d["int8_dot"].get<bool>() ? "yes" : "no", d["host_import"].get<bool>() ? "yes" : "no",
+            human_bytes(d["max_binding_range"].get<double>()));
+        ++i;
+    }
+}
+
 void print_probe(const json& p) {
     const json& s = p["system"];
     fmt::print("CPU        {} ({}), {} logical CPUs, {} threads for decoding\n",

@@ -9,6 +9,8 @@ namespace cli {
 
 // Parses and frees a JSON string returned by the C API; fails with mw_last_error() on NULL.
 nlohmann::json take_json(char* text, const std::string& doing);
+// The Vulkan devices of mw_gpu_devices_json(), one line each, or why there are none.
+void print_gpus(const nlohmann::json& gpus);
 
 // 1536 -> "1.5 KiB", 3.2e9 -> "2.98 GiB".
 std::string human_bytes(double bytes);

@@ -1,0 +1,111 @@
+#include "runtime/gpu_placement.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+
+namespace mw {
+namespace {
+
+// The matrices of layer il the GPU can take, by their GGUF names. Expert stacks stay on the CPU
+// for now (their products are per expert slice).
+std::vector<std::pair<std::string, const WeightMatrix*>> layer_matrices(const Layer& l,
+                                                                        uint32_t il) {
+    const std::pair<const char*, const WeightMatrix*> roles[] = {
+        {"attn_q", &l.wq},
+        {"attn_k", &l.wk},
+        {"attn_v", &l.wv},
+        {"attn_output", &l.wo},
+        {"attn_qkv", &l.wqkv},
+        {"attn_q_a", &l.wq_a},
+        {"attn_q_b", &l.wq_b},
+        {"attn_kv_a_mqa", &l.wkv_a},
+        {"ffn_gate", &l.ffn_gate},
+        {"ffn_up", &l.ffn_up},
+        {"ffn_down", &l.ffn_down},
+        {"ffn_gate_inp", &l.router},
+        {"ffn_gate_shexp", &l.shared_gate},
+        {"ffn_up_shexp", &l.shared_up},
+        {"ffn_down_shexp", &l.shared_down},
+    };
+    std::vector<std::pair<std::string, const WeightMatrix*>> out;
+    for (const auto& [name, w] : roles) {
+        if (w->data) out.push_back({fmt::format("blk.{}.{}", il, name), w});
+    }
+    return out;
+}
+
+}  // namespace
+
+GpuPlacement place_on_gpu(const Model& model, const std::string& path,
+                          const GpuPlacementOptions& options) {
+    GpuPlacement p;
+    if (options.n_gpu_layers <= 0) return p;
+    gpu::OffloadOptions oo = options.offload;
+    oo.device = options.main_gpu;
+    std::string why;
+    p.offload = gpu::Offload::create(oo, &why);
+    if (!p.offload) {
+        if (options.required) {
+            fail(ErrorKind::unsupported, "{}: -ngl {} with --gpu-required: {}", path,
+                 options.n_gpu_layers, why);
+        }
+        p.warning = fmt::format("no GPU offload, everything runs on the CPU: {}", why);
+        p.summary = "; CPU only (no GPU)";
+        p.report = "gpu: none: " + why + "\n";
+        return p;
+    }
+    const uint32_t n_layer = model.hp.n_layer;
+    const uint32_t n = std::min<uint32_t>(uint32_t(options.n_gpu_layers), n_layer);
+    std::vector<std::string> stayed;
+    uint32_t layers_whole = 0;
+    for (uint32_t il = n_layer - n; il < n_layer; ++il) {
+        bool whole = !model.layers[il].moe;
+        for (const auto& [name, w] : layer_matrices(model.layers[il], il)) {
+            std::string reason;
+            if (!p.offload->add(*w, &reason)) {
+                stayed.push_back(fmt::format("{} ({}: {})", name, w->traits->name, reason));
+                whole = false;
+            }
+        }
+        if (model.layers[il].moe) stayed.push_back(fmt::format("blk.{}.ffn_*_exps (experts)", il));
+        layers_whole += whole ? 1 : 0;
+    }
+    bool output = false;
+    if (uint32_t(options.n_gpu_layers) > n_layer && model.output.data) {
+        std::string reason;
+        output = p.offload->add(model.output, &reason);
+        if (!output)
+            stayed.push_back(fmt::format("output ({}: {})", model.output.traits->name, reason));
+    }
+    const gpu::DeviceInfo& d = p.offload->device();
+    const double mib = 1 << 20;
+    const uint64_t bytes = p.offload->weight_bytes();
+    const uint64_t copied = p.offload->copied_bytes();
+    p.summary = fmt::format("; {} of {} layers{} on {} ({:.1f} MiB, {})", n, n_layer,
+                            output ? " and the output" : "", d.name, double(bytes) / mib,
+                            copied == 0 ? "the file's pages used in place"
+                                        : fmt::format("{:.1f} MiB copied", double(copied) / mib));
+    p.report = fmt::format(
+        "gpu: {} ({}, Vulkan {}{}): layers {}..{}{} offloaded, {} of them whole; {:.1f} MiB of "
+        "weights on the device, {:.1f} MiB of it copied\n",
+        d.name, d.type, d.api_version, d.unified ? ", unified memory" : "", n_layer - n,
+        n_layer - 1, output ? " and the output" : "", layers_whole, double(bytes) / mib,
+        double(copied) / mib);
+    if (!stayed.empty()) {
+        p.report += fmt::format("gpu: {} matrices stay on the CPU:", stayed.size());
+        for (const std::string& s : stayed) p.report += "\n  " + s;
+        p.report += "\n";
+        if (options.required) {
+            fail(ErrorKind::unsupported, "{}: --gpu-required, but {} matrices stay on the CPU: {}",
+                 path, stayed.size(), stayed.front());
+        }
+    }
+    // The products on the device are the matrices; attention, norms and the rest run on the CPU.
+    return p;
+}
+
+}  // namespace mw

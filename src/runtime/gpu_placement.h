@@ -1,0 +1,32 @@
+// Which of a model's matrices go to the GPU (-ngl N: the last N layers, the output layer too when
+// N exceeds the layer count, as in llama.cpp), and the report of what went where.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gpu/gpu.h"
+#include "model/model.h"
+
+namespace mw {
+
+struct GpuPlacementOptions {
+    int n_gpu_layers = 0;  // 0: none
+    int main_gpu = 0;
+    bool required = false;        // no device, or a matrix left on the CPU, is then an error
+    gpu::OffloadOptions offload;  // device is set from main_gpu
+};
+
+struct GpuPlacement {
+    std::unique_ptr<gpu::Offload> offload;  // null: everything on the CPU
+    std::string summary;  // one line for the model's description ("" when nothing was asked)
+    std::string report;   // the device, the layers, the bytes, every matrix left on the CPU
+    std::string warning;  // set when offload was asked for and (partly) could not be done
+};
+
+// Places the matrices before any repacking (the shaders read the GGUF layout). `path` names the
+// file in messages. Throws under `required` when the placement is incomplete.
+GpuPlacement place_on_gpu(const Model& model, const std::string& path,
+                          const GpuPlacementOptions& options);
+
+}  // namespace mw
