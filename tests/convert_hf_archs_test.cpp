@@ -390,6 +390,51 @@ TEST(ConvertHfArchs, Phi3LongRopeFactors) {
                  mw::Error);
 }
 
+// DeepSeek's YaRN (mscale_all_dim as yarn_log_multiplier) and V3's expert groups reach memwall's
+// hyper-parameters; a V2-Lite config (no q_lora_rank, softmax, greedy) reads as such.
+TEST(ConvertHfArchs, DeepSeekYarnGroupsAndV2Lite) {
+    json config = reference_config("deepseek2");
+    config["rope_scaling"] = {
+        {"type", "yarn"},  {"factor", 4.0},           {"original_max_position_embeddings", 512},
+        {"mscale", 0.707}, {"mscale_all_dim", 0.707}, {"beta_fast", 32},
+        {"beta_slow", 1}};
+    config["n_group"] = 2;
+    config["topk_group"] = 1;
+    const std::string dir = write_hf_from_reference("deepseek2", config);
+    const std::string out = dir + "/out.gguf";
+    ASSERT_EQ(mw_convert_hf(dir.c_str(), out.c_str(), nullptr, nullptr), MW_OK) << mw_last_error();
+    const std::vector<uint8_t> bytes = mw::test::read_file(out);
+    const auto f = mw::gguf::GgufFile::parse(bytes, out);
+    const mw::HParams h = mw::read_hparams(f);
+    EXPECT_EQ(int(h.rope_scaling), int(mw::RopeScaling::yarn));
+    EXPECT_FLOAT_EQ(h.rope_freq_scale, 0.25f);
+    EXPECT_EQ(h.rope_n_ctx_orig, 512u);
+    EXPECT_NEAR(h.yarn_log_mul, 0.707f, 1e-6);
+    EXPECT_EQ(h.n_expert_groups, 2u);
+    EXPECT_EQ(h.n_group_used, 1u);
+    const std::vector<float> logits = mw::test::memwall_logits(out, kTokens);
+    ASSERT_EQ(logits.size(), kTokens.size() * 512);
+    for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+
+    json lite = reference_config("deepseek2");
+    lite.update({{"model_type", "deepseek_v2"},
+                 {"architectures", json::array({"DeepseekV2ForCausalLM"})},
+                 {"q_lora_rank", nullptr},
+                 {"scoring_func", "softmax"},
+                 {"topk_method", "greedy"},
+                 {"routed_scaling_factor", 1.0},
+                 {"norm_topk_prob", false}});
+    const std::string text = lite.dump();
+    const cv::HfConfig c =
+        cv::parse_hf_config(std::vector<uint8_t>(text.begin(), text.end()), "config.json");
+    EXPECT_EQ(c.arch, "deepseek2");
+    EXPECT_EQ(c.q_lora_rank, 0u);
+    EXPECT_FALSE(c.sigmoid_gating);
+    EXPECT_EQ(c.n_expert_groups, 0u);
+    EXPECT_EQ(c.head_dim, 96u);
+    EXPECT_EQ(c.n_rot, 32u);
+}
+
 // The error parse_hf_config raises for a reference config with some fields changed.
 mw::Error config_error(const std::string& arch, const json& changes) {
     json config = reference_config(arch);
