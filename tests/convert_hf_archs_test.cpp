@@ -435,6 +435,28 @@ TEST(ConvertHfArchs, DeepSeekYarnGroupsAndV2Lite) {
     EXPECT_EQ(c.n_rot, 32u);
 }
 
+// DeepSeek-V3's multi-token-prediction layer (model.layers.N, N = num_hidden_layers) is left
+// out, as llama.cpp leaves it; without num_nextn_predict_layers its tensors are refused.
+TEST(ConvertHfArchs, DeepSeekMtpLayerLeftOut) {
+    json config = reference_config("deepseek2");
+    config["num_nextn_predict_layers"] = 1;
+    const std::string dir = write_hf_from_reference("deepseek2", config);
+    const std::vector<uint8_t> bytes = mw::test::read_file(reference_path("deepseek2"));
+    const auto f = mw::gguf::GgufFile::parse(bytes, "deepseek2");
+    std::vector<SafetensorsEntry> entries = hf_tensors_of(f, "deepseek2");
+    entries.push_back({"model.layers.2.eh_proj.weight", "F32", {2, 2}, std::vector<uint8_t>(16)});
+    mw::test::write_binary_file(dir + "/model.safetensors", mw::test::safetensors_bytes(entries));
+    const std::string out = dir + "/out.gguf";
+    ASSERT_EQ(mw_convert_hf(dir.c_str(), out.c_str(), nullptr, nullptr), MW_OK) << mw_last_error();
+    EXPECT_EQ(mw::test::memwall_logits(out, kTokens),
+              mw::test::memwall_logits(reference_path("deepseek2"), kTokens));
+    config.erase("num_nextn_predict_layers");
+    mw::test::write_text_file(dir + "/config.json", config.dump());
+    EXPECT_EQ(mw_convert_hf(dir.c_str(), out.c_str(), nullptr, nullptr), MW_ERR_UNSUPPORTED);
+    EXPECT_NE(std::string(mw_last_error()).find("model.layers.2.eh_proj.weight"), std::string::npos)
+        << mw_last_error();
+}
+
 // The error parse_hf_config raises for a reference config with some fields changed.
 mw::Error config_error(const std::string& arch, const json& changes) {
     json config = reference_config(arch);
@@ -465,6 +487,7 @@ TEST(ConvertHfArchs, RefusedVariantsNameTheFileFieldAndValue) {
         {"gemma2", {{"final_logit_softcapping", nullptr}}, {"final_logit_softcapping", "null"}},
         {"gemma3", {{"model_type", "gemma3"}}, {"model_type", "gemma3", "gemma3_text"}},
         {"gemma3", {{"attn_logit_softcapping", 50.0}}, {"attn_logit_softcapping"}},
+        {"gemma3", {{"use_bidirectional_attention", true}}, {"use_bidirectional_attention"}},
         {"gemma3",
          {{"layer_types", json::array({"full_attention", "sliding_attention"})}},
          {"layer_types", "[1]", "sliding_attention"}},

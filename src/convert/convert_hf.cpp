@@ -3,6 +3,7 @@
 // every one of them used or the conversion refused); the tokenizer files provide the vocabulary.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -679,8 +680,12 @@ ConvertResult convert_hf(const std::string& dir, const std::string& out_path,
     build_tensors(builder, ck, c);
     builder.finish(dir, c);
     std::vector<std::string> unused = ck.unused();
-    std::erase_if(unused, [](const std::string& n) {
-        return n.size() >= 21 && n.compare(n.size() - 21, 21, "rotary_emb.inv_freq") == 0;
+    std::erase_if(unused, [&c](const std::string& n) {
+        if (n.size() >= 21 && n.compare(n.size() - 21, 21, "rotary_emb.inv_freq") == 0) return true;
+        // DeepSeek-V3's multi-token-prediction layers follow the model's: not for inference.
+        unsigned layer = 0;
+        return c.n_nextn_layers > 0 && std::sscanf(n.c_str(), "model.layers.%u.", &layer) == 1 &&
+               layer >= c.n_layer && layer < c.n_layer + c.n_nextn_layers;
     });
     if (!unused.empty()) {
         std::string list;

@@ -67,6 +67,7 @@ struct HfConfig {
     uint32_t q_lora_rank = 0;  // 0: a plain q_proj
     uint32_t kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
     uint32_t n_layer_dense_lead = 0;  // first_k_dense_replace
+    uint32_t n_nextn_layers = 0;      // num_nextn_predict_layers: MTP layers, not converted
     uint32_t n_expert_shared = 0;
     double expert_weights_scale = 1.0;  // routed_scaling_factor
     bool sigmoid_gating = false;        // scoring_func = sigmoid (with e_score_correction_bias)

@@ -100,6 +100,11 @@ void read_gemma(const Fields& f, HfConfig& c) {
         }
         c.final_softcap = f.number("final_logit_softcapping", 0.0, 1e-6, 1e9);
         c.rope_local_base = f.number("rope_local_base_freq", 10000.0, 1.0 + 1e-9, 1e12);
+        if (f.flag("use_bidirectional_attention", false)) {
+            f.unsupported("use_bidirectional_attention",
+                          "= true (an embedding model) is not supported: memwall's attention is "
+                          "causal");
+        }
         c.sliding_window_pattern = gemma_swa_pattern(f, c, 6);
     }
 }
@@ -160,6 +165,7 @@ void read_deepseek(const Fields& f, HfConfig& c) {
     c.n_ff_expert = f.count("moe_intermediate_size", 1, 1u << 20);
     c.n_expert_shared = f.opt_count("n_shared_experts", 0, 64).value_or(0);
     c.n_layer_dense_lead = f.opt_count("first_k_dense_replace", 0, c.n_layer).value_or(0);
+    c.n_nextn_layers = f.opt_count("num_nextn_predict_layers", 0, 64).value_or(0);
     if (c.n_layer_dense_lead > 0 && c.n_ff == 0) f.missing("intermediate_size");
     if (const uint32_t freq = f.opt_count("moe_layer_freq", 0, 4096).value_or(1); freq != 1) {
         f.unsupported(
