@@ -364,6 +364,7 @@ TEST(ConvertHfArchs, Phi3LongRopeFactors) {
     for (int i = 0; i < 32; ++i) long_factor.push_back(1.0 + 0.25 * i);
     config["rope_scaling"] = {
         {"type", "longrope"}, {"long_factor", long_factor}, {"short_factor", short_factor}};
+    config["sliding_window"] = 2047;  // as Phi-3-mini: written, as llama.cpp does, not applied
     const std::string out = expect_round_trip("phi3", config, 2);
     const std::vector<uint8_t> bytes = mw::test::read_file(out);
     const auto f = mw::gguf::GgufFile::parse(bytes, out);
@@ -377,6 +378,7 @@ TEST(ConvertHfArchs, Phi3LongRopeFactors) {
         EXPECT_EQ(v, float(long_factor[size_t(i)])) << i;
     }
     EXPECT_EQ(f.get_f32("phi3.rope.scaling.attn_factor"), 1.0f);
+    EXPECT_EQ(f.get_u32("phi3.attention.sliding_window"), 2047u);
 
     config["max_position_embeddings"] = 8192;  // 4x the original 2048
     const std::string text = config.dump();

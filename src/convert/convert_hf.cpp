@@ -533,6 +533,8 @@ void write_arch_hparams(gguf::GgufWriter& w, const HfConfig& c) {
         w.set_f32(a + "rope.freq_base_swa", float(c.rope_local_base));
     } else if (c.arch == "phi3") {
         w.set_u32(a + "rope.scaling.original_context_length", c.original_context);
+        // As llama.cpp's converter (0: none); llama.cpp and memwall attend to the whole context.
+        w.set_u32(a + "attention.sliding_window", c.sliding_window);
         if (c.rope_scaling.kind == RopeScalingKind::longrope) {
             w.set_f32(a + "rope.scaling.attn_factor", float(c.rope_attn_factor));
         }
@@ -556,7 +558,7 @@ void write_arch_hparams(gguf::GgufWriter& w, const HfConfig& c) {
             w.set_f32(a + "rope.scaling.yarn_log_multiplier", float(c.yarn_log_mul));
         }
     }
-    if (c.sliding_window > 0) {  // gemma2, gemma3
+    if (c.sliding_window > 0 && c.arch != "phi3") {  // gemma2, gemma3
         w.set_u32(a + "attention.sliding_window", c.sliding_window);
         w.set_u32(a + "attention.sliding_window_pattern", c.sliding_window_pattern);
     }

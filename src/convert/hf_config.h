@@ -56,7 +56,7 @@ struct HfConfig {
     // gemma2/3. RMSNorm weights are stored as w - 1 (the model multiplies by 1 + w).
     bool norm_plus_one = false;
     double attn_softcap = 0.0, final_softcap = 0.0;  // 0: none
-    uint32_t sliding_window = 0;                     // 0: none
+    uint32_t sliding_window = 0;                     // 0: none (phi3: written, applied by neither)
     uint32_t sliding_window_pattern = 0;             // every n-th layer attends globally
     double rope_local_base = 10000.0;                // gemma3: RoPE base of the sliding layers
 

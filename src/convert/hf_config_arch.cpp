@@ -138,12 +138,12 @@ void read_phi3(const Fields& f, HfConfig& c) {
             scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(double(c.original_context)))
                         : 1.0;
     }
-    if (const auto window = f.opt_count("sliding_window", 1, UINT32_MAX);
-        window && *window < c.n_ctx_train) {
+    c.sliding_window = f.opt_count("sliding_window", 1, UINT32_MAX).value_or(0);
+    if (c.sliding_window > 0 && c.sliding_window < c.n_ctx_train) {
         c.warnings.push_back(fmt::format(
             "sliding_window = {} is smaller than max_position_embeddings = {}: memwall attends to "
             "the whole context, so outputs after {} tokens differ from the original model",
-            *window, c.n_ctx_train, *window));
+            c.sliding_window, c.n_ctx_train, c.sliding_window));
     }
 }
 
