@@ -459,6 +459,30 @@ TEST(ConvertHfArchs, DeepSeekMtpLayerLeftOut) {
         << mw_last_error();
 }
 
+// Defaults and overrides as transformers and llama.cpp's converter have them: Command R's context
+// is model_max_length where given; Granite's absent multipliers are 1.
+TEST(ConvertHfArchs, CommandRContextAndGraniteDefaults) {
+    auto parse = [](const json& config) {
+        const std::string text = config.dump();
+        return cv::parse_hf_config(std::vector<uint8_t>(text.begin(), text.end()), "config.json");
+    };
+    json cohere = reference_config("command-r");
+    EXPECT_EQ(parse(cohere).n_ctx_train, 2048u);
+    EXPECT_TRUE(parse(cohere).tie_word_embeddings);  // CohereConfig's default
+    cohere["model_max_length"] = 131072;
+    EXPECT_EQ(parse(cohere).n_ctx_train, 131072u);
+    json granite = reference_config("granite");
+    for (const char* key : {"attention_multiplier", "embedding_multiplier", "residual_multiplier",
+                            "logits_scaling"}) {
+        granite.erase(key);
+    }
+    const cv::HfConfig g = parse(granite);
+    EXPECT_EQ(g.attention_multiplier, 1.0);
+    EXPECT_EQ(g.embedding_multiplier, 1.0);
+    EXPECT_EQ(g.residual_multiplier, 1.0);
+    EXPECT_EQ(g.logits_scaling, 1.0);
+}
+
 // The error parse_hf_config raises for a reference config with some fields changed.
 mw::Error config_error(const std::string& arch, const json& changes) {
     json config = reference_config(arch);

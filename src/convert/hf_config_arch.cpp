@@ -12,8 +12,9 @@ namespace {
 
 using nlohmann::json;
 
+// Written always: transformers' default multiplier is 1 (no 1/sqrt(head size) either), where
+// llama.cpp's converter leaves absent ones out.
 void read_granite(const Fields& f, HfConfig& c) {
-    c.head_dim_given = true;  // llama.cpp's converter writes key_length / value_length for granite
     c.attention_multiplier = f.number("attention_multiplier", 1.0, 1e-9, 1e9);
     c.embedding_multiplier = f.number("embedding_multiplier", 1.0, 1e-9, 1e9);
     c.residual_multiplier = f.number("residual_multiplier", 1.0, 1e-9, 1e9);
@@ -25,6 +26,9 @@ void read_cohere(const Fields& f, HfConfig& c) {
     c.rms_norm_eps = f.number("layer_norm_eps", 1e-5, 0.0, 0.5);
     c.logit_scale = f.number("logit_scale", 0.0625, 1e-9, 1e9);
     c.tie_word_embeddings = f.flag("tie_word_embeddings", true);  // CohereConfig's default
+    // As llama.cpp's converter: config.json's max_position_embeddings (8192) understates the
+    // context Command R was trained for (model_max_length, 128k).
+    c.n_ctx_train = f.opt_count("model_max_length", 1, 1u << 24).value_or(c.n_ctx_train);
     if (f.flag("use_qk_norm", false)) {
         f.unsupported("use_qk_norm",
                       "= true is not supported (Command R+'s per-head LayerNorm of Q and K)");
