@@ -669,8 +669,9 @@ MW_API char* mw_synth_presets_json(void);
 /* ---- Conversion to GGUF ------------------------------------------------------------------ */
 /* Native converters (no Python): a Hugging Face folder (config.json, model*.safetensors with or
  * without model.safetensors.index.json, tokenizer.model or tokenizer.json, tokenizer_config.json)
- * of a llama, mistral, mixtral, qwen2, qwen3, qwen2_moe or qwen3_moe model, or a llama2.c
- * checkpoint with its tokenizer.bin, to a GGUF file with llama.cpp's metadata and tensor names.
+ * of a llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, granite, cohere (Command R),
+ * gemma2, gemma3_text, phi3 or deepseek_v2/v3 model, or a llama2.c checkpoint with its
+ * tokenizer.bin, to a GGUF file with llama.cpp's metadata and tensor names.
  * The file is written atomically (a temporary file renamed into place) and checked by loading its
  * header before the call returns. */
 

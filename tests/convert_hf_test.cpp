@@ -43,31 +43,6 @@ Converted convert(const HfSpec& spec, const char* outtype = "f32") {
     return c;
 }
 
-// memwall's logits for the tokens in one batch (F32 KV cache: no rounding beyond the weights').
-std::vector<float> memwall_logits(const std::string& path, const std::vector<int32_t>& tokens) {
-    mw_model* model = nullptr;
-    EXPECT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
-    if (!model) return {};
-    mw_context_params cp = mw_context_default_params();
-    cp.n_ctx = 64;
-    cp.n_threads = 2;
-    cp.type_k = MW_TYPE_F32;
-    cp.type_v = MW_TYPE_F32;
-    mw_context* ctx = nullptr;
-    EXPECT_EQ(mw_context_create(model, &cp, &ctx), MW_OK) << mw_last_error();
-    EXPECT_EQ(mw_decode(ctx, tokens.data(), int32_t(tokens.size()), true), MW_OK)
-        << mw_last_error();
-    const size_t n_vocab = size_t(mw_model_n_vocab(model));
-    std::vector<float> out;
-    for (size_t t = 0; t < tokens.size(); ++t) {
-        const float* row = mw_get_logits(ctx, int32_t(t));
-        out.insert(out.end(), row, row + n_vocab);
-    }
-    mw_context_free(ctx);
-    mw_model_free(model);
-    return out;
-}
-
 const std::vector<int32_t> kTokens = {5, 17, 3, 42, 42, 8, 63, 0, 29, 11, 50, 2};
 
 // The largest relative RMS difference of a position's logits from the reference.
@@ -88,7 +63,7 @@ double worst_rel_rms(const std::vector<float>& ours, const std::vector<double>& 
 
 void expect_matches_reference(const HfSpec& spec, double tolerance = 1e-5) {
     const Converted c = convert(spec);
-    const std::vector<float> ours = memwall_logits(c.gguf, kTokens);
+    const std::vector<float> ours = mw::test::memwall_logits(c.gguf, kTokens);
     const std::vector<double> ref = mw::test::hf_reference_logits(spec, c.weights, kTokens);
     ASSERT_EQ(ours.size(), ref.size());
     EXPECT_LT(worst_rel_rms(ours, ref, spec.vocab_size), tolerance) << spec.model_type;
@@ -112,7 +87,7 @@ TEST(ConvertHf, Llama31RopeScalingBecomesRopeFreqs) {
     ASSERT_NE(freqs, nullptr);
     EXPECT_EQ(freqs->ne[0], 8u);
     EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
-    const std::vector<float> ours = memwall_logits(c.gguf, kTokens);
+    const std::vector<float> ours = mw::test::memwall_logits(c.gguf, kTokens);
     EXPECT_LT(
         worst_rel_rms(ours, mw::test::hf_reference_logits(s, c.weights, kTokens), s.vocab_size),
         1e-5);
@@ -180,7 +155,7 @@ TEST(ConvertHf, OutTypesAndWhatStaysF32) {
     HfSpec s;
     s.n_ff = 72;  // ffn_down rows of 72 do not hold whole Q8_0 blocks: F16 instead
     const Converted f32 = convert(s, "f32");
-    const std::vector<float> exact = memwall_logits(f32.gguf, kTokens);
+    const std::vector<float> exact = mw::test::memwall_logits(f32.gguf, kTokens);
     for (const auto& [type, tolerance] : std::vector<std::pair<std::string, double>>{
              {"f16", 5e-3}, {"bf16", 3e-2}, {"q8_0", 2e-2}}) {
         const std::string out = f32.dir + "/" + type + ".gguf";
@@ -198,7 +173,7 @@ TEST(ConvertHf, OutTypesAndWhatStaysF32) {
         EXPECT_EQ(f.find_tensor("blk.1.ffn_down.weight")->type, type == "q8_0" ? 1u : matrix)
             << type;
         EXPECT_EQ(f.get_u32("general.file_type"), type == "f16" ? 1u : type == "bf16" ? 32u : 7u);
-        const std::vector<float> approx = memwall_logits(out, kTokens);
+        const std::vector<float> approx = mw::test::memwall_logits(out, kTokens);
         std::vector<double> exact_d(exact.begin(), exact.end());
         EXPECT_LT(worst_rel_rms(approx, exact_d, s.vocab_size), tolerance) << type;
         EXPECT_GT(worst_rel_rms(approx, exact_d, s.vocab_size), 0.0) << type;

@@ -1,7 +1,8 @@
 // Model conversion to GGUF, natively (no Python): Hugging Face folders (config.json, safetensors
-// shards, tokenizer files) for llama, mistral, mixtral, qwen2, qwen3, qwen2_moe and qwen3_moe,
-// and llama.c checkpoints. The output has the metadata keys and tensor names llama.cpp's
-// converters write, so llama.cpp and memwall read it alike.
+// shards, tokenizer files) for llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe,
+// granite, cohere, gemma2, gemma3_text, phi3 and deepseek_v2/v3, and llama.c checkpoints. The
+// output has the metadata keys and tensor names llama.cpp's converters write, so llama.cpp and
+// memwall read it alike.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,9 @@
 // every one of them used or the conversion refused); the tokenizer files provide the vocabulary.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -214,6 +216,43 @@ class TensorBuilder {
         outputs_.push_back(std::move(t));
     }
 
+    // Some rows of a source tensor, in the order given (deepseek2's attn_v_b out of kv_b_proj);
+    // out_shape in HF order.
+    void add_rows(const std::string& gguf_name, const std::string& hf_name,
+                  const std::vector<uint64_t>& shape, const std::vector<uint64_t>& out_shape,
+                  std::vector<uint32_t> row_order) {
+        const SourceTensor* src = find(hf_name, shape);
+        if (!src) return;
+        OutputTensor t = output(gguf_name, out_shape);
+        t.parts.push_back(*src);
+        t.row_order = std::move(row_order);
+        outputs_.push_back(std::move(t));
+    }
+
+    // A tensor computed from a source tensor while the file is written (a transpose).
+    void add_computed(const std::string& gguf_name, const std::string& hf_name,
+                      const std::vector<uint64_t>& shape, const std::vector<uint64_t>& out_shape,
+                      std::function<void(const SourceTensor&, float*)> fn) {
+        const SourceTensor* src = find(hf_name, shape);
+        if (!src) return;
+        OutputTensor t = output(gguf_name, out_shape);
+        t.compute = [source = *src, fn = std::move(fn)](float* out) { fn(source, out); };
+        outputs_.push_back(std::move(t));
+    }
+
+    // A norm weight; Gemma stores w for a norm that multiplies by 1 + w, GGUF the factor.
+    void add_norm(const std::string& gguf_name, const std::string& hf_name, uint64_t n,
+                  bool plus_one) {
+        if (!plus_one) return add(gguf_name, hf_name, {n});
+        const SourceTensor* src = find(hf_name, {n});
+        if (!src) return;
+        OutputTensor t = output(gguf_name, {n});
+        t.values.resize(n);
+        src->decode_row(0, t.values.data());
+        for (float& v : t.values) v += 1.0f;
+        outputs_.push_back(std::move(t));
+    }
+
     // A vector whose elements are reordered (a Q/K bias in llama layout).
     void add_permuted_vector(const std::string& gguf_name, const std::string& hf_name, uint64_t n,
                              const std::vector<uint32_t>& order) {
@@ -317,77 +356,211 @@ std::vector<float> llama3_rope_factors(const HfConfig& c) {
     return factors;
 }
 
-void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
-    const uint64_t E = c.n_embd, V = c.vocab_size, hd = c.head_dim;
+// Multi-head latent attention (deepseek2): kv_b_proj, per head the rows of K's non-rotated part
+// then V's, is split as llama.cpp does into attn_k_b (transposed: GGUF [nope, rank, head]) and
+// attn_v_b (GGUF [rank, v, head]), the forms the absorbed attention multiplies by.
+void build_mla(TensorBuilder& b, const HfConfig& c, const std::string& hf, const std::string& g) {
+    const uint64_t E = c.n_embd, H = c.n_head, rank = c.kv_lora_rank;
+    const uint64_t nope = c.qk_nope_head_dim, rope = c.qk_rope_head_dim, vd = c.v_head_dim;
+    const uint64_t n_q = H * (nope + rope);
+    if (c.q_lora_rank > 0) {
+        const uint64_t qr = c.q_lora_rank;
+        b.add(g + "attn_q_a.weight", hf + "self_attn.q_a_proj.weight", {qr, E});
+        b.add(g + "attn_q_a_norm.weight", hf + "self_attn.q_a_layernorm.weight", {qr});
+        b.add(g + "attn_q_b.weight", hf + "self_attn.q_b_proj.weight", {n_q, qr});
+    } else {
+        b.add(g + "attn_q.weight", hf + "self_attn.q_proj.weight", {n_q, E});
+    }
+    b.add(g + "attn_kv_a_mqa.weight", hf + "self_attn.kv_a_proj_with_mqa.weight", {rank + rope, E});
+    b.add(g + "attn_kv_a_norm.weight", hf + "self_attn.kv_a_layernorm.weight", {rank});
+    const std::string kv_b = hf + "self_attn.kv_b_proj.weight";
+    const std::vector<uint64_t> kv_b_shape = {H * (nope + vd), rank};
+    b.add_computed(g + "attn_k_b.weight", kv_b, kv_b_shape, {H, rank, nope},
+                   [H, rank, nope, vd](const SourceTensor& src, float* out) {
+                       std::vector<float> row(rank);
+                       for (uint64_t h = 0; h < H; ++h) {
+                           for (uint64_t j = 0; j < nope; ++j) {
+                               src.decode_row(h * (nope + vd) + j, row.data());
+                               for (uint64_t r = 0; r < rank; ++r)
+                                   out[(h * rank + r) * nope + j] = row[r];
+                           }
+                       }
+                   });
+    std::vector<uint32_t> v_rows;
+    for (uint64_t h = 0; h < H; ++h) {
+        for (uint64_t j = 0; j < vd; ++j) v_rows.push_back(uint32_t(h * (nope + vd) + nope + j));
+    }
+    b.add_rows(g + "attn_v_b.weight", kv_b, kv_b_shape, {H, vd, rank}, std::move(v_rows));
+    b.add(g + "attn_output.weight", hf + "self_attn.o_proj.weight", {E, H * vd});
+}
+
+void build_attention(TensorBuilder& b, const HfConfig& c, const std::string& hf,
+                     const std::string& g) {
+    const uint64_t E = c.n_embd, hd = c.head_dim;
     const uint64_t n_q = uint64_t(c.n_head) * hd, n_kv = uint64_t(c.n_head_kv) * hd;
-    b.add("token_embd.weight", "model.embed_tokens.weight", {V, E});
-    if (c.rope_scaling.kind == RopeScalingKind::llama3) {
-        b.add_values("rope_freqs.weight", llama3_rope_factors(c));
+    if (c.arch == "phi3") {  // kept fused, as llama.cpp writes it and memwall binds it
+        b.add(g + "attn_qkv.weight", hf + "self_attn.qkv_proj.weight", {n_q + 2 * n_kv, E});
+        b.add(g + "attn_output.weight", hf + "self_attn.o_proj.weight", {E, n_q});
+        return;
     }
     const std::vector<uint32_t> q_order =
         c.permute_qk ? rope_pair_row_order(n_q, c.head_dim) : std::vector<uint32_t>{};
     const std::vector<uint32_t> k_order =
         c.permute_qk ? rope_pair_row_order(n_kv, c.head_dim) : std::vector<uint32_t>{};
+    b.add(g + "attn_q.weight", hf + "self_attn.q_proj.weight", {n_q, E}, q_order);
+    b.add(g + "attn_k.weight", hf + "self_attn.k_proj.weight", {n_kv, E}, k_order);
+    b.add(g + "attn_v.weight", hf + "self_attn.v_proj.weight", {n_kv, E});
+    if (c.qkv_bias) {
+        if (c.permute_qk) {
+            b.add_permuted_vector(g + "attn_q.bias", hf + "self_attn.q_proj.bias", n_q, q_order);
+            b.add_permuted_vector(g + "attn_k.bias", hf + "self_attn.k_proj.bias", n_kv, k_order);
+        } else {
+            b.add(g + "attn_q.bias", hf + "self_attn.q_proj.bias", {n_q});
+            b.add(g + "attn_k.bias", hf + "self_attn.k_proj.bias", {n_kv});
+        }
+        b.add(g + "attn_v.bias", hf + "self_attn.v_proj.bias", {n_kv});
+    }
+    if (c.qk_norm) {
+        b.add_norm(g + "attn_q_norm.weight", hf + "self_attn.q_norm.weight", hd, c.norm_plus_one);
+        b.add_norm(g + "attn_k_norm.weight", hf + "self_attn.k_norm.weight", hd, c.norm_plus_one);
+    }
+    b.add(g + "attn_output.weight", hf + "self_attn.o_proj.weight", {E, n_q});
+}
+
+void build_moe(TensorBuilder& b, Checkpoint& ck, const HfConfig& c, const std::string& hf,
+               const std::string& g) {
+    const uint64_t E = c.n_embd, F = c.n_ff_expert;
+    // Mixtral names the expert matrices w1 (gate), w3 (up) and w2 (down).
+    const bool mixtral = c.model_type == "mixtral";
+    const std::string moe = hf + (mixtral ? "block_sparse_moe." : "mlp.");
+    auto expert_names = [&](const char* mixtral_name, const char* qwen_name) {
+        std::vector<std::string> names;
+        for (uint32_t e = 0; e < c.n_expert; ++e) {
+            names.push_back(
+                fmt::format("{}experts.{}.{}.weight", moe, e, mixtral ? mixtral_name : qwen_name));
+        }
+        return names;
+    };
+    b.add(g + "ffn_gate_inp.weight", moe + "gate.weight", {c.n_expert, E});
+    b.add_experts(g + "ffn_gate_exps.weight", expert_names("w1", "gate_proj"), {F, E});
+    b.add_experts(g + "ffn_up_exps.weight", expert_names("w3", "up_proj"), {F, E});
+    b.add_experts(g + "ffn_down_exps.weight", expert_names("w2", "down_proj"), {E, F});
+    if (c.n_ff_shared_expert > 0) {
+        const uint64_t S = c.n_ff_shared_expert;
+        b.add(g + "ffn_gate_inp_shexp.weight", hf + "mlp.shared_expert_gate.weight", {1, E});
+        b.add(g + "ffn_gate_shexp.weight", hf + "mlp.shared_expert.gate_proj.weight", {S, E});
+        b.add(g + "ffn_up_shexp.weight", hf + "mlp.shared_expert.up_proj.weight", {S, E});
+        b.add(g + "ffn_down_shexp.weight", hf + "mlp.shared_expert.down_proj.weight", {E, S});
+    }
+    if (c.arch == "deepseek2") {
+        // DeepSeek-V3's selection bias (noaux_tc); V2 has none.
+        if (ck.has(moe + "gate.e_score_correction_bias")) {
+            b.add(g + "exp_probs_b.bias", moe + "gate.e_score_correction_bias", {c.n_expert});
+        }
+        if (c.n_expert_shared > 0) {
+            const uint64_t S = uint64_t(c.n_ff_expert) * c.n_expert_shared;
+            b.add(g + "ffn_gate_shexp.weight", hf + "mlp.shared_experts.gate_proj.weight", {S, E});
+            b.add(g + "ffn_up_shexp.weight", hf + "mlp.shared_experts.up_proj.weight", {S, E});
+            b.add(g + "ffn_down_shexp.weight", hf + "mlp.shared_experts.down_proj.weight", {E, S});
+        }
+    }
+}
+
+void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
+    const uint64_t E = c.n_embd, V = c.vocab_size;
+    const bool p1 = c.norm_plus_one;
+    b.add("token_embd.weight", "model.embed_tokens.weight", {V, E});
+    if (c.rope_scaling.kind == RopeScalingKind::llama3) {
+        b.add_values("rope_freqs.weight", llama3_rope_factors(c));
+    }
+    if (c.rope_scaling.kind == RopeScalingKind::longrope) {
+        b.add_values("rope_factors_long.weight", c.rope_scaling.long_factor);
+        b.add_values("rope_factors_short.weight", c.rope_scaling.short_factor);
+    }
+    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
     for (uint32_t i = 0; i < c.n_layer; ++i) {
         const std::string hf = fmt::format("model.layers.{}.", i);
         const std::string g = fmt::format("blk.{}.", i);
-        b.add(g + "attn_norm.weight", hf + "input_layernorm.weight", {E});
-        b.add(g + "attn_q.weight", hf + "self_attn.q_proj.weight", {n_q, E}, q_order);
-        b.add(g + "attn_k.weight", hf + "self_attn.k_proj.weight", {n_kv, E}, k_order);
-        b.add(g + "attn_v.weight", hf + "self_attn.v_proj.weight", {n_kv, E});
-        if (c.qkv_bias) {
-            if (c.permute_qk) {
-                b.add_permuted_vector(g + "attn_q.bias", hf + "self_attn.q_proj.bias", n_q,
-                                      q_order);
-                b.add_permuted_vector(g + "attn_k.bias", hf + "self_attn.k_proj.bias", n_kv,
-                                      k_order);
-            } else {
-                b.add(g + "attn_q.bias", hf + "self_attn.q_proj.bias", {n_q});
-                b.add(g + "attn_k.bias", hf + "self_attn.k_proj.bias", {n_kv});
-            }
-            b.add(g + "attn_v.bias", hf + "self_attn.v_proj.bias", {n_kv});
+        b.add_norm(g + "attn_norm.weight", hf + "input_layernorm.weight", E, p1);
+        if (c.arch == "deepseek2") {
+            build_mla(b, c, hf, g);
+        } else {
+            build_attention(b, c, hf, g);
         }
-        if (c.qk_norm) {
-            b.add(g + "attn_q_norm.weight", hf + "self_attn.q_norm.weight", {hd});
-            b.add(g + "attn_k_norm.weight", hf + "self_attn.k_norm.weight", {hd});
+        if (gemma) {
+            // Gemma normalises each sublayer's output too; its FFN input norm is "pre_".
+            b.add_norm(g + "post_attention_norm.weight", hf + "post_attention_layernorm.weight", E,
+                       p1);
+            b.add_norm(g + "ffn_norm.weight", hf + "pre_feedforward_layernorm.weight", E, p1);
+            b.add_norm(g + "post_ffw_norm.weight", hf + "post_feedforward_layernorm.weight", E, p1);
+        } else if (c.arch != "command-r") {  // command-r's FFN reads the attention's norm
+            b.add(g + "ffn_norm.weight", hf + "post_attention_layernorm.weight", {E});
         }
-        b.add(g + "attn_output.weight", hf + "self_attn.o_proj.weight", {E, n_q});
-        b.add(g + "ffn_norm.weight", hf + "post_attention_layernorm.weight", {E});
-        if (c.n_expert == 0) {
+        if (c.n_expert > 0 && i >= c.n_layer_dense_lead) {
+            build_moe(b, ck, c, hf, g);
+        } else if (c.arch == "phi3") {  // gate and up fused: the first half of the rows is gate
+            b.add(g + "ffn_up.weight", hf + "mlp.gate_up_proj.weight", {2 * uint64_t(c.n_ff), E});
+            b.add(g + "ffn_down.weight", hf + "mlp.down_proj.weight", {E, c.n_ff});
+        } else {
             b.add(g + "ffn_gate.weight", hf + "mlp.gate_proj.weight", {c.n_ff, E});
             b.add(g + "ffn_up.weight", hf + "mlp.up_proj.weight", {c.n_ff, E});
             b.add(g + "ffn_down.weight", hf + "mlp.down_proj.weight", {E, c.n_ff});
-            continue;
-        }
-        const uint64_t F = c.n_ff_expert;
-        // Mixtral names the expert matrices w1 (gate), w3 (up) and w2 (down).
-        const bool mixtral = c.model_type == "mixtral";
-        const std::string moe = hf + (mixtral ? "block_sparse_moe." : "mlp.");
-        auto expert_names = [&](const char* mixtral_name, const char* qwen_name) {
-            std::vector<std::string> names;
-            for (uint32_t e = 0; e < c.n_expert; ++e) {
-                names.push_back(fmt::format("{}experts.{}.{}.weight", moe, e,
-                                            mixtral ? mixtral_name : qwen_name));
-            }
-            return names;
-        };
-        b.add(g + "ffn_gate_inp.weight", moe + "gate.weight", {c.n_expert, E});
-        b.add_experts(g + "ffn_gate_exps.weight", expert_names("w1", "gate_proj"), {F, E});
-        b.add_experts(g + "ffn_up_exps.weight", expert_names("w3", "up_proj"), {F, E});
-        b.add_experts(g + "ffn_down_exps.weight", expert_names("w2", "down_proj"), {E, F});
-        if (c.n_ff_shared_expert > 0) {
-            const uint64_t S = c.n_ff_shared_expert;
-            b.add(g + "ffn_gate_inp_shexp.weight", hf + "mlp.shared_expert_gate.weight", {1, E});
-            b.add(g + "ffn_gate_shexp.weight", hf + "mlp.shared_expert.gate_proj.weight", {S, E});
-            b.add(g + "ffn_up_shexp.weight", hf + "mlp.shared_expert.up_proj.weight", {S, E});
-            b.add(g + "ffn_down_shexp.weight", hf + "mlp.shared_expert.down_proj.weight", {E, S});
         }
     }
-    b.add("output_norm.weight", "model.norm.weight", {E});
+    b.add_norm("output_norm.weight", "model.norm.weight", E, p1);
     if (c.tie_word_embeddings) {
         ck.take("lm_head.weight");  // a tied checkpoint may store the copy; it is not needed
     } else {
         b.add("output.weight", "lm_head.weight", {V, E});
+    }
+}
+
+// The keys llama.cpp's converter writes for each architecture beyond the common ones.
+void write_arch_hparams(gguf::GgufWriter& w, const HfConfig& c) {
+    const std::string a = c.arch + ".";
+    if (c.arch == "granite") {
+        w.set_f32(a + "attention.scale", float(c.attention_multiplier));
+        w.set_f32(a + "embedding_scale", float(c.embedding_multiplier));
+        w.set_f32(a + "residual_scale", float(c.residual_multiplier));
+        w.set_f32(a + "logit_scale", float(c.logits_scaling));
+    } else if (c.arch == "command-r") {
+        w.set_f32(a + "logit_scale", float(c.logit_scale));
+    } else if (c.arch == "gemma2") {
+        w.set_f32(a + "attn_logit_softcapping", float(c.attn_softcap));
+        w.set_f32(a + "final_logit_softcapping", float(c.final_softcap));
+    } else if (c.arch == "gemma3") {
+        if (c.final_softcap > 0) w.set_f32(a + "final_logit_softcapping", float(c.final_softcap));
+        w.set_f32(a + "rope.freq_base_swa", float(c.rope_local_base));
+    } else if (c.arch == "phi3") {
+        w.set_u32(a + "rope.scaling.original_context_length", c.original_context);
+        // As llama.cpp's converter (0: none); llama.cpp and memwall attend to the whole context.
+        w.set_u32(a + "attention.sliding_window", c.sliding_window);
+        if (c.rope_scaling.kind == RopeScalingKind::longrope) {
+            w.set_f32(a + "rope.scaling.attn_factor", float(c.rope_attn_factor));
+        }
+    } else if (c.arch == "deepseek2") {
+        // MLA runs as MQA over the latent: one KV head of kv_lora_rank (+ the rotated part).
+        w.set_u32(a + "attention.key_length", c.kv_lora_rank + c.qk_rope_head_dim);
+        w.set_u32(a + "attention.value_length", c.kv_lora_rank);
+        w.set_u32(a + "attention.key_length_mla", c.qk_nope_head_dim + c.qk_rope_head_dim);
+        w.set_u32(a + "attention.value_length_mla", c.v_head_dim);
+        if (c.q_lora_rank > 0) w.set_u32(a + "attention.q_lora_rank", c.q_lora_rank);
+        w.set_u32(a + "attention.kv_lora_rank", c.kv_lora_rank);
+        w.set_u32(a + "leading_dense_block_count", c.n_layer_dense_lead);
+        w.set_u32(a + "expert_shared_count", c.n_expert_shared);
+        w.set_f32(a + "expert_weights_scale", float(c.expert_weights_scale));
+        w.set_u32(a + "expert_gating_func", c.sigmoid_gating ? 2 : 1);
+        if (c.n_expert_groups > 1) {
+            w.set_u32(a + "expert_group_count", c.n_expert_groups);
+            w.set_u32(a + "expert_group_used_count", c.n_group_used);
+        }
+        if (c.rope_scaling.kind == RopeScalingKind::yarn && c.yarn_log_mul > 0) {
+            w.set_f32(a + "rope.scaling.yarn_log_multiplier", float(c.yarn_log_mul));
+        }
+    }
+    if (c.sliding_window > 0 && c.arch != "phi3") {  // gemma2, gemma3
+        w.set_u32(a + "attention.sliding_window", c.sliding_window);
+        w.set_u32(a + "attention.sliding_window_pattern", c.sliding_window_pattern);
     }
 }
 
@@ -402,10 +575,12 @@ void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& na
     w.set_u32(a + "block_count", c.n_layer);
     if (c.n_ff > 0) w.set_u32(a + "feed_forward_length", c.n_ff);
     w.set_u32(a + "attention.head_count", c.n_head);
-    w.set_u32(a + "attention.head_count_kv", c.n_head_kv);
+    w.set_u32(a + "attention.head_count_kv", c.arch == "deepseek2" ? 1 : c.n_head_kv);
     w.set_f32(a + "rope.freq_base", float(c.rope_theta));
-    w.set_f32(a + "attention.layer_norm_rms_epsilon", float(c.rms_norm_eps));
-    w.set_u32(a + "rope.dimension_count", c.head_dim);
+    w.set_f32(
+        a + (c.layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
+        float(c.rms_norm_eps));
+    w.set_u32(a + "rope.dimension_count", c.n_rot);
     if (c.head_dim_given) {
         w.set_u32(a + "attention.key_length", c.head_dim);
         w.set_u32(a + "attention.value_length", c.head_dim);
@@ -419,6 +594,10 @@ void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& na
             w.set_u32(a + "rope.scaling.original_context_length", rs.original_context);
         }
     }
+    if (rs.kind == RopeScalingKind::none && c.arch == "command-r") {
+        w.set_string(a + "rope.scaling.type", "none");  // as llama.cpp's converter
+    }
+    write_arch_hparams(w, c);
     if (c.n_expert > 0) {
         w.set_u32(a + "expert_count", c.n_expert);
         w.set_u32(a + "expert_used_count", c.n_expert_used);
@@ -503,8 +682,12 @@ ConvertResult convert_hf(const std::string& dir, const std::string& out_path,
     build_tensors(builder, ck, c);
     builder.finish(dir, c);
     std::vector<std::string> unused = ck.unused();
-    std::erase_if(unused, [](const std::string& n) {
-        return n.size() >= 21 && n.compare(n.size() - 21, 21, "rotary_emb.inv_freq") == 0;
+    std::erase_if(unused, [&c](const std::string& n) {
+        if (n.size() >= 21 && n.compare(n.size() - 21, 21, "rotary_emb.inv_freq") == 0) return true;
+        // DeepSeek-V3's multi-token-prediction layers follow the model's: not for inference.
+        unsigned layer = 0;
+        return c.n_nextn_layers > 0 && std::sscanf(n.c_str(), "model.layers.%u.", &layer) == 1 &&
+               layer >= c.n_layer && layer < c.n_layer + c.n_nextn_layers;
     });
     if (!unused.empty()) {
         std::string list;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "convert/hf_fields.h"
 #include "format/json_text.h"
 
 namespace mw::convert {
@@ -17,109 +18,35 @@ struct ModelType {
     bool moe;
 };
 
-// Mistral and Mixtral are llama in GGUF, as llama.cpp writes them.
+// Mistral and Mixtral are llama in GGUF, as llama.cpp writes them; Gemma 3's text-only model
+// (Gemma3ForCausalLM) is gemma3_text in config.json.
 constexpr ModelType kModelTypes[] = {
-    {"llama", "llama", true, false},        {"mistral", "llama", true, false},
-    {"mixtral", "llama", true, true},       {"qwen2", "qwen2", false, false},
-    {"qwen3", "qwen3", false, false},       {"qwen2_moe", "qwen2moe", false, true},
-    {"qwen3_moe", "qwen3moe", false, true},
+    {"llama", "llama", true, false},           {"mistral", "llama", true, false},
+    {"mixtral", "llama", true, true},          {"qwen2", "qwen2", false, false},
+    {"qwen3", "qwen3", false, false},          {"qwen2_moe", "qwen2moe", false, true},
+    {"qwen3_moe", "qwen3moe", false, true},    {"granite", "granite", true, false},
+    {"cohere", "command-r", false, false},     {"gemma2", "gemma2", false, false},
+    {"gemma3_text", "gemma3", false, false},   {"phi3", "phi3", false, false},
+    {"deepseek_v2", "deepseek2", false, true}, {"deepseek_v3", "deepseek2", false, true},
 };
 
-// Typed, range-checked access to the fields of one JSON object; null counts as absent, as
-// transformers writes optional fields.
-class Fields {
-  public:
-    Fields(const json& object, const std::string& file, std::string prefix = "")
-        : j_(object), file_(file), prefix_(std::move(prefix)) {}
-
-    const json* get(const char* key) const {
-        const auto it = j_.find(key);
-        return it == j_.end() || it->is_null() ? nullptr : &*it;
-    }
-    bool has(const char* key) const { return get(key) != nullptr; }
-    const std::string& file() const { return file_; }
-
-    std::optional<uint32_t> opt_count(const char* key, uint64_t lo, uint64_t hi) const {
-        const json* v = get(key);
-        if (!v) return std::nullopt;
-        if (!v->is_number_integer()) {
-            bad(key,
-                fmt::format("is {} ({}), expected an integer", json_type_word(*v), json_brief(*v)));
+// A list of positive numbers (LongRoPE's per-frequency factors).
+std::vector<float> read_factors(const Fields& f, const char* key) {
+    const nlohmann::json* v = f.get(key);
+    if (!v) f.missing(key);
+    if (!v->is_array() || v->empty()) f.bad(key, "is not a non-empty array of numbers");
+    std::vector<float> out;
+    for (const nlohmann::json& x : *v) {
+        if (!x.is_number() || !(x.get<double>() > 0.0) || !std::isfinite(x.get<double>())) {
+            f.bad(key, fmt::format("holds {}, expected positive numbers", json_brief(x)));
         }
-        const bool negative = !v->is_number_unsigned() && v->get<int64_t>() < 0;
-        if (negative || v->get<uint64_t>() < lo || v->get<uint64_t>() > hi) {
-            bad(key, fmt::format("= {} is out of range [{}, {}]", v->dump(), lo, hi));
-        }
-        return uint32_t(v->get<uint64_t>());
+        out.push_back(float(x.get<double>()));
     }
+    return out;
+}
 
-    uint32_t count(const char* key, uint64_t lo, uint64_t hi) const {
-        const auto v = opt_count(key, lo, hi);
-        if (!v) missing(key);
-        return *v;
-    }
-
-    double number(const char* key, double fallback, double lo, double hi) const {
-        const json* v = get(key);
-        if (!v) return fallback;
-        if (!v->is_number()) {
-            bad(key,
-                fmt::format("is {} ({}), expected a number", json_type_word(*v), json_brief(*v)));
-        }
-        const double x = v->get<double>();
-        if (!(x >= lo && x <= hi))
-            bad(key, fmt::format("= {} is out of range [{}, {}]", x, lo, hi));
-        return x;
-    }
-
-    bool flag(const char* key, bool fallback) const {
-        const json* v = get(key);
-        if (!v) return fallback;
-        if (!v->is_boolean()) {
-            bad(key, fmt::format("is {} ({}), expected true or false", json_type_word(*v),
-                                 json_brief(*v)));
-        }
-        return v->get<bool>();
-    }
-
-    std::optional<std::string> text(const char* key) const {
-        const json* v = get(key);
-        if (!v) return std::nullopt;
-        if (!v->is_string()) {
-            bad(key,
-                fmt::format("is {} ({}), expected a string", json_type_word(*v), json_brief(*v)));
-        }
-        return v->get<std::string>();
-    }
-
-    // A special token id: transformers writes a list for several EOS tokens; only a plain
-    // non-negative integer names one token (as llama.cpp reads it).
-    std::optional<uint32_t> token_id(const char* key) const {
-        const json* v = get(key);
-        if (!v || !v->is_number_integer() || v->get<int64_t>() < 0 ||
-            v->get<int64_t>() > INT32_MAX) {
-            return std::nullopt;
-        }
-        return uint32_t(v->get<int64_t>());
-    }
-
-    [[noreturn]] void bad(const char* key, const std::string& what) const {
-        fail(ErrorKind::bad_file, "{}: \"{}{}\" {}", file_, prefix_, key, what);
-    }
-    [[noreturn]] void missing(const char* key) const {
-        fail(ErrorKind::bad_file, "{}: required field \"{}{}\" is missing", file_, prefix_, key);
-    }
-    [[noreturn]] void unsupported(const char* key, const std::string& what) const {
-        fail(ErrorKind::unsupported, "{}: \"{}{}\" {}", file_, prefix_, key, what);
-    }
-
-  private:
-    const json& j_;
-    const std::string& file_;
-    std::string prefix_;
-};
-
-RopeScalingConfig read_rope_scaling(const Fields& top, uint32_t n_ctx_train) {
+// longrope: Phi-3's LongRoPE (per-frequency factors), which only phi3's graph applies.
+RopeScalingConfig read_rope_scaling(const Fields& top, uint32_t n_ctx_train, bool longrope) {
     RopeScalingConfig rs;
     const json* v = top.get("rope_scaling");
     if (!v) return rs;
@@ -138,6 +65,11 @@ RopeScalingConfig read_rope_scaling(const Fields& top, uint32_t n_ctx_train) {
         rs.kind = RopeScalingKind::yarn;
     } else if (type == "llama3") {
         rs.kind = RopeScalingKind::llama3;
+    } else if (longrope && (type == "longrope" || type == "su")) {
+        rs.kind = RopeScalingKind::longrope;
+        rs.long_factor = read_factors(f, "long_factor");
+        rs.short_factor = read_factors(f, "short_factor");
+        return rs;
     } else {
         f.unsupported(type_key, fmt::format("= \"{}\" is not supported (memwall converts "
                                             "default, linear, yarn and llama3 RoPE scaling)",
@@ -194,7 +126,8 @@ void read_moe(const Fields& f, HfConfig& c) {
 }  // namespace
 
 const char* supported_hf_model_types() {
-    return "llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe";
+    return "llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, granite, cohere, gemma2, "
+           "gemma3_text, phi3, deepseek_v2, deepseek_v3";
 }
 
 HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name) {
@@ -213,6 +146,12 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
         if (c.model_type == t.hf) type = &t;
     }
     if (!type) {
+        if (c.model_type == "gemma3") {
+            f.unsupported(
+                "model_type",
+                "= \"gemma3\" is the multimodal Gemma 3 (Gemma3ForConditionalGeneration); "
+                "memwall converts the text-only model (model_type gemma3_text)");
+        }
         f.unsupported("model_type", fmt::format("= \"{}\" is not supported (memwall converts {})",
                                                 c.model_type, supported_hf_model_types()));
     }
@@ -236,8 +175,14 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
                       "is present: pre-quantized checkpoints (GPTQ, AWQ, FP8, ...) are not "
                       "supported; convert the original weights");
     }
-    if (const auto act = f.text("hidden_act"); act && *act != "silu") {
-        f.unsupported("hidden_act", fmt::format("= \"{}\" is not supported (only silu)", *act));
+    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
+    const bool deepseek = c.arch == "deepseek2";
+    // Gemma's MLP is GELU (tanh approximation), written as hidden_activation by newer
+    // transformers; every other architecture here is SiLU.
+    const char* act_key = gemma && f.has("hidden_activation") ? "hidden_activation" : "hidden_act";
+    const char* want_act = gemma ? "gelu_pytorch_tanh" : "silu";
+    if (const auto act = f.text(act_key); act && *act != want_act) {
+        f.unsupported(act_key, fmt::format("= \"{}\" is not supported (only {})", *act, want_act));
     }
     if (f.flag("mlp_bias", false)) f.unsupported("mlp_bias", "= true is not supported");
     if (c.model_type == "qwen2" || c.model_type == "qwen2_moe") {
@@ -246,7 +191,7 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
         // The output projection gets a bias too, which memwall's graph does not have.
         f.unsupported("attention_bias", "= true is not supported (an output projection bias)");
     }
-    c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe";
+    c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe" || c.arch == "gemma3";
 
     if (const auto n = f.text("_name_or_path")) {
         const size_t slash = n->find_last_of('/');
@@ -261,7 +206,9 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
         f.bad("num_key_value_heads",
               fmt::format("= {} does not divide num_attention_heads = {}", c.n_head_kv, c.n_head));
     }
-    if (const auto hd = f.opt_count("head_dim", 2, 4096)) {
+    if (deepseek) {
+        // MLA: the head sizes are qk_nope_head_dim + qk_rope_head_dim (read_arch_fields).
+    } else if (const auto hd = f.opt_count("head_dim", 2, 4096)) {
         c.head_dim = *hd;
         c.head_dim_given = true;
     } else {
@@ -272,18 +219,19 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
         }
         c.head_dim = c.n_embd / c.n_head;
     }
-    if (c.head_dim % 2 != 0) {
+    if (!deepseek && c.head_dim % 2 != 0) {
         f.bad(c.head_dim_given ? "head_dim" : "hidden_size",
               fmt::format("gives an odd head size {}, which RoPE cannot rotate", c.head_dim));
     }
     c.n_ff = f.opt_count("intermediate_size", 1, 1u << 20).value_or(0);
-    if (c.n_ff == 0 && (!type->moe || c.model_type == "mixtral" || c.model_type == "qwen2_moe")) {
+    if (c.n_ff == 0 && !deepseek &&
+        (!type->moe || c.model_type == "mixtral" || c.model_type == "qwen2_moe")) {
         f.missing("intermediate_size");
     }
     c.n_ctx_train = f.opt_count("max_position_embeddings", 1, 1u << 24).value_or(2048);
     c.rms_norm_eps = f.number("rms_norm_eps", 1e-6, 0.0, 0.5);
     c.rope_theta = f.number("rope_theta", 10000.0, 1.0 + 1e-9, 1e12);
-    c.rope_scaling = read_rope_scaling(f, c.n_ctx_train);
+    c.rope_scaling = read_rope_scaling(f, c.n_ctx_train, c.arch == "phi3");
     c.tie_word_embeddings = f.flag("tie_word_embeddings", false);
 
     if (f.flag("use_sliding_window", false)) {
@@ -298,7 +246,9 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
                 *window, c.n_ctx_train, *window));
         }
     }
-    if (type->moe) read_moe(f, c);
+    if (type->moe && !deepseek) read_moe(f, c);
+    c.n_rot = c.head_dim;
+    read_arch_fields(f, c);
 
     c.bos_token_id = f.token_id("bos_token_id");
     c.eos_token_id = f.token_id("eos_token_id");

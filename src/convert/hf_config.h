@@ -1,7 +1,7 @@
 // A Hugging Face config.json, read strictly for conversion to GGUF: every field memwall needs is
 // checked for type and range, and a model it cannot convert faithfully (another architecture,
-// dynamic RoPE scaling, sliding-window attention, partly dense MoE, pre-quantized weights) is
-// refused with an error naming the field and its value.
+// dynamic RoPE scaling, sliding-window attention where the architecture has none, partly dense
+// MoE, pre-quantized weights) is refused with an error naming the field and its value.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 namespace mw::convert {
 
-enum class RopeScalingKind { none, linear, yarn, llama3 };
+enum class RopeScalingKind { none, linear, yarn, llama3, longrope };
 
 struct RopeScalingConfig {
     RopeScalingKind kind = RopeScalingKind::none;
@@ -20,11 +20,12 @@ struct RopeScalingConfig {
     uint32_t original_context = 0;  // yarn, llama3: the training context before scaling
     double low_freq_factor = 1.0;   // llama3
     double high_freq_factor = 4.0;  // llama3
+    std::vector<float> long_factor, short_factor;  // longrope (phi3): one per rotated pair
 };
 
 struct HfConfig {
     std::string model_type;  // as written ("llama", "qwen2_moe", ...)
-    std::string arch;        // the GGUF architecture: llama, qwen2, qwen3, qwen2moe, qwen3moe
+    std::string arch;        // the GGUF architecture: llama, qwen2, ..., granite, gemma2, deepseek2
     std::string name;        // _name_or_path (may be empty)
 
     uint32_t vocab_size = 0;
@@ -36,14 +37,42 @@ struct HfConfig {
     bool head_dim_given = false;  // written as attention.key_length / value_length
     uint32_t n_ff = 0;            // intermediate_size (0 when absent, MoE only)
     uint32_t n_ctx_train = 0;     // max_position_embeddings
-    double rms_norm_eps = 1e-6;
+    double rms_norm_eps = 1e-6;   // layer_norm_eps for command-r (LayerNorm, see layer_norm)
+    bool layer_norm = false;      // command-r: LayerNorm without bias instead of RMSNorm
     double rope_theta = 10000.0;
     RopeScalingConfig rope_scaling;
     bool tie_word_embeddings = false;
 
     bool permute_qk = false;  // llama layout: HF's rotate-half Q/K rows become adjacent pairs
     bool qkv_bias = false;    // q_proj/k_proj/v_proj carry biases
-    bool qk_norm = false;     // per-head RMSNorm of Q and K (qwen3)
+    bool qk_norm = false;     // per-head RMSNorm of Q and K (qwen3, gemma3)
+    uint32_t n_rot = 0;       // rotated dims per head (phi3: partial_rotary_factor), else head_dim
+
+    // granite: multipliers of the attention scores, embeddings, sublayer outputs; logit divisor.
+    double attention_multiplier = 1.0, embedding_multiplier = 1.0, residual_multiplier = 1.0,
+           logits_scaling = 1.0;
+    double logit_scale = 0.0625;  // command-r: logits times this
+
+    // gemma2/3. RMSNorm weights are stored as w - 1 (the model multiplies by 1 + w).
+    bool norm_plus_one = false;
+    double attn_softcap = 0.0, final_softcap = 0.0;  // 0: none
+    uint32_t sliding_window = 0;                     // 0: none (phi3: written, applied by neither)
+    uint32_t sliding_window_pattern = 0;             // every n-th layer attends globally
+    double rope_local_base = 10000.0;                // gemma3: RoPE base of the sliding layers
+
+    uint32_t original_context = 0;  // phi3: original_max_position_embeddings
+    double rope_attn_factor = 1.0;  // phi3 LongRoPE: the cos/sin magnitude correction
+
+    // deepseek2 multi-head latent attention and routing.
+    uint32_t q_lora_rank = 0;  // 0: a plain q_proj
+    uint32_t kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+    uint32_t n_layer_dense_lead = 0;  // first_k_dense_replace
+    uint32_t n_nextn_layers = 0;      // num_nextn_predict_layers: MTP layers, not converted
+    uint32_t n_expert_shared = 0;
+    double expert_weights_scale = 1.0;  // routed_scaling_factor
+    bool sigmoid_gating = false;        // scoring_func = sigmoid (with e_score_correction_bias)
+    uint32_t n_expert_groups = 0, n_group_used = 0;
+    double yarn_log_mul = 0.0;  // 0.1 x rope_scaling.mscale_all_dim
 
     // Mixture of experts (n_expert == 0: dense).
     uint32_t n_expert = 0;

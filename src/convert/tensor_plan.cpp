@@ -170,17 +170,23 @@ void add_output_tensor(gguf::GgufWriter& w, const OutputTensor& t) {
     const size_t out_row_bytes = row_bytes(*traits, int64_t(row_length));
     auto plan = std::make_shared<OutputTensor>(t);
     w.add_tensor(t.name, t.type, t.ne, [plan, encode, row_length, out_row_bytes](uint8_t* dst) {
-        if (!plan->values.empty()) {
-            const uint64_t rows = plan->values.size() / row_length;
+        if (plan->compute || !plan->values.empty()) {
+            std::vector<float> computed;
+            if (plan->compute) {
+                computed.resize(plan->n_elements());
+                plan->compute(computed.data());
+            }
+            const std::vector<float>& v = plan->compute ? computed : plan->values;
+            const uint64_t rows = v.size() / row_length;
             for (uint64_t r = 0; r < rows; ++r) {
-                encode(plan->values.data() + r * row_length, dst + r * out_row_bytes,
-                       int64_t(row_length), nullptr);
+                encode(v.data() + r * row_length, dst + r * out_row_bytes, int64_t(row_length),
+                       nullptr);
             }
             return;
         }
         std::vector<float> row(row_length);
         for (const SourceTensor& part : plan->parts) {
-            const uint64_t rows = part.n_rows();
+            const uint64_t rows = plan->row_order.empty() ? part.n_rows() : plan->row_order.size();
             const size_t src_row_bytes = row_length * source_dtype_size(part.dtype);
             const bool copy = same_encoding(part.dtype, plan->type);
             for (uint64_t r = 0; r < rows; ++r) {

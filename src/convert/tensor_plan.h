@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,9 +53,13 @@ struct OutputTensor {
     std::vector<uint64_t> ne;       // GGUF dimensions, innermost first
     // Either source parts, whose rows are written in order (several parts stack experts) ...
     std::vector<SourceTensor> parts;
-    std::vector<uint32_t> row_order;  // row r of each part comes from its row row_order[r]
-    // ... or values computed by the converter (small tensors: permuted biases, rope_freqs).
+    // Output row r comes from row row_order[r] of the (single) part: a permutation, or a subset.
+    std::vector<uint32_t> row_order;
+    // ... or values computed by the converter (small tensors: permuted biases, rope_freqs) ...
     std::vector<float> values;
+    // ... or computed while the file is written (large transforms: a transpose), into
+    // n_elements() floats, so that only one such tensor is in memory at a time.
+    std::function<void(float*)> compute;
 
     uint64_t n_elements() const;
 };

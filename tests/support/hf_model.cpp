@@ -1,5 +1,6 @@
 #include "support/hf_model.h"
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 
 #include "base/fp16.h"
+#include "memwall.h"
 
 namespace mw::test {
 namespace {
@@ -328,6 +330,10 @@ void write_hf_folder(const std::string& dir, const HfSpec& s, const HfWeights& w
         json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}};
         write_text_file(dir + "/model.safetensors.index.json", index.dump(2));
     }
+    write_hf_tokenizer(dir);
+}
+
+void write_hf_tokenizer(const std::string& dir) {
     // A tiny byte-level BPE: three letters, two merges, one special token; vocab_size pads it.
     json tok;
     tok["version"] = "1.0";
@@ -467,6 +473,31 @@ std::vector<double> hf_reference_logits(const HfSpec& s, const HfWeights& w,
         std::copy(row.begin(), row.end(), logits.begin() + t * V);
     }
     return logits;
+}
+
+// memwall's logits for the tokens in one batch (F32 KV cache: no rounding beyond the weights').
+std::vector<float> memwall_logits(const std::string& path, const std::vector<int32_t>& tokens) {
+    mw_model* model = nullptr;
+    EXPECT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
+    if (!model) return {};
+    mw_context_params cp = mw_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    cp.type_k = MW_TYPE_F32;
+    cp.type_v = MW_TYPE_F32;
+    mw_context* ctx = nullptr;
+    EXPECT_EQ(mw_context_create(model, &cp, &ctx), MW_OK) << mw_last_error();
+    EXPECT_EQ(mw_decode(ctx, tokens.data(), int32_t(tokens.size()), true), MW_OK)
+        << mw_last_error();
+    const size_t n_vocab = size_t(mw_model_n_vocab(model));
+    std::vector<float> out;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+        const float* row = mw_get_logits(ctx, int32_t(t));
+        out.insert(out.end(), row, row + n_vocab);
+    }
+    mw_context_free(ctx);
+    mw_model_free(model);
+    return out;
 }
 
 }  // namespace mw::test

@@ -61,6 +61,8 @@ std::string hf_config_json(const HfSpec& spec);
 // Writes config.json, the safetensors file(s) and a small byte-level BPE tokenizer.json (plus
 // tokenizer_config.json) into dir.
 void write_hf_folder(const std::string& dir, const HfSpec& spec, const HfWeights& weights);
+// Just the tokenizer files of write_hf_folder (5 tokens: vocab_size pads the vocabulary).
+void write_hf_tokenizer(const std::string& dir);
 
 // A safetensors file from tensors given as raw bytes of `dtype` ("F32", "F16", "BF16").
 struct SafetensorsEntry {
@@ -78,6 +80,10 @@ std::vector<double> decode_values(const std::vector<uint8_t>& bytes, const std::
 // tokens as one causal batch.
 std::vector<double> hf_reference_logits(const HfSpec& spec, const HfWeights& weights,
                                         const std::vector<int32_t>& tokens);
+
+// memwall's logits [n_tokens][vocab] for the tokens in one batch (F32 KV cache: no rounding
+// beyond the weights'); test failures where the model does not load or decode.
+std::vector<float> memwall_logits(const std::string& gguf_path, const std::vector<int32_t>& tokens);
 
 void write_text_file(const std::string& path, const std::string& text);
 void write_binary_file(const std::string& path, const std::vector<uint8_t>& bytes);

@@ -1,0 +1,242 @@
+// config.json fields of granite, cohere (command-r), gemma2, gemma3_text, phi3 and deepseek_v2/v3:
+// what each block does beyond llama's, read with the defaults transformers uses, and refused
+// where memwall's graph (and llama.cpp's, whose GGUF keys are written) would compute something
+// else than the original model.
+#include <cmath>
+
+#include "convert/hf_config.h"
+#include "convert/hf_fields.h"
+
+namespace mw::convert {
+namespace {
+
+using nlohmann::json;
+
+// Written always: transformers' default multiplier is 1 (no 1/sqrt(head size) either), where
+// llama.cpp's converter leaves absent ones out.
+void read_granite(const Fields& f, HfConfig& c) {
+    c.attention_multiplier = f.number("attention_multiplier", 1.0, 1e-9, 1e9);
+    c.embedding_multiplier = f.number("embedding_multiplier", 1.0, 1e-9, 1e9);
+    c.residual_multiplier = f.number("residual_multiplier", 1.0, 1e-9, 1e9);
+    c.logits_scaling = f.number("logits_scaling", 1.0, 1e-9, 1e9);
+}
+
+void read_cohere(const Fields& f, HfConfig& c) {
+    c.layer_norm = true;
+    c.rms_norm_eps = f.number("layer_norm_eps", 1e-5, 0.0, 0.5);
+    c.logit_scale = f.number("logit_scale", 0.0625, 1e-9, 1e9);
+    c.tie_word_embeddings = f.flag("tie_word_embeddings", true);  // CohereConfig's default
+    // As llama.cpp's converter: config.json's max_position_embeddings (8192) understates the
+    // context Command R was trained for (model_max_length, 128k).
+    c.n_ctx_train = f.opt_count("model_max_length", 1, 1u << 24).value_or(c.n_ctx_train);
+    if (f.flag("use_qk_norm", false)) {
+        f.unsupported("use_qk_norm",
+                      "= true is not supported (Command R+'s per-head LayerNorm of Q and K)");
+    }
+}
+
+// The layers' attention kinds of Gemma as a pattern: every pattern-th layer is global.
+uint32_t gemma_swa_pattern(const Fields& f, const HfConfig& c, uint32_t fallback) {
+    uint32_t pattern = fallback;
+    if (c.arch == "gemma3") {
+        pattern = f.opt_count("sliding_window_pattern", 1, c.n_layer + 1).value_or(fallback);
+    }
+    const json* types = f.get("layer_types");
+    if (!types) return pattern;
+    if (!types->is_array() || types->size() != c.n_layer) {
+        f.bad("layer_types",
+              fmt::format("is not an array of num_hidden_layers = {} strings", c.n_layer));
+    }
+    // Derive the pattern from the first global layer, then require every layer to follow it.
+    uint32_t first_global = c.n_layer;
+    for (uint32_t i = 0; i < c.n_layer && first_global == c.n_layer; ++i) {
+        if ((*types)[i] == "full_attention") first_global = i;
+    }
+    pattern = first_global + 1;
+    for (uint32_t i = 0; i < c.n_layer; ++i) {
+        const json& t = (*types)[i];
+        if (t != "full_attention" && t != "sliding_attention") {
+            f.unsupported("layer_types", fmt::format("[{}] = {} is not supported (full_attention "
+                                                     "or sliding_attention)",
+                                                     i, json_brief(t)));
+        }
+        const bool global = i % pattern == pattern - 1;
+        if ((t == "full_attention") != global) {
+            f.unsupported("layer_types",
+                          fmt::format("[{}] = {} breaks the pattern of one global layer in {}: "
+                                      "memwall (as llama.cpp) repeats one pattern",
+                                      i, json_brief(t), pattern));
+        }
+    }
+    return pattern;
+}
+
+void read_gemma(const Fields& f, HfConfig& c) {
+    const bool g2 = c.arch == "gemma2";
+    c.norm_plus_one = true;
+    c.tie_word_embeddings = f.flag("tie_word_embeddings", true);
+    if (!f.has("head_dim")) f.missing("head_dim");
+    // Queries are scaled by 1/sqrt(query_pre_attn_scalar); the GGUF has no key for it: llama.cpp
+    // and memwall use the head size, except for the 27B models (n_embd / n_head).
+    const bool big = (g2 && c.n_layer == 46) || (!g2 && c.n_layer == 62);
+    const double want = big ? double(c.n_embd / c.n_head) : double(c.head_dim);
+    const double scalar = f.number("query_pre_attn_scalar", want, 1e-9, 1e9);
+    if (scalar != want) {
+        f.unsupported("query_pre_attn_scalar",
+                      fmt::format("= {} is not supported: a {}-layer {} model scales queries by "
+                                  "1/sqrt({}) in GGUF",
+                                  scalar, c.n_layer, c.model_type, want));
+    }
+    if (g2) {
+        c.sliding_window = f.count_or("sliding_window", 4096, 1, UINT32_MAX);
+        // Gemma 2's graph always caps; null (no cap) cannot be written.
+        for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+            if (f.is_null(key)) f.unsupported(key, "= null is not supported for gemma2");
+        }
+        c.attn_softcap = f.number("attn_logit_softcapping", 50.0, 1e-6, 1e9);
+        c.final_softcap = f.number("final_logit_softcapping", 30.0, 1e-6, 1e9);
+        c.sliding_window_pattern = gemma_swa_pattern(f, c, 2);
+    } else {
+        c.sliding_window = f.opt_count("sliding_window", 1, UINT32_MAX).value_or(0);
+        if (f.has("attn_logit_softcapping")) {
+            f.unsupported("attn_logit_softcapping",
+                          "is set: gemma3 has no attention soft-capping in GGUF");
+        }
+        c.final_softcap = f.number("final_logit_softcapping", 0.0, 1e-6, 1e9);
+        c.rope_local_base = f.number("rope_local_base_freq", 10000.0, 1.0 + 1e-9, 1e12);
+        if (f.flag("use_bidirectional_attention", false)) {
+            f.unsupported("use_bidirectional_attention",
+                          "= true (an embedding model) is not supported: memwall's attention is "
+                          "causal");
+        }
+        c.sliding_window_pattern = gemma_swa_pattern(f, c, 6);
+    }
+}
+
+void read_phi3(const Fields& f, HfConfig& c) {
+    const RopeScalingKind kind = c.rope_scaling.kind;
+    if (kind != RopeScalingKind::none && kind != RopeScalingKind::longrope) {
+        f.unsupported("rope_scaling", "is not supported for phi3 (only none or longrope)");
+    }
+    const double partial = f.number("partial_rotary_factor", 1.0, 1e-6, 1.0);
+    c.n_rot = uint32_t(std::lround(partial * c.head_dim));
+    if (c.n_rot == 0 || c.n_rot % 2 != 0 || std::abs(partial * c.head_dim - c.n_rot) > 1e-6) {
+        f.bad("partial_rotary_factor",
+              fmt::format("= {} gives {} rotated dims of a head of {}: not an even count", partial,
+                          partial * c.head_dim, c.head_dim));
+    }
+    c.original_context =
+        f.opt_count("original_max_position_embeddings", 1, 1u << 24).value_or(c.n_ctx_train);
+    if (kind == RopeScalingKind::longrope) {
+        const Fields rs(*f.get("rope_scaling"), f.file(), "rope_scaling.");
+        for (const auto* factors : {&c.rope_scaling.long_factor, &c.rope_scaling.short_factor}) {
+            if (factors->size() != c.n_rot / 2) {
+                rs.bad(factors == &c.rope_scaling.long_factor ? "long_factor" : "short_factor",
+                       fmt::format("has {} factors, expected one per rotated pair: {}",
+                                   factors->size(), c.n_rot / 2));
+            }
+        }
+        // As llama.cpp's converter: LongRoPE's magnitude correction for the extended context.
+        const double scale = double(c.n_ctx_train) / c.original_context;
+        c.rope_attn_factor =
+            scale > 1.0 ? std::sqrt(1.0 + std::log(scale) / std::log(double(c.original_context)))
+                        : 1.0;
+    }
+    c.sliding_window = f.opt_count("sliding_window", 1, UINT32_MAX).value_or(0);
+    if (c.sliding_window > 0 && c.sliding_window < c.n_ctx_train) {
+        c.warnings.push_back(fmt::format(
+            "sliding_window = {} is smaller than max_position_embeddings = {}: memwall attends to "
+            "the whole context, so outputs after {} tokens differ from the original model",
+            c.sliding_window, c.n_ctx_train, c.sliding_window));
+    }
+}
+
+void read_deepseek(const Fields& f, HfConfig& c) {
+    c.kv_lora_rank = f.count("kv_lora_rank", 1, 1u << 16);
+    c.q_lora_rank = f.opt_count("q_lora_rank", 1, 1u << 16).value_or(0);
+    c.qk_nope_head_dim = f.count("qk_nope_head_dim", 1, 4096);
+    c.qk_rope_head_dim = f.count("qk_rope_head_dim", 2, 4096);
+    c.v_head_dim = f.count("v_head_dim", 1, 4096);
+    if (c.qk_rope_head_dim % 2 != 0) {
+        f.bad("qk_rope_head_dim",
+              fmt::format("= {} is odd: RoPE cannot rotate it", c.qk_rope_head_dim));
+    }
+    c.head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
+    c.n_rot = c.qk_rope_head_dim;
+
+    c.n_expert = f.count("n_routed_experts", 1, 1024);
+    c.n_expert_used = f.count("num_experts_per_tok", 1, c.n_expert);
+    c.n_ff_expert = f.count("moe_intermediate_size", 1, 1u << 20);
+    c.n_expert_shared = f.opt_count("n_shared_experts", 0, 64).value_or(0);
+    c.n_layer_dense_lead = f.opt_count("first_k_dense_replace", 0, c.n_layer).value_or(0);
+    c.n_nextn_layers = f.opt_count("num_nextn_predict_layers", 0, 64).value_or(0);
+    if (c.n_layer_dense_lead > 0 && c.n_ff == 0) f.missing("intermediate_size");
+    if (const uint32_t freq = f.opt_count("moe_layer_freq", 0, 4096).value_or(1); freq != 1) {
+        f.unsupported(
+            "moe_layer_freq",
+            fmt::format("= {}: dense layers between the MoE layers are not supported", freq));
+    }
+    c.expert_weights_scale = f.number("routed_scaling_factor", 1.0, 1e-9, 1e9);
+    c.expert_weights_norm = f.flag("norm_topk_prob", false);
+    const std::string scoring = f.text("scoring_func").value_or("softmax");
+    if (scoring != "softmax" && scoring != "sigmoid") {
+        f.unsupported("scoring_func",
+                      fmt::format("= \"{}\" is not supported (softmax, sigmoid)", scoring));
+    }
+    c.sigmoid_gating = scoring == "sigmoid";
+    const std::string topk = f.text("topk_method").value_or("greedy");
+    const uint32_t n_group = f.opt_count("n_group", 1, c.n_expert).value_or(1);
+    if (topk == "noaux_tc") {
+        // DeepSeek-V3: groups ranked by the sum of their two best biased scores, as memwall.
+        if (n_group > 1) {
+            if (c.n_expert % n_group != 0) {
+                f.bad("n_group", fmt::format("= {} does not divide n_routed_experts = {}", n_group,
+                                             c.n_expert));
+            }
+            c.n_expert_groups = n_group;
+            c.n_group_used = f.count("topk_group", 1, n_group);
+        }
+    } else if (topk == "group_limited_greedy" && n_group > 1) {
+        f.unsupported("topk_method",
+                      "= \"group_limited_greedy\" is not supported (groups ranked by their best "
+                      "expert; memwall ranks them as noaux_tc does)");
+    } else if (topk != "greedy" && topk != "group_limited_greedy") {
+        f.unsupported("topk_method",
+                      fmt::format("= \"{}\" is not supported (greedy, noaux_tc)", topk));
+    }
+    if (c.rope_scaling.kind == RopeScalingKind::yarn) {
+        const Fields rs(*f.get("rope_scaling"), f.file(), "rope_scaling.");
+        const double mscale = rs.number("mscale", 1.0, 0.0, 1e3);
+        const double mscale_all = rs.number("mscale_all_dim", 0.0, 0.0, 1e3);
+        if (mscale != mscale_all) {
+            rs.unsupported("mscale", fmt::format("= {} differs from mscale_all_dim = {}: GGUF "
+                                                 "has one YaRN magnitude factor",
+                                                 mscale, mscale_all));
+        }
+        c.yarn_log_mul = 0.1 * mscale_all;
+        if (rs.number("beta_fast", 32.0, -1e6, 1e6) != 32.0 ||
+            rs.number("beta_slow", 1.0, -1e6, 1e6) != 1.0) {
+            rs.unsupported("beta_fast", "/ beta_slow other than 32 / 1 are not supported");
+        }
+    } else if (c.rope_scaling.kind != RopeScalingKind::none) {
+        f.unsupported("rope_scaling", "is not supported for deepseek (only yarn)");
+    }
+}
+
+}  // namespace
+
+void read_arch_fields(const Fields& f, HfConfig& c) {
+    if (c.arch == "granite") {
+        read_granite(f, c);
+    } else if (c.arch == "command-r") {
+        read_cohere(f, c);
+    } else if (c.arch == "gemma2" || c.arch == "gemma3") {
+        read_gemma(f, c);
+    } else if (c.arch == "phi3") {
+        read_phi3(f, c);
+    } else if (c.arch == "deepseek2") {
+        read_deepseek(f, c);
+    }
+}
+
+}  // namespace mw::convert
