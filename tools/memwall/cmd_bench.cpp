@@ -116,6 +116,7 @@ void add_bench_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_gpu_to(*cmd);
     opt->model.add_budget_to(*cmd);
     cmd->add_option("-p,--n-prompt", opt->n_prompt, "Prompt tokens (pp test; 0 skips it)");
     cmd->add_option("-n,--n-gen", opt->n_gen, "Generated tokens (tg test; 0 skips it)");

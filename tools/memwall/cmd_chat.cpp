@@ -55,6 +55,7 @@ void add_chat_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_gpu_to(*cmd);
     opt->model.add_budget_to(*cmd);
     cmd->add_option("--system-prompt", opt->system_prompt, "System prompt (-sys)");
     opt->chat_template.add_to(*cmd);

@@ -20,6 +20,7 @@ void add_logits_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_gpu_to(*cmd);
     opt->prompt.add_to(*cmd);
     cmd->add_option("-o,--output", opt->out, "Output file (float32, n_tokens x n_vocab)")
         ->required();

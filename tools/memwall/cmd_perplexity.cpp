@@ -62,6 +62,7 @@ void add_perplexity_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_gpu_to(*cmd);
     cmd->add_option("-f,--file", opt->file, "The text file")->required();
     cmd->add_option("-c,--ctx-size", opt->n_ctx, "Tokens per chunk");
     cmd->add_option("-b,--batch-size", opt->n_batch, "Tokens per decode batch (0: the chunk)");

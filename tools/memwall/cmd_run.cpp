@@ -31,6 +31,7 @@ void add_run_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_gpu_to(*cmd);
     opt->model.add_budget_to(*cmd);
     opt->prompt.add_to(*cmd);
     cmd->add_option("-n,--n-predict", opt->n_predict,

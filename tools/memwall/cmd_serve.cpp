@@ -62,6 +62,7 @@ void add_serve_command(CLI::App& app) {
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
+    opt->model.add_gpu_to(*cmd);
     opt->model.add_budget_to(*cmd);
     cmd->add_option("--host", opt->host,
                     "Address to listen on (another than loopback exposes the server: set an API "

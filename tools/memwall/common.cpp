@@ -31,6 +31,9 @@ void ModelOptions::add_to(CLI::App& app, bool required) {
     app.add_flag("--no-repack", no_repack,
                  "Keep the weights in the file's layout (all pages stay shared, evictable page "
                  "cache) instead of rewriting them at load for the faster kernels");
+}
+
+void ModelOptions::add_gpu_to(CLI::App& app) {
     app.add_option("--n-gpu-layers", n_gpu_layers,
                    "Run the matrix products of the last N layers on the GPU through Vulkan "
                    "(more than the layer count, e.g. 99: the output layer too); what cannot go "

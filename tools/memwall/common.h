@@ -43,7 +43,7 @@ struct PacerDeleter {
 };
 using PacerPtr = std::unique_ptr<mw_pacer, PacerDeleter>;
 
-// Options every command that loads a model takes (-m, --mlock, --no-mmap, --no-repack, -ngl).
+// Options every command that loads a model takes (-m, --mlock, --no-mmap, --no-repack).
 struct ModelOptions {
     std::string path;
     bool mlock = false;
@@ -56,6 +56,7 @@ struct ModelOptions {
     bool verbose = false;  // set by the command's --verbose: the GPU placement in full
     void add_to(CLI::App& app, bool required = true);
     void add_budget_to(CLI::App& app);
+    void add_gpu_to(CLI::App& app);  // -ngl, -mg, --gpu-required (the commands that decode)
 };
 
 // Under --mem-budget: the expert cache's hits, misses and reads (per decoded token when
