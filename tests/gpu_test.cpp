@@ -66,8 +66,8 @@ void reference(const mw::TypeTraits& t, const uint8_t* w, size_t row_bytes, cons
     }
 }
 
-// The weights must outlive the offload (it may use their pages in place), and a second matrix
-// must not land at a freed first one's address: each test keeps its buffers until the end.
+// The weights must outlive the offload (it may use their pages in place): each test keeps its
+// buffers until the end.
 using Buffers = std::vector<std::unique_ptr<PageBuffer>>;
 
 void check_matmul(mw::gpu::Offload& gpu, GgmlType type, const Shape& s, uint32_t seed,
@@ -168,6 +168,33 @@ TEST(Gpu, ATypeWithoutAShaderStaysOnTheCpuWithAReason) {
     EXPECT_FALSE(gpu->add(w, &why));
     EXPECT_NE(why.find("no shader for Q5_1"), std::string::npos) << why;
     EXPECT_FALSE(gpu->holds(w));
+}
+
+// A matrix is known by its data and shape: another view of the same bytes is another matrix,
+// and offloads opened and closed one after another give their descriptor sets back.
+TEST(Gpu, TheSameBytesWithAnotherShapeAreAnotherMatrix) {
+    const mw::TypeTraits& t = *mw::type_traits(GgmlType::Q8_0);
+    std::mt19937 rng(5);
+    PageBuffer buf(mw::test::random_weight_rows(t, 16, 64, rng));
+    for (int round = 0; round < 3; ++round) {
+        const uint64_t sets_before = mw::gpu::descriptor_sets_in_use(0);
+        OPEN_OR_SKIP(gpu, mw::gpu::OffloadOptions{});
+        mw::WeightMatrix whole{buf.data, &t, 64, 16, mw::row_bytes(t, 64)};
+        mw::WeightMatrix half{buf.data, &t, 64, 8, mw::row_bytes(t, 64)};
+        std::string why;
+        ASSERT_TRUE(gpu->add(whole, &why)) << why;
+        ASSERT_TRUE(gpu->holds(whole));
+        ASSERT_FALSE(gpu->holds(half));
+        ASSERT_TRUE(gpu->add(half, &why)) << why;
+        std::vector<float> x(64, 1.0f), y_whole(16), y_half(8);
+        gpu->matmul(whole, x.data(), 1, y_whole.data());
+        gpu->matmul(half, x.data(), 1, y_half.data());
+        for (int r = 0; r < 8; ++r) ASSERT_EQ(y_half[size_t(r)], y_whole[size_t(r)]) << r;
+        // The input/output set and one per matrix (each fits one binding).
+        EXPECT_EQ(mw::gpu::descriptor_sets_in_use(0), sets_before + 3);
+        gpu.reset();
+        EXPECT_EQ(mw::gpu::descriptor_sets_in_use(0), sets_before) << "round " << round;
+    }
 }
 
 TEST(Gpu, DevicesAreListedWithTheirProperties) {

@@ -13,6 +13,10 @@ Devices list_devices() {
     return {{}, kWhy};
 }
 
+uint64_t descriptor_sets_in_use(int) {
+    return 0;
+}
+
 bool supports(GgmlType) {
     return false;
 }

@@ -39,6 +39,10 @@ struct Devices {
 };
 Devices list_devices();
 
+// Descriptor sets that the offloads to a device hold now (0 where it is not open): what one
+// offload took goes back when it is destroyed, so a server loading models in turn does not grow.
+uint64_t descriptor_sets_in_use(int device);
+
 // Whether a weight type has a shader (the others stay on the CPU).
 bool supports(GgmlType type);
 

@@ -299,7 +299,7 @@ bool Device::init(const Instance& inst, int index, std::string* error) {
 Device::~Device() {
     if (!device_) return;
     for (auto& [type, p] : pipelines_) api_.vkDestroyPipeline(device_, p, nullptr);
-    for (VkDescriptorPool p : pools_) api_.vkDestroyDescriptorPool(device_, p, nullptr);
+    for (const DescriptorPool& p : pools_) api_.vkDestroyDescriptorPool(device_, p.handle, nullptr);
     if (fence_) api_.vkDestroyFence(device_, fence_, nullptr);
     if (cmd_pool_) api_.vkDestroyCommandPool(device_, cmd_pool_, nullptr);
     if (layout_) api_.vkDestroyPipelineLayout(device_, layout_, nullptr);
@@ -422,36 +422,44 @@ void Device::destroy(Buffer& b) {
 }
 
 VkDescriptorSet Device::allocate_weight_set(const Buffer& weights, std::string* why) {
+    constexpr uint32_t kSetsPerPool = 256;
     const std::lock_guard lock(mutex_);
-    if (sets_left_ == 0) {
-        constexpr uint32_t kSets = 256;
-        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * kSets};
+    VkDescriptorSetAllocateInfo ai{};
+    ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = weights.buffer ? &weight_layout_ : &io_layout_;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    // The first pool with room; a pool that still refuses (fragmented) is passed over.
+    size_t pool = 0;
+    for (; pool < pools_.size(); ++pool) {
+        if (pools_[pool].live >= kSetsPerPool) continue;
+        ai.descriptorPool = pools_[pool].handle;
+        if (api_.vkAllocateDescriptorSets(device_, &ai, &set) == VK_SUCCESS) break;
+    }
+    if (pool == pools_.size()) {
+        VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 2 * kSetsPerPool};
         VkDescriptorPoolCreateInfo pi{};
         pi.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-        pi.maxSets = kSets;
+        pi.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
+        pi.maxSets = kSetsPerPool;
         pi.poolSizeCount = 1;
         pi.pPoolSizes = &size;
-        VkDescriptorPool pool = VK_NULL_HANDLE;
-        const VkResult r = api_.vkCreateDescriptorPool(device_, &pi, nullptr, &pool);
+        DescriptorPool created;
+        VkResult r = api_.vkCreateDescriptorPool(device_, &pi, nullptr, &created.handle);
         if (r != VK_SUCCESS) {
             *why = fmt::format("vkCreateDescriptorPool failed ({})", result_name(r));
             return VK_NULL_HANDLE;
         }
-        pools_.push_back(pool);
-        sets_left_ = kSets;
+        pools_.push_back(created);
+        ai.descriptorPool = created.handle;
+        r = api_.vkAllocateDescriptorSets(device_, &ai, &set);
+        if (r != VK_SUCCESS) {
+            *why = fmt::format("vkAllocateDescriptorSets failed ({})", result_name(r));
+            return VK_NULL_HANDLE;
+        }
     }
-    VkDescriptorSetAllocateInfo ai{};
-    ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
-    ai.descriptorPool = pools_.back();
-    ai.descriptorSetCount = 1;
-    ai.pSetLayouts = weights.buffer ? &weight_layout_ : &io_layout_;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    const VkResult r = api_.vkAllocateDescriptorSets(device_, &ai, &set);
-    if (r != VK_SUCCESS) {
-        *why = fmt::format("vkAllocateDescriptorSets failed ({})", result_name(r));
-        return VK_NULL_HANDLE;
-    }
-    --sets_left_;
+    ++pools_[pool].live;
+    set_pool_.emplace(set, pool);
     if (weights.buffer) {
         VkDescriptorBufferInfo info{weights.buffer, 0, VK_WHOLE_SIZE};
         VkWriteDescriptorSet wr{};
@@ -468,6 +476,21 @@ VkDescriptorSet Device::allocate_weight_set(const Buffer& weights, std::string* 
 
 VkDescriptorSet Device::allocate_io_set(std::string* why) {
     return allocate_weight_set({}, why);
+}
+
+uint64_t Device::live_sets() {
+    const std::lock_guard lock(mutex_);
+    return set_pool_.size();
+}
+
+void Device::free_set(VkDescriptorSet set) {
+    const std::lock_guard lock(mutex_);
+    const auto it = set_pool_.find(set);
+    if (it == set_pool_.end()) return;
+    DescriptorPool& pool = pools_[it->second];
+    api_.vkFreeDescriptorSets(device_, pool.handle, 1, &set);
+    --pool.live;
+    set_pool_.erase(it);
 }
 
 void Device::bind_io(VkDescriptorSet set, const Buffer& in, const Buffer& out) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "format/ggml_types.h"
@@ -70,9 +71,12 @@ class Device {
     bool create_host_visible(uint64_t bytes, Buffer* out, std::string* why);
     void destroy(Buffer& b);
 
-    // Descriptor sets: set 0 binds one weight buffer, set 1 the input and output.
+    // Descriptor sets: set 0 binds one weight buffer, set 1 the input and output. Each goes back
+    // with free_set() when its offload is destroyed (models come and go; the device stays).
     VkDescriptorSet allocate_weight_set(const Buffer& weights, std::string* why);
     VkDescriptorSet allocate_io_set(std::string* why);
+    void free_set(VkDescriptorSet set);
+    uint64_t live_sets();
     void bind_io(VkDescriptorSet set, const Buffer& in, const Buffer& out);
 
     // The matmul pipeline of a weight type (created on first use); null with why.
@@ -95,8 +99,12 @@ class Device {
     VkQueue queue_ = VK_NULL_HANDLE;
     VkDescriptorSetLayout weight_layout_ = VK_NULL_HANDLE, io_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
-    std::vector<VkDescriptorPool> pools_;
-    uint32_t sets_left_ = 0;  // in pools_.back()
+    struct DescriptorPool {
+        VkDescriptorPool handle = VK_NULL_HANDLE;
+        uint32_t live = 0;  // sets allocated from it and not yet freed
+    };
+    std::vector<DescriptorPool> pools_;
+    std::unordered_map<VkDescriptorSet, size_t> set_pool_;  // index in pools_
     std::vector<std::pair<GgmlType, VkPipeline>> pipelines_;
     VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
     VkCommandBuffer cmd_ = VK_NULL_HANDLE;

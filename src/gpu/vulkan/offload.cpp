@@ -34,6 +34,27 @@ struct Matrix {
     std::vector<Chunk> chunks;
 };
 
+// A matrix is known by its data and its shape: other bytes that later land at a freed matrix's
+// address (another model's) are another matrix.
+struct MatrixKey {
+    const uint8_t* data;
+    GgmlType type;
+    int64_t n_rows, n_cols;
+    bool operator==(const MatrixKey&) const = default;
+};
+struct MatrixKeyHash {
+    size_t operator()(const MatrixKey& k) const {
+        size_t h = std::hash<const void*>()(k.data);
+        for (const uint64_t v : {uint64_t(k.type), uint64_t(k.n_rows), uint64_t(k.n_cols)}) {
+            h = h * 0x9e3779b97f4a7c15ULL + std::hash<uint64_t>()(v);
+        }
+        return h;
+    }
+};
+MatrixKey key_of(const WeightMatrix& w) {
+    return {w.data, w.traits ? w.traits->type : GgmlType::F32, w.n_rows, w.n_cols};
+}
+
 constexpr uint32_t kTokensPerGroup = 8;  // matmul.comp's TOKENS
 constexpr uint32_t kGroupLog2 = 6;       // and its GROUP: 64 invocations
 
@@ -57,21 +78,19 @@ class VulkanOffload final : public Offload {
     VulkanOffload(std::shared_ptr<Device> device, const OffloadOptions& o, VkDescriptorSet io_set)
         : dev_(std::move(device)), options_(o), io_set_(io_set) {}
 
+    // Every product has completed (matmul waits), so nothing the device runs uses these.
     ~VulkanOffload() override {
-        const std::lock_guard lock(dev_->mutex());
-        for (auto& [data, m] : matrices_) {
-            for (Chunk& c : m.chunks) dev_->destroy(c.buffer);
-        }
+        for (auto& [key, m] : matrices_) release(m);
         dev_->destroy(in_);
         dev_->destroy(out_);
-        // Descriptor sets go back with the device's pools, which live as long as the process.
+        dev_->free_set(io_set_);
     }
 
     const DeviceInfo& device() const override { return dev_->physical().info; }
     uint64_t weight_bytes() const override { return weight_bytes_; }
     uint64_t copied_bytes() const override { return copied_bytes_; }
 
-    bool holds(const WeightMatrix& w) const override { return matrices_.count(w.data) != 0; }
+    bool holds(const WeightMatrix& w) const override { return matrices_.count(key_of(w)) != 0; }
 
     bool add(const WeightMatrix& w, std::string* why) override {
         if (!w.data || !w.traits) {
@@ -147,22 +166,21 @@ class VulkanOffload final : public Offload {
                 c.offset = 0;
                 copied += bytes;
             }
-            c.set = dev_->allocate_weight_set(c.buffer, why);
-            if (!c.set) {
-                dev_->destroy(c.buffer);
+            m.chunks.push_back(c);
+            m.chunks.back().set = dev_->allocate_weight_set(c.buffer, why);
+            if (!m.chunks.back().set) {
                 release(m);
                 return false;
             }
-            m.chunks.push_back(c);
         }
         weight_bytes_ += uint64_t(w.n_rows) * w.row_bytes;
         copied_bytes_ += copied;
-        matrices_.emplace(w.data, std::move(m));
+        matrices_.emplace(key_of(w), std::move(m));
         return true;
     }
 
     void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override {
-        const auto it = matrices_.find(w.data);
+        const auto it = matrices_.find(key_of(w));
         if (it == matrices_.end()) {
             fail(ErrorKind::invalid_argument, "gpu matmul: the matrix is not on the device");
         }
@@ -195,7 +213,10 @@ class VulkanOffload final : public Offload {
 
   private:
     void release(Matrix& m) {
-        for (Chunk& c : m.chunks) dev_->destroy(c.buffer);
+        for (Chunk& c : m.chunks) {
+            if (c.set) dev_->free_set(c.set);
+            dev_->destroy(c.buffer);
+        }
         m.chunks.clear();
     }
 
@@ -217,7 +238,7 @@ class VulkanOffload final : public Offload {
 
     std::shared_ptr<Device> dev_;
     OffloadOptions options_;
-    std::unordered_map<const uint8_t*, Matrix> matrices_;
+    std::unordered_map<MatrixKey, Matrix, MatrixKeyHash> matrices_;
     uint64_t weight_bytes_ = 0, copied_bytes_ = 0;
     VkDescriptorSet io_set_;
     Buffer in_, out_;
@@ -231,6 +252,12 @@ Devices list_devices() {
         for (const vk::PhysicalDevice& d : inst->devices()) out.devices.push_back(d.info);
     }
     return out;
+}
+
+uint64_t descriptor_sets_in_use(int device) {
+    std::string why;
+    const std::shared_ptr<Device> d = Device::open(device, &why);
+    return d ? d->live_sets() : 0;
 }
 
 bool supports(GgmlType type) {

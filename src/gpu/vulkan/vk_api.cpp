@@ -37,32 +37,32 @@ const Api* load_loader(std::string* error) {
     return &api;
 }
 
-bool load_instance(Api& api, VkInstance instance, std::string* missing) {
-#define MW_VK_LOAD(name)                                                                 \
-    api.name = reinterpret_cast<PFN_##name>(api.vkGetInstanceProcAddr(instance, #name)); \
-    if (!api.name) {                                                                     \
-        *missing = #name;                                                                \
-        return false;                                                                    \
+// Sets api.name through the enclosing function's `get`, or returns false naming the entry point
+// the driver lacks: one body for the instance's and the device's lists.
+#define MW_VK_LOAD(name)                                 \
+    api.name = reinterpret_cast<PFN_##name>(get(#name)); \
+    if (!api.name) {                                     \
+        *missing = #name;                                \
+        return false;                                    \
     }
+
+bool load_instance(Api& api, VkInstance instance, std::string* missing) {
+    const auto get = [&](const char* name) { return api.vkGetInstanceProcAddr(instance, name); };
     MW_VK_INSTANCE_FUNCTIONS(MW_VK_LOAD)
-#undef MW_VK_LOAD
     return true;
 }
 
 bool load_device(Api& api, VkDevice device, std::string* missing) {
-#define MW_VK_LOAD(name)                                                             \
-    api.name = reinterpret_cast<PFN_##name>(api.vkGetDeviceProcAddr(device, #name)); \
-    if (!api.name) {                                                                 \
-        *missing = #name;                                                            \
-        return false;                                                                \
-    }
+    const auto get = [&](const char* name) { return api.vkGetDeviceProcAddr(device, name); };
     MW_VK_DEVICE_FUNCTIONS(MW_VK_LOAD)
-#undef MW_VK_LOAD
+    // Optional (VK_EXT_external_memory_host): null where the device cannot import host memory.
     api.vkGetMemoryHostPointerPropertiesEXT =
         reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
-            api.vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT"));
+            get("vkGetMemoryHostPointerPropertiesEXT"));
     return true;
 }
+
+#undef MW_VK_LOAD
 
 const char* result_name(VkResult r) {
     switch (r) {
