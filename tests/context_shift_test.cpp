@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "memwall.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
@@ -46,6 +47,7 @@ struct ShiftCase {
     uint32_t n_discard;
     GgmlType type_k = GgmlType::F32;
     GgmlType type_v = GgmlType::F32;
+    uint32_t n_batch = 512;  // with a sliding window: what the ring holds beyond the window
 };
 
 using Steps = std::vector<std::vector<float>>;  // logits of each decode step
@@ -56,6 +58,7 @@ ContextParams params(const ShiftCase& c, uint32_t n_next, GgmlType type_k, GgmlT
     p.n_threads = 2;
     p.type_k = type_k;
     p.type_v = type_v;
+    p.n_batch = c.n_batch;
     return p;
 }
 
@@ -168,6 +171,68 @@ TEST(ContextShift, FullModelStaysCoherent) {
     const double rel = shift_vs_recompute(*m, {100, 1, 40}, 8);
     std::printf("[ stories260K, 5 layers ] shift vs recompute: rel_rms %.3g\n", rel);
     EXPECT_LT(rel, 0.2);
+}
+
+// Sliding-window layers keep a ring of the last window + batch positions (rounded up to pages):
+// a window of 16 and batches of 16 make a ring of one 32-position page, which 150 tokens wrap
+// several times. The shift moves what the ring holds, with the window layers' own RoPE base.
+void shrink_window(LoadedModel& m) {
+    ASSERT_TRUE(m.model.hp.swa_layer(0)) << "the first layer is a sliding-window one";
+    m.model.hp.n_swa = 16;
+}
+
+TEST(ContextShift, SlidingWindowLayersMatchRecomputing) {
+    for (const char* name :
+         {"reference/models/gemma2-tiny-F16.gguf", "reference/models/gemma3-tiny-F16.gguf"}) {
+        auto m = load(name);
+        keep_one_layer(*m);
+        shrink_window(*m);
+        // The kept prefix older than the window; positions the ring held moving back across
+        // its wrap; a kept prefix reaching into the window.
+        for (const ShiftCase& c : {ShiftCase{150, 4, 60, GgmlType::F32, GgmlType::F32, 16},
+                                   ShiftCase{150, 100, 20, GgmlType::F32, GgmlType::F32, 16},
+                                   ShiftCase{100, 70, 12, GgmlType::F32, GgmlType::F32, 16}}) {
+            // F16 weights round activations to half precision before each product (as qwen2's).
+            EXPECT_LT(shift_vs_recompute(*m, c), 2e-3)
+                << name << ": keep " << c.n_keep << " discard " << c.n_discard;
+        }
+    }
+}
+
+TEST(ContextShift, SlidingWindowRefusesWhatTheRingNoLongerHolds) {
+    auto m = load("reference/models/gemma2-tiny-F16.gguf");
+    keep_one_layer(*m);
+    shrink_window(*m);
+    // 150 cached: the ring holds positions 118-149. Keeping 120 and dropping 20 puts the next
+    // token at 130, whose window (115-130) needs positions 115-117 of the kept prefix: gone.
+    const ShiftCase c{150, 120, 20, GgmlType::F32, GgmlType::F32, 16};
+    const std::vector<int32_t> tokens = text_tokens(*m, c.n_past);
+    Context ctx(*m, params(c, 4, c.type_k, c.type_v));
+    ctx.decode(tokens.data(), c.n_past, false);
+    try {
+        ctx.shift(c.n_keep, c.n_discard);
+        ADD_FAILURE() << "the shift was not refused";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+        EXPECT_NE(std::string(e.what()).find("sliding-window layers, which keep only the last 32"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(ctx.n_past(), c.n_past);  // nothing changed
+    // Dropping 10 puts the next token at 140: its window (125-140) is in the ring.
+    ctx.shift(c.n_keep, 10);
+    EXPECT_EQ(ctx.n_past(), c.n_past - 10);
+}
+
+TEST(ContextShift, LatentAttentionMatchesRecomputing) {
+    // DeepSeek-V2's MLA caches a compressed latent and a decoupled RoPE part per position: the
+    // shift re-rotates only the RoPE part.
+    auto m = load("reference/models/deepseek2-tiny-F16.gguf");
+    keep_one_layer(*m);
+    for (const ShiftCase& c : {ShiftCase{120, 3, 57}, ShiftCase{90, 40, 10}}) {
+        EXPECT_LT(shift_vs_recompute(*m, c), 2e-3)
+            << "keep " << c.n_keep << " discard " << c.n_discard;
+    }
 }
 
 // ---- C API and CLI -----------------------------------------------------------------------
