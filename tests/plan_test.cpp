@@ -615,6 +615,11 @@ TEST(PlanTruth, PeakRssWithinFivePercent) {
         test::shared_path("reference/models/qwen2-tiny-Q8_0.gguf"),
         write_mid_model(dir),
     };
+    // Sliding windows, MLA, fused QKV, LayerNorm with a parallel residual, multipliers.
+    for (const char* arch : {"gemma2", "gemma3", "phi3", "deepseek2", "command-r", "granite"}) {
+        models.push_back(
+            test::shared_path(std::string("reference/models/") + arch + "-tiny-Q4_K_M.gguf"));
+    }
     for (const std::string& m : models) {
         const double err = rss_error_percent(m, "-t 2");
         std::printf("peak RSS, predicted vs measured: %+5.1f %%  %s\n", err, m.c_str());

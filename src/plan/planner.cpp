@@ -33,7 +33,7 @@ constexpr double kGiB = double(1 << 30);
 // page a process runs (fault-around), so a larger `memwall` has more of its text resident. The
 // HTTP server's library (Debian's cpp-httplib, linked with OpenSSL, zlib and brotli) adds its
 // libraries' pages to every process; libcurl is opened only by the commands that download.
-constexpr uint64_t kProcessBytes = uint64_t(43) << 18;  // 10.75 MiB
+constexpr uint64_t kProcessBytes = uint64_t(11) << 20;
 constexpr uint64_t kVocabBytesPerToken = 150;
 constexpr uint64_t kVocabBytesPerMerge = 48;
 constexpr uint64_t kBpeFixedBytes = uint64_t(5) << 18;  // 1.25 MiB
