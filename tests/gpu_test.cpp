@@ -139,6 +139,27 @@ TEST_P(GpuMatmul, CopiedWeightsAndSplitBindingsGiveTheSameProducts) {
     const int64_t cols = t.is_quantized ? t.block_size * 4 : 256;
     check_matmul(*gpu, GetParam(), {61, cols, 3}, 7, keep);
     EXPECT_GT(gpu->copied_bytes(), 0u);
+    if (gpu->device().unified) {
+        EXPECT_EQ(gpu->uploaded_bytes(), 0u);
+    }
+}
+
+// A discrete GPU's path: device-local memory filled through a staging buffer (here of 1000
+// bytes, so that a chunk arrives in several pieces, the last one short).
+TEST_P(GpuMatmul, WeightsUploadedToDeviceLocalMemoryGiveTheSameProducts) {
+    mw::gpu::OffloadOptions o;
+    o.import_host = false;
+    o.copy_to = mw::gpu::OffloadOptions::CopyTo::device_local;
+    o.max_binding_range = 8192;
+    o.staging_bytes = 1000;
+    Buffers keep;
+    OPEN_OR_SKIP(gpu, o);
+    const mw::TypeTraits& t = *mw::type_traits(GetParam());
+    const int64_t cols = t.is_quantized ? t.block_size * 4 : 256;
+    check_matmul(*gpu, GetParam(), {61, cols, 3}, 13, keep);
+    check_matmul(*gpu, GetParam(), {1, t.is_quantized ? t.block_size : 32, 1}, 14, keep);
+    EXPECT_GT(gpu->uploaded_bytes(), 0u);
+    EXPECT_EQ(gpu->uploaded_bytes(), gpu->copied_bytes());
 }
 
 TEST_P(GpuMatmul, ImportedWeightsSplitAcrossBindings) {

@@ -54,6 +54,14 @@ struct OffloadOptions {
     // Use the weights' own pages where the device can import host memory; false copies them into
     // device memory (tests cover both).
     bool import_host = true;
+    // Where copied weights go. automatic: memory the CPU writes directly on a unified-memory
+    // device (it is the same RAM), device-local memory through a staging buffer on a discrete
+    // GPU (its own VRAM: reading host memory over PCIe at every product would be far slower).
+    // Tests force either path on any device.
+    enum class CopyTo { automatic, host_visible, device_local };
+    CopyTo copy_to = CopyTo::automatic;
+    // The staging buffer's size (0: 64 MiB); tests use a small one to cover uploads in pieces.
+    uint64_t staging_bytes = 0;
 };
 
 // One device and the weight matrices placed on it. Thread-safe: contexts sharing a model share
@@ -75,9 +83,11 @@ class Offload {
     // stay in F32 (no 8-bit encoding).
     virtual void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) = 0;
     // Weight bytes placed, and of those the bytes copied into device memory (0 on a unified
-    // device that imports the mapping).
+    // device that imports the mapping), and of those the bytes uploaded to device-local memory
+    // through a staging buffer.
     virtual uint64_t weight_bytes() const = 0;
     virtual uint64_t copied_bytes() const = 0;
+    virtual uint64_t uploaded_bytes() const = 0;
 };
 
 }  // namespace mw::gpu

@@ -89,12 +89,16 @@ GpuPlacement place_on_gpu(const Model& model, const std::string& path,
                             output ? " and the output" : "", d.name, double(bytes) / mib,
                             copied == 0 ? "the file's pages used in place"
                                         : fmt::format("{:.1f} MiB copied", double(copied) / mib));
+    const uint64_t uploaded = p.offload->uploaded_bytes();
     p.report = fmt::format(
         "gpu: {} ({}, Vulkan {}{}): layers {}..{}{} offloaded, {} of them whole; {:.1f} MiB of "
-        "weights on the device, {:.1f} MiB of it copied\n",
+        "weights on the device, {:.1f} MiB of it copied{}\n",
         d.name, d.type, d.api_version, d.unified ? ", unified memory" : "", n_layer - n,
         n_layer - 1, output ? " and the output" : "", layers_whole, double(bytes) / mib,
-        double(copied) / mib);
+        double(copied) / mib,
+        uploaded
+            ? fmt::format(" ({:.1f} MiB uploaded to device-local memory)", double(uploaded) / mib)
+            : "");
     if (!stayed.empty()) {
         p.report += fmt::format("gpu: {} matrices stay on the CPU:", stayed.size());
         for (const std::string& s : stayed) p.report += "\n  " + s;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 
 #include "base/error.h"
@@ -372,13 +373,15 @@ bool Device::import_host(const void* ptr, uint64_t bytes, Buffer* out, std::stri
     return true;
 }
 
-bool Device::create_host_visible(uint64_t bytes, Buffer* out, std::string* why) {
+bool Device::create_buffer(uint64_t bytes, VkBufferUsageFlags usage,
+                           const std::function<int(uint32_t allowed)>& pick, const char* wanted,
+                           bool map, Buffer* out, std::string* why) {
     VkBufferCreateInfo bi{};
     bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
     // Whole 16-byte words: the shaders read 32-bit words, and a weight chunk's last bytes may
     // end inside one.
     bi.size = std::max<uint64_t>((bytes + 15) / 16 * 16, 16);
-    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    bi.usage = usage;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     Buffer b;
     b.bytes = bi.size;
@@ -389,13 +392,10 @@ bool Device::create_host_visible(uint64_t bytes, Buffer* out, std::string* why) 
     }
     VkMemoryRequirements req{};
     api_.vkGetBufferMemoryRequirements(device_, b.buffer, &req);
-    const VkMemoryPropertyFlags visible =
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    int type = memory_type(req.memoryTypeBits, visible | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    if (type < 0) type = memory_type(req.memoryTypeBits, visible);
+    const int type = pick(req.memoryTypeBits);
     if (type < 0) {
         destroy(b);
-        *why = "no host-visible, coherent memory type";
+        *why = fmt::format("no {} memory type", wanted);
         return false;
     }
     VkMemoryAllocateInfo mi{};
@@ -404,14 +404,44 @@ bool Device::create_host_visible(uint64_t bytes, Buffer* out, std::string* why) 
     mi.memoryTypeIndex = uint32_t(type);
     if ((r = api_.vkAllocateMemory(device_, &mi, nullptr, &b.memory)) != VK_SUCCESS ||
         (r = api_.vkBindBufferMemory(device_, b.buffer, b.memory, 0)) != VK_SUCCESS ||
-        (r = api_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped)) != VK_SUCCESS) {
+        (map &&
+         (r = api_.vkMapMemory(device_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped)) != VK_SUCCESS)) {
         destroy(b);
-        *why =
-            fmt::format("allocating {} bytes of device memory failed ({})", bytes, result_name(r));
+        *why = fmt::format("allocating {} bytes of {} memory failed ({})", bytes, wanted,
+                           result_name(r));
         return false;
     }
     *out = b;
     return true;
+}
+
+bool Device::create_host_visible(uint64_t bytes, Buffer* out, std::string* why,
+                                 VkBufferUsageFlags usage) {
+    const auto pick = [this](uint32_t allowed) {
+        const VkMemoryPropertyFlags visible =
+            VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+        const int type = memory_type(allowed, visible | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+        return type >= 0 ? type : memory_type(allowed, visible);
+    };
+    return create_buffer(bytes, usage, pick, "host-visible, coherent", true, out, why);
+}
+
+bool Device::create_device_local(uint64_t bytes, Buffer* out, std::string* why) {
+    // VRAM proper first: a discrete GPU's device-local, host-visible type is the small window
+    // the CPU can map (256 MiB without resizable BAR), kept for what the CPU writes often.
+    const auto pick = [this](uint32_t allowed) {
+        const VkPhysicalDeviceMemoryProperties& mp = phys_->memory;
+        for (uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
+            const VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+            if ((allowed & (1u << i)) && (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) &&
+                !(f & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
+                return int(i);
+        }
+        return memory_type(allowed, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    };
+    return create_buffer(bytes,
+                         VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                         pick, "device-local", false, out, why);
 }
 
 void Device::destroy(Buffer& b) {
@@ -419,6 +449,34 @@ void Device::destroy(Buffer& b) {
     if (b.buffer) api_.vkDestroyBuffer(device_, b.buffer, nullptr);
     if (b.memory) api_.vkFreeMemory(device_, b.memory, nullptr);
     b = Buffer{};
+}
+
+bool Device::upload(const Buffer& dst, const void* src, uint64_t bytes, uint64_t staging_bytes,
+                    std::string* why) {
+    // One staging buffer per upload, released at the end: weights are uploaded once, at load.
+    Buffer staging;
+    if (!create_host_visible(std::min(bytes, staging_bytes), &staging, why,
+                             VK_BUFFER_USAGE_TRANSFER_SRC_BIT)) {
+        *why = "no staging buffer for the upload: " + *why;
+        return false;
+    }
+    const auto* from = static_cast<const uint8_t*>(src);
+    try {
+        for (uint64_t done = 0; done < bytes;) {
+            const uint64_t n = std::min(bytes - done, staging.bytes);
+            std::memcpy(staging.mapped, from + done, n);
+            VkCommandBuffer cmd = begin();
+            const VkBufferCopy region{0, done, n};
+            api_.vkCmdCopyBuffer(cmd, staging.buffer, dst.buffer, 1, &region);
+            submit_and_wait(cmd);
+            done += n;
+        }
+    } catch (...) {
+        destroy(staging);
+        throw;
+    }
+    destroy(staging);
+    return true;
 }
 
 VkDescriptorSet Device::allocate_weight_set(const Buffer& weights, std::string* why) {

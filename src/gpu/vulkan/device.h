@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,7 +69,17 @@ class Device {
     // the import alignment); false with why when the driver refuses.
     bool import_host(const void* ptr, uint64_t bytes, Buffer* out, std::string* why);
     // A host-visible buffer (preferably device-local as well), mapped.
-    bool create_host_visible(uint64_t bytes, Buffer* out, std::string* why);
+    bool create_host_visible(uint64_t bytes, Buffer* out, std::string* why,
+                             VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT);
+    // A storage buffer in device-local memory (a discrete GPU's VRAM; the host cannot map it),
+    // filled with upload().
+    bool create_device_local(uint64_t bytes, Buffer* out, std::string* why);
+    // Copies bytes from host memory to the start of a device-local buffer through a staging
+    // buffer of at most staging_bytes, in pieces, waiting for each; false with why when the
+    // staging buffer cannot be made. The caller holds mutex() (the copies use the one command
+    // buffer).
+    bool upload(const Buffer& dst, const void* src, uint64_t bytes, uint64_t staging_bytes,
+                std::string* why);
     void destroy(Buffer& b);
 
     // Descriptor sets: set 0 binds one weight buffer, set 1 the input and output. Each goes back
@@ -90,6 +101,9 @@ class Device {
 
   private:
     Device() = default;
+    bool create_buffer(uint64_t bytes, VkBufferUsageFlags usage,
+                       const std::function<int(uint32_t allowed)>& pick, const char* wanted,
+                       bool map, Buffer* out, std::string* why);
     bool init(const Instance& inst, int index, std::string* error);
     int memory_type(uint32_t allowed, VkMemoryPropertyFlags want) const;
 

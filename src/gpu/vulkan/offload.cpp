@@ -89,6 +89,7 @@ class VulkanOffload final : public Offload {
     const DeviceInfo& device() const override { return dev_->physical().info; }
     uint64_t weight_bytes() const override { return weight_bytes_; }
     uint64_t copied_bytes() const override { return copied_bytes_; }
+    uint64_t uploaded_bytes() const override { return uploaded_bytes_; }
 
     bool holds(const WeightMatrix& w) const override { return matrices_.count(key_of(w)) != 0; }
 
@@ -138,7 +139,7 @@ class VulkanOffload final : public Offload {
         }
         const int64_t rows_per_chunk =
             std::min<int64_t>(int64_t((range - slack) / w.row_bytes), pd.max_group_count_x);
-        uint64_t copied = 0;
+        uint64_t copied = 0, uploaded = 0;
         for (int64_t r0 = 0; r0 < w.n_rows; r0 += rows_per_chunk) {
             Chunk c;
             c.row0 = r0;
@@ -157,14 +158,14 @@ class VulkanOffload final : public Offload {
             }
             if (!placed) {
                 std::string copy_why;
-                if (!dev_->create_host_visible(bytes, &c.buffer, &copy_why)) {
+                if (!copy(begin, bytes, &c.buffer, &copy_why)) {
                     *why = import_why.empty() ? copy_why : import_why + "; " + copy_why;
                     release(m);
                     return false;
                 }
-                std::memcpy(c.buffer.mapped, begin, bytes);
                 c.offset = 0;
                 copied += bytes;
+                if (to_device_local()) uploaded += bytes;
             }
             m.chunks.push_back(c);
             m.chunks.back().set = dev_->allocate_weight_set(c.buffer, why);
@@ -175,6 +176,7 @@ class VulkanOffload final : public Offload {
         }
         weight_bytes_ += uint64_t(w.n_rows) * w.row_bytes;
         copied_bytes_ += copied;
+        uploaded_bytes_ += uploaded;
         matrices_.emplace(key_of(w), std::move(m));
         return true;
     }
@@ -212,6 +214,34 @@ class VulkanOffload final : public Offload {
     }
 
   private:
+    bool to_device_local() const {
+        using CopyTo = OffloadOptions::CopyTo;
+        return options_.copy_to == CopyTo::device_local ||
+               (options_.copy_to == CopyTo::automatic && !dev_->physical().info.unified);
+    }
+
+    // A copy of bytes in a new buffer: written directly into host-visible memory, or uploaded
+    // into device-local memory (to_device_local()).
+    bool copy(const uint8_t* bytes, uint64_t n, vk::Buffer* out, std::string* why) {
+        if (!to_device_local()) {
+            if (!dev_->create_host_visible(n, out, why)) return false;
+            std::memcpy(out->mapped, bytes, n);
+            return true;
+        }
+        if (!dev_->create_device_local(n, out, why)) return false;
+        const std::lock_guard lock(dev_->mutex());
+        bool uploaded = false;
+        try {
+            const uint64_t staging =
+                options_.staging_bytes ? options_.staging_bytes : uint64_t(64) << 20;
+            uploaded = dev_->upload(*out, bytes, n, staging, why);
+        } catch (const Error& e) {  // a failed submission: the matrix stays on the CPU
+            *why = e.what();
+        }
+        if (!uploaded) dev_->destroy(*out);
+        return uploaded;
+    }
+
     void release(Matrix& m) {
         for (Chunk& c : m.chunks) {
             if (c.set) dev_->free_set(c.set);
@@ -239,7 +269,7 @@ class VulkanOffload final : public Offload {
     std::shared_ptr<Device> dev_;
     OffloadOptions options_;
     std::unordered_map<MatrixKey, Matrix, MatrixKeyHash> matrices_;
-    uint64_t weight_bytes_ = 0, copied_bytes_ = 0;
+    uint64_t weight_bytes_ = 0, copied_bytes_ = 0, uploaded_bytes_ = 0;
     VkDescriptorSet io_set_;
     Buffer in_, out_;
 };

@@ -55,6 +55,7 @@ namespace mw::gpu::vk {
     X(vkCmdBindDescriptorSets)       \
     X(vkCmdPushConstants)            \
     X(vkCmdDispatch)                 \
+    X(vkCmdCopyBuffer)               \
     X(vkQueueSubmit)                 \
     X(vkCreateFence)                 \
     X(vkDestroyFence)                \
