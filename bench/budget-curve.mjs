@@ -8,6 +8,11 @@
 //   bench/budget-curve [--memwall BIN] [-p 32] [-n 32] [-t 2] [--rounds 2] [--fractions 25,50,75,100]
 //                      [--mmap-baseline] [--json] [--plot FILE.svg] MODEL.gguf
 //
+// Beside each measurement it prints what `memwall plan --device this --mem-budget` predicts for
+// the same budget and context (plan/budget_plan.h), and the measured / predicted ratios: run
+// `memwall probe --save --storage-dir DIR` first (DIR: the model's folder) so that the plan uses
+// this machine's storage figure rather than an assumed one.
+//
 // --mmap-baseline adds, per budget, memwall without --mem-budget in the same cgroup (the mmap'd
 // experts paged by the kernel: what the budget replaces).
 import { execFileSync, spawnSync } from "node:child_process";
@@ -133,6 +138,26 @@ for (const f of opt.fractions) {
     rows.push(row);
 }
 
+// The plan's prediction for a budget, with bench's context (prompt + generated + 8), batch (the
+// prompt) and threads.
+function planFor(limit) {
+    const a = ["plan", "-m", opt.model, "--device", "this", "--mem-budget", String(limit), "--best",
+               "-c", String(opt.p + opt.n + 8), "-b", String(opt.p), "--json"];
+    if (opt.t !== "auto") a.push("-t", opt.t);
+    const r = spawnSync(opt.memwall, a, {encoding: "utf8", maxBuffer: 1 << 26});
+    if (r.status !== 0) return {err: (r.stderr ?? "").trim().split("\n").slice(-1)[0]};
+    const plan = JSON.parse(r.stdout);
+    const b = plan.budget_rows[0];
+    return {fits: b.fits, refusal: b.refusal, tg: b.decode_tok_s, in_ram_tg: b.in_ram_decode_tok_s,
+            hit: b.hit_rate, read_per_token: b.storage_bytes_per_token, slots: b.cache_slots,
+            storage_assumed: b.storage_assumed, storage: b.storage_source};
+}
+for (const row of rows) {
+    row.plan = planFor(row.limit);
+    row.measured_vs_plan = row.budget_tg && row.plan.tg ? row.budget_tg / row.plan.tg : null;
+    row.unlimited_vs_plan = row.unlimited_tg && row.plan.in_ram_tg ? row.unlimited_tg / row.plan.in_ram_tg : null;
+}
+
 const mib = (b) => (b / 1048576).toFixed(0);
 const pct = (x) => x == null ? "-" : (100 * x).toFixed(0) + " %";
 if (opt.json) {
@@ -146,6 +171,17 @@ if (opt.json) {
                     (opt.baseline ? `  ${(r.mmap_tg ?? 0).toFixed(2)} tok/s, ${r.mmap_oom_kills} OOM` : "") + fails);
     }
     console.log("ratio = budget run / unlimited run (decode tok/s); hit = experts found in the cache (incl. prefetched); guess = experts used that the next-layer router prediction named");
+    console.log("\nplan's prediction (memwall plan --device this --mem-budget LIMIT, the same context and threads):");
+    console.log("budget   plan slots  plan hit  plan read/token  plan tok/s  measured/plan  (unlimited: plan, measured/plan)");
+    for (const r of rows) {
+        const p = r.plan;
+        if (p.err || !p.fits) {
+            console.log(`${String(r.fraction).padStart(4)} %  ${p.err ? "plan failed: " + p.err : "refused: " + p.refusal}`);
+            continue;
+        }
+        console.log(`${String(r.fraction).padStart(4)} %  ${String(p.slots).padStart(10)} ${pct(p.hit).padStart(9)} ${(mib(p.read_per_token) + " MiB").padStart(16)} ${p.tg.toFixed(2).padStart(11)} ${(r.measured_vs_plan ?? 0).toFixed(2).padStart(14)}  (${p.in_ram_tg.toFixed(2)}, ${(r.unlimited_vs_plan ?? 0).toFixed(2)})`);
+    }
+    if (rows[0]?.plan?.storage) console.log(`storage: ${rows[0].plan.storage_assumed ? "" : ""}${rows[0].plan.storage}`);
 }
 
 if (opt.plot) {

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 5
+#define MEMWALL_API_VERSION 6
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -577,12 +577,19 @@ typedef struct mw_probe_params {
     bool force;           /* with write_cache: save even a measurement that looks contended */
     uint64_t array_bytes; /* bytes per array of the bandwidth measurement; 0 = sized from the
                              last-level cache (3 arrays, together 4 x the cache, or 1 GiB) */
+    /* API 6: measure the storage read bandwidth of this folder too (NULL, the default: not
+       measured): a temporary file of storage_bytes (0 = 256 MiB) written there, read back with
+       the page cache bypassed, sequentially and at random in 256 KiB - 4 MiB reads, and deleted.
+       Plans under a memory budget use the saved figure (docs/memory-budget.md). */
+    const char* storage_dir;
+    uint64_t storage_bytes;
 } mw_probe_params;
 
 MW_API mw_probe_params mw_probe_default_params(void);
 /* This machine: CPU, SIMD features, caches, RAM and memory available now, measured read and
  * triad memory bandwidth (multi-threaded; median, spread and outliers of several passes), the
- * engine's matmul throughput, whether the measurement looks contended, and what is saved. */
+ * engine's matmul throughput, whether the measurement looks contended, and what is saved; with
+ * storage_dir, "storage": that folder's sequential and random read bandwidth. */
 MW_API char* mw_probe_json(const mw_probe_params* params);
 /* Forgets the saved measurement of this machine (and bench's figures). *removed (may be NULL)
  * says whether there was one. */

@@ -20,7 +20,7 @@ std::string cli(const std::string& args) {
         const std::string dir = test::temp_dir();
         const test::CommandResult r =
             test::run_command("XDG_CACHE_HOME=" + dir + " " + test::cli_path() +
-                              " probe --save --force --seconds 0.1 --array-size 8M");
+                              " probe --save --force --seconds 0.1 --array-size 8M --no-storage");
         EXPECT_EQ(r.exit_code, 0) << r.err;
         return dir;
     }();

@@ -160,8 +160,8 @@ std::string probe_cli(const std::string& cache, const std::string& args) {
 TEST(ProbeCli, TextAndJsonSaveOnlyWhenAsked) {
     const std::string cache = test::temp_dir();
     const std::string file = cache + "/memwall/device.json";
-    const test::CommandResult j =
-        test::run_command(probe_cli(cache, "probe --json --seconds 0.2 -t 2 --array-size 8M"));
+    const test::CommandResult j = test::run_command(
+        probe_cli(cache, "probe --json --seconds 0.2 -t 2 --array-size 8M --no-storage"));
     ASSERT_EQ(j.exit_code, 0) << j.err;
     const json p = json::parse(j.out);
     for (const char* key : {"read_bandwidth_bytes_per_s", "triad_bandwidth_bytes_per_s",
@@ -189,13 +189,13 @@ TEST(ProbeCli, TextAndJsonSaveOnlyWhenAsked) {
 
     // --save (forced: the test machine is rarely quiet) writes it, --reset forgets it.
     const test::CommandResult save = test::run_command(
-        probe_cli(cache, "probe --save --force --seconds 0.2 -t 2 --array-size 8M"));
+        probe_cli(cache, "probe --save --force --seconds 0.2 -t 2 --array-size 8M --no-storage"));
     ASSERT_EQ(save.exit_code, 0) << save.err;
     EXPECT_NE(save.out.find("Saved      this measurement"), std::string::npos) << save.out;
     EXPECT_NE(save.out.find("+- "), std::string::npos) << save.out;  // the spread
     EXPECT_TRUE(std::ifstream(file));
-    const test::CommandResult again =
-        test::run_command(probe_cli(cache, "probe --seconds 0.2 -t 2 --array-size 8M"));
+    const test::CommandResult again = test::run_command(
+        probe_cli(cache, "probe --seconds 0.2 -t 2 --array-size 8M --no-storage"));
     ASSERT_EQ(again.exit_code, 0) << again.err;
     EXPECT_NE(again.out.find("what plans for this machine use"), std::string::npos) << again.out;
     EXPECT_NE(again.out.find("this run: "), std::string::npos) << again.out;
@@ -223,8 +223,8 @@ TEST(ProbeCli, ContendedBenchRecordIsRefusedAndThePlanStillAgrees) {
     const std::string model = test::shared_path("reference/models/kq-tiny-Q4_K_M.gguf");
     // Everything on CPU 0, with a cache of its own.
     const std::string pinned = "XDG_CACHE_HOME=" + cache + " taskset -c 0 " + test::cli_path();
-    const test::CommandResult saved =
-        test::run_command(pinned + " probe --save --force -t 1 --seconds 0.2 --array-size 8M");
+    const test::CommandResult saved = test::run_command(
+        pinned + " probe --save --force -t 1 --seconds 0.2 --array-size 8M --no-storage");
     ASSERT_EQ(saved.exit_code, 0) << saved.err;
     const std::string bench = " bench -m " + model + " -p 0 -n 64 -r 4 -t 1 --json";
     const test::CommandResult quiet = test::run_command(pinned + bench + " --record --force");

@@ -109,6 +109,42 @@ BenchRecord bench_from_json(const json& j) {
     return b;
 }
 
+json storage_to_json(const StorageResult& s) {
+    json random = json::array();
+    for (const StorageRandom& r : s.random) {
+        random.push_back({{"block_bytes", r.block_bytes},
+                          {"bytes_per_s", r.rate.median},
+                          {"rate", stats_to_json(r.rate)}});
+    }
+    return {{"dir", s.dir},
+            {"file_bytes", s.file_bytes},
+            {"direct_io", s.direct_io},
+            {"note", s.note},
+            {"sequential_bytes_per_s", s.sequential.median},
+            {"sequential", stats_to_json(s.sequential)},
+            {"random", random},
+            {"write_seconds", s.write_seconds},
+            {"seconds", s.seconds},
+            {"measured_at", s.measured_at}};
+}
+
+StorageResult storage_from_json(const json& j) {
+    StorageResult s;
+    s.dir = j.value("dir", "");
+    s.file_bytes = j.value("file_bytes", uint64_t(0));
+    s.direct_io = j.value("direct_io", false);
+    s.note = j.value("note", "");
+    s.sequential = stats_from_json(j.value("sequential", json::object()));
+    for (const json& r : j.value("random", json::array())) {
+        s.random.push_back({r.value("block_bytes", uint64_t(0)),
+                            stats_from_json(r.value("rate", json::object()))});
+    }
+    s.write_seconds = j.value("write_seconds", 0.0);
+    s.seconds = j.value("seconds", 0.0);
+    s.measured_at = j.value("measured_at", int64_t(0));
+    return s;
+}
+
 // A cache written on another machine (or before its RAM changed) does not describe this one.
 bool same_machine(const SystemInfo& a, const SystemInfo& b) {
     const double ra = double(a.memory.total_bytes), rb = double(b.memory.total_bytes);
@@ -189,6 +225,7 @@ std::string measured_device_to_json(const MeasuredDevice& m) {
               {"matmul_gflops", m.matmul_gflops.median},
               {"matmul", stats_to_json(m.matmul_gflops)}};
     if (m.bench) j["bench"] = bench_to_json(*m.bench);
+    if (m.storage) j["storage"] = storage_to_json(*m.storage);
     return j.dump(1);
 }
 
@@ -212,6 +249,7 @@ MeasuredDevice measured_device_from_json(const std::string& text) {
     b.contention = j.value("contention", "");
     m.matmul_gflops = stats_from_json(j.value("matmul", json::object()));
     if (j.contains("bench")) m.bench = bench_from_json(j["bench"]);
+    if (j.contains("storage")) m.storage = storage_from_json(j["storage"]);
     return m;
 }
 
@@ -250,6 +288,12 @@ MeasuredDevice probe_device(const ProbeOptions& options) {
     m.matmul_gflops = measure_matmul_gflops(pool, options.seconds * 0.2);
     m.bandwidth.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!options.storage_dir.empty()) {
+        StorageOptions so;
+        so.dir = options.storage_dir;
+        if (options.storage_bytes) so.file_bytes = options.storage_bytes;
+        m.storage = measure_storage(so);
+    }
     return m;
 }
 
@@ -269,6 +313,7 @@ SaveResult save_measurement(const MeasuredDevice& m, bool force) {
         if (!r.reason.empty()) return r;
     }
     MeasuredDevice saved = m;
+    if (!saved.storage && old) saved.storage = old->storage;  // not measured this time
     // A bench record divides by the bandwidth it was measured against: never by another one.
     if (!saved.bench_matches()) saved.bench.reset();
     r.dropped_bench = old && old->bench && !saved.bench;
@@ -313,6 +358,27 @@ DeviceProfile device_from_measurement(const MeasuredDevice& m, const MemoryNow& 
     }
     d.source = "measured";
     d.n_threads = threads;
+    if (m.storage && m.storage->measured()) {
+        const StorageResult& s = *m.storage;
+        d.storage_seq_bytes_per_s = s.sequential.median;
+        d.storage_random.clear();
+        for (const StorageRandom& r : s.random) {
+            d.storage_random.push_back({r.block_bytes, r.rate.median});
+            d.storage_spread = std::max(d.storage_spread, r.rate.spread);
+        }
+        d.storage_assumed = false;
+        d.storage_source = fmt::format("measured in {}{}", s.dir,
+                                       s.direct_io ? "" : " (page cache dropped, no O_DIRECT)");
+        d.storage_measured_at = s.measured_at;
+    } else {
+        // Nothing measured yet: an SSD's typical figures, said to be assumed.
+        d.storage_seq_bytes_per_s = 2.0e9;
+        d.storage_random = {{uint64_t(1) << 20, 1.0e9}};
+        d.storage_assumed = true;
+        d.storage_source =
+            "assumed: an SSD (2.0 GB/s in order, 1.0 GB/s random 1 MiB); memwall probe --save "
+            "--storage-dir DIR measures it";
+    }
     // The point bench measured, drawn on the roofline chart (plan --plot).
     if (m.bench_matches() && m.bench->decode_tok_s > 0 && m.bench->decode_bytes_per_token > 0) {
         d.measured_decode_tok_s = m.bench->decode_tok_s;

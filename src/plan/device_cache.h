@@ -16,6 +16,7 @@
 #include "plan/devices.h"
 #include "plan/measure.h"
 #include "plan/probe.h"
+#include "plan/storage.h"
 
 namespace mw {
 
@@ -41,6 +42,9 @@ struct MeasuredDevice {
     RateStats matmul_gflops;  // the engine's Q4_K matmul, all measurement threads
     int64_t measured_at = 0;  // unix time
     std::optional<BenchRecord> bench;
+    // The storage read bandwidth of a folder (probe --storage-dir, or the current folder): kept
+    // across saves that did not measure it, since it does not depend on the memory's figures.
+    std::optional<StorageResult> storage;
     // Whether `bench` belongs to this bandwidth measurement (recorded against it).
     bool bench_matches() const;
 };
@@ -55,10 +59,12 @@ inline constexpr double kDefaultPrefillShareOfMatmul = 0.85;
 std::string device_cache_path();
 
 struct ProbeOptions {
-    int n_threads = 0;         // 0: the engine's default thread count
-    double seconds = 1.5;      // measurement budget (at least 5 passes of each kernel)
-    bool measure = true;       // false: system facts only
-    uint64_t array_bytes = 0;  // per array; 0: choose_array_bytes()
+    int n_threads = 0;           // 0: the engine's default thread count
+    double seconds = 1.5;        // measurement budget (at least 5 passes of each kernel)
+    bool measure = true;         // false: system facts only
+    uint64_t array_bytes = 0;    // per array; 0: choose_array_bytes()
+    std::string storage_dir;     // measure the storage read bandwidth there; "": not measured
+    uint64_t storage_bytes = 0;  // its test file; 0: StorageOptions' default (256 MiB)
 };
 // Measures this machine; writes nothing.
 MeasuredDevice probe_device(const ProbeOptions& options);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mw {
@@ -43,6 +44,20 @@ struct DeviceProfile {
     double decode_spread = 0;
     std::string prefill_source;  // "typical", "measured by bench", "0.85 x the measured matmul"
     std::string note;            // e.g. why a measurement made now was not saved
+
+    // Storage read bandwidth, page cache bypassed: where a model's experts come from under a
+    // memory budget (docs/memory-budget.md). Measured by `probe --save` on this machine; for
+    // profiles and explicit devices a typical figure of their storage, marked assumed.
+    double storage_seq_bytes_per_s = 0;  // one reader, large reads in order
+    // Random reads, two in flight: (bytes per read, bytes/s), by increasing read size.
+    std::vector<std::pair<uint64_t, double>> storage_random;
+    bool storage_assumed = true;
+    std::string storage_source;  // "measured in DIR", or what the assumed figure stands for
+    double storage_spread = 0;   // relative spread of the random reads (0: not measured)
+    int64_t storage_measured_at = 0;
+
+    // The random-read rate at the read size nearest `read_bytes` (on a log scale); 0: none.
+    double storage_random_bytes_per_s(uint64_t read_bytes) const;
 
     uint64_t usable_bytes() const {
         return ram_bytes > os_reserve_bytes ? ram_bytes - os_reserve_bytes : 0;

@@ -34,6 +34,15 @@ json device_json(const DeviceProfile& d) {
               {"efficiency_measured_at", d.efficiency_measured_at},
               {"decode_spread", d.decode_spread},
               {"note", d.note}};
+    json random = json::array();
+    for (const auto& [bytes, rate] : d.storage_random)
+        random.push_back({{"block_bytes", bytes}, {"bytes_per_s", rate}});
+    j["storage"] = {{"sequential_bytes_per_s", d.storage_seq_bytes_per_s},
+                    {"random", random},
+                    {"assumed", d.storage_assumed},
+                    {"source", d.storage_source},
+                    {"spread", d.storage_spread},
+                    {"measured_at", d.storage_measured_at}};
     if (d.measured_decode_tok_s > 0 && d.measured_decode_bytes_per_token > 0) {
         j["measured_decode_tok_s"] = d.measured_decode_tok_s;
         j["measured_decode_bytes_per_token"] = d.measured_decode_bytes_per_token;
@@ -63,6 +72,44 @@ json row_json(const PlanRow& r) {
             {"decode_tok_s_ceiling_full_ctx", r.speed.decode_tok_s_ceiling_full_ctx},
             {"prefill_tok_s_expected", r.speed.prefill_tok_s_expected},
             {"runnable", r.runnable},
+            {"note", r.note}};
+}
+
+json budget_row_json(const BudgetRow& r) {
+    return {{"model", r.model},
+            {"device", r.device},
+            {"quant", r.quant},
+            {"budget_bytes", r.budget_bytes},
+            {"budget_fraction", r.budget_fraction},
+            {"file_bytes", r.file_bytes},
+            {"moe", r.moe},
+            {"runnable", r.runnable},
+            {"resident_bytes", r.resident_bytes},
+            {"expert_bytes", r.expert_bytes},
+            {"reserve_bytes", r.reserve_bytes},
+            {"kv_bytes", r.kv_bytes},
+            {"scratch_bytes", r.scratch_bytes},
+            {"slot_bytes", r.slot_bytes},
+            {"expert_read_bytes", r.expert_read_bytes},
+            {"experts_total", r.experts_total},
+            {"experts_per_token", r.experts_per_token},
+            {"fits", r.fits},
+            {"refusal", r.refusal},
+            {"cache_slots", r.cache_slots},
+            {"cache_fraction", r.cache_fraction},
+            {"hit_rate", r.hit_rate},
+            {"hit_rate_model", "uniform routing: hit rate = cached share of the experts"},
+            {"misses_per_token", r.misses_per_token},
+            {"storage_bytes_per_token", r.storage_bytes_per_token},
+            {"ram_bytes_per_token", r.ram_bytes_per_token},
+            {"ram_bytes_per_s", r.ram_bytes_per_s},
+            {"storage_bytes_per_s", r.storage_bytes_per_s},
+            {"storage_assumed", r.storage_assumed},
+            {"storage_source", r.storage_source},
+            {"ram_seconds_per_token", r.ram_seconds_per_token},
+            {"storage_seconds_per_token", r.storage_seconds_per_token},
+            {"decode_tok_s", r.decode_tok_s},
+            {"in_ram_decode_tok_s", r.in_ram_decode_tok_s},
             {"note", r.note}};
 }
 
@@ -156,6 +203,12 @@ DeviceProfile device_from_json(const json& d) {
         e.bandwidth_spread = here.bandwidth_spread;
         e.measured_at = here.measured_at;
         e.decode_spread = here.decode_spread;
+        e.storage_seq_bytes_per_s = here.storage_seq_bytes_per_s;
+        e.storage_random = here.storage_random;
+        e.storage_assumed = here.storage_assumed;
+        e.storage_source = here.storage_source + " (this machine)";
+        e.storage_spread = here.storage_spread;
+        e.storage_measured_at = here.storage_measured_at;
         e.name += " (this machine's bandwidth)";
         return e;
     }
@@ -239,6 +292,22 @@ PlanRequest plan_request_from_json(const std::string& text) {
         r.run.type_k = r.run.type_v = *type;
     }
     r.best_only = j.value("best_only", false);
+    for (const json& f : j.value("budget_fractions", json::array())) {
+        if (!f.is_number() || !(f.get<double>() > 0 && f.get<double>() <= 1)) {
+            fail(ErrorKind::invalid_argument,
+                 "plan request: \"budget_fractions\" holds fractions of the file in (0, 1], not {}",
+                 f.dump());
+        }
+        r.budget_fractions.push_back(f.get<double>());
+    }
+    for (const json& b : j.value("mem_budgets", json::array())) {
+        const double bytes = size_value(b, "mem_budgets", true);
+        if (!(bytes >= 1)) {
+            fail(ErrorKind::invalid_argument, "plan request: \"mem_budgets\": {} is not a size",
+                 b.dump());
+        }
+        r.mem_budgets.push_back(uint64_t(bytes));
+    }
     return r;
 }
 
@@ -280,6 +349,8 @@ std::string plan_result_to_json(const PlanResult& result) {
         return j;
     };
     for (const PlanRow& r : result.rows) rows.push_back(with_details(r));
+    json budget_rows = json::array();
+    for (const BudgetRow& r : result.budget_rows) budget_rows.push_back(budget_row_json(r));
     for (const Recommendation& r : result.recommendations) {
         json rec = {
             {"model", r.model}, {"device", r.device}, {"found", r.found}, {"advice", r.advice}};
@@ -291,7 +362,8 @@ std::string plan_result_to_json(const PlanResult& result) {
                       {"models", models},
                       {"devices", devices},
                       {"rows", rows},
-                      {"recommendations", recs}};
+                      {"recommendations", recs},
+                      {"budget_rows", budget_rows}};
     return out.dump(1);
 }
 

@@ -522,6 +522,11 @@ ModelFacts model_facts(const gguf::GgufFile& file, const std::string& quant_labe
         f.n_merges = hp.n_vocab;
     }
 
+    uint64_t data_end = 0;
+    for (const gguf::TensorInfo& t : file.tensors())
+        data_end = std::max(data_end, t.offset + t.n_bytes);
+    f.file_bytes = f.header_bytes + data_end;
+
     // Weight bytes and matrix FLOPs per token: every matrix once, the token embedding one row,
     // experts in proportion to those used.
     const bool has_output = file.find_tensor("output.weight") != nullptr;
@@ -657,6 +662,12 @@ PlanResult make_plan(const PlanRequest& request) {
                     r.rows.push_back(make_row(p.model.name, v, dev, p.run));
             }
             r.recommendations.push_back(std::move(rec));
+            if (!request.budget_fractions.empty() || !request.mem_budgets.empty()) {
+                const PlannedModel& m = p.model;
+                for (BudgetRow& b : plan_budgets(m.name, m.facts.quant, m.facts, dev, p.run,
+                                                 request.budget_fractions, request.mem_budgets))
+                    r.budget_rows.push_back(std::move(b));
+            }
         }
         r.models.push_back(std::move(p.model));
     }

@@ -14,6 +14,7 @@
 
 #include "format/gguf.h"
 #include "model/model.h"
+#include "plan/budget_plan.h"
 #include "plan/devices.h"
 #include "plan/quant_mix.h"
 
@@ -28,6 +29,7 @@ struct ModelFacts {
     uint64_t n_params = 0;
     uint64_t weights_bytes = 0;         // tensor data, exact per tensor
     uint64_t header_bytes = 0;          // metadata and tensor infos (estimated without a vocab)
+    uint64_t file_bytes = 0;            // header + the data section, alignment padding included
     uint64_t decoded_vector_bytes = 0;  // 1-D tensors the model keeps decoded as floats
     uint64_t n_merges = 0;              // BPE merges of the vocabulary
     uint64_t bytes_per_token = 0;       // weight bytes read per decoded token (MoE: used experts)
@@ -103,6 +105,10 @@ struct PlanRequest {
     std::vector<QuantRecipe> quants;     // empty: default_plan_quants()
     RunSettings run{.n_ctx = 4096};
     bool best_only = false;  // rows: only each model's recommendation per device
+    // Rows under memory budgets (plan/budget_plan.h), per model and device, in the model's own
+    // (file) or Q4_K_M quantization: fractions of the file, and sizes in bytes.
+    std::vector<double> budget_fractions;
+    std::vector<uint64_t> mem_budgets;
 };
 
 const std::vector<QuantRecipe>& default_plan_quants();
@@ -146,6 +152,7 @@ struct PlanResult {
     std::vector<DeviceProfile> devices;
     std::vector<PlanRow> rows;
     std::vector<Recommendation> recommendations;
+    std::vector<BudgetRow> budget_rows;
 };
 
 PlanResult make_plan(const PlanRequest& request);

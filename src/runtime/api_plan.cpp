@@ -95,6 +95,8 @@ mw_probe_params mw_probe_default_params(void) {
     p.write_cache = false;
     p.force = false;
     p.array_bytes = 0;
+    p.storage_dir = nullptr;
+    p.storage_bytes = 0;
     return p;
 }
 
@@ -106,6 +108,8 @@ char* mw_probe_json(const mw_probe_params* params) {
         o.seconds = p.seconds > 0 ? p.seconds : 1.5;
         o.measure = p.measure;
         o.array_bytes = p.array_bytes;
+        if (p.storage_dir) o.storage_dir = p.storage_dir;
+        o.storage_bytes = p.storage_bytes;
         const std::optional<mw::MeasuredDevice> before = mw::cached_device();
         const mw::MeasuredDevice device = mw::probe_device(o);
         std::optional<mw::SaveResult> saved;

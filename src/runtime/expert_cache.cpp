@@ -30,7 +30,37 @@ uint64_t matrix_bytes(const WeightMatrix& w) {
     return w.row_bytes * uint64_t(w.n_rows);
 }
 
+// Room for the bytes wherever they start within a block, and a whole block more at the end (a
+// direct read covers whole blocks).
+uint64_t part_slot_bytes(const WeightMatrix& w) {
+    return round_up(matrix_bytes(w) + kAlign, kAlign);
+}
+
 }  // namespace
+
+uint64_t expert_slot_bytes(const Model& m) {
+    uint64_t most = 0;
+    for (const Layer& l : m.layers) {
+        if (!l.moe) continue;
+        uint64_t at = 0;
+        for (const ExpertWeights* x : {&l.exp_gate, &l.exp_up, &l.exp_down})
+            at += part_slot_bytes(x->first);
+        most = std::max(most, at);
+    }
+    return most;
+}
+
+uint64_t expert_read_bytes(const Model& m) {
+    uint64_t most = 0;
+    for (const Layer& l : m.layers) {
+        if (!l.moe) continue;
+        uint64_t bytes = 0;
+        for (const ExpertWeights* x : {&l.exp_gate, &l.exp_up, &l.exp_down})
+            bytes += matrix_bytes(x->first);
+        most = std::max(most, bytes);
+    }
+    return most;
+}
 
 ExpertCache::ExpertCache(const std::string& path, const Model& m, const uint8_t* file_base,
                          const Options& options)
@@ -39,7 +69,7 @@ ExpertCache::ExpertCache(const std::string& path, const Model& m, const uint8_t*
     for (uint32_t il = 0; il < n_layer_; ++il) {
         const Layer& l = m.layers[il];
         if (!l.moe) continue;
-        uint64_t at = 0, bytes = 0;
+        uint64_t at = 0;
         for (const ExpertWeights* x : {&l.exp_gate, &l.exp_up, &l.exp_down}) {
             Part p;
             p.offset = uint64_t(x->first.data - file_base);
@@ -53,15 +83,12 @@ ExpertCache::ExpertCache(const std::string& path, const Model& m, const uint8_t*
                 }
             }
             p.slot_offset = at;
-            // Room for the bytes wherever they start within a block, and a whole block more at
-            // the end (a direct read covers whole blocks).
-            at += round_up(matrix_bytes(x->first) + kAlign, kAlign);
-            bytes += matrix_bytes(x->first);
+            at += part_slot_bytes(x->first);
             parts_[il].push_back(p);
         }
-        slot_bytes_ = std::max(slot_bytes_, at);
-        expert_bytes_ = std::max(expert_bytes_, bytes);
     }
+    slot_bytes_ = expert_slot_bytes(m);
+    expert_bytes_ = expert_read_bytes(m);
     if (slot_bytes_ == 0) {
         fail(ErrorKind::invalid_argument, "{}: an expert cache for a model without experts", path);
     }

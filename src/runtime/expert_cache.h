@@ -37,6 +37,12 @@ struct ExpertCacheStats {
     bool direct_io = false;
 };
 
+// From shapes alone (a model bound from a header will do): the bytes one cache slot takes (an
+// expert's three matrices, each 4 KiB aligned with a block to spare for direct reads), and one
+// expert's weight bytes (what filling a slot reads); the largest over the MoE layers, 0 without.
+uint64_t expert_slot_bytes(const Model& m);
+uint64_t expert_read_bytes(const Model& m);
+
 class ExpertCache final : public ExpertSource {
   public:
     struct Options {

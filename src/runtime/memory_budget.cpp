@@ -10,6 +10,10 @@ std::string mib(uint64_t bytes) {
     return fmt::format("{:.1f} MiB", double(bytes) / (1 << 20));
 }
 
+uint64_t expert_cache_bytes(const BudgetFigures& f, uint32_t n_slots) {
+    return uint64_t(n_slots > 0 ? n_slots : f.experts_per_token) * f.slot_bytes;
+}
+
 }  // namespace
 
 uint64_t expert_tensor_bytes(const Model& m) {
@@ -23,63 +27,80 @@ uint64_t expert_tensor_bytes(const Model& m) {
     return bytes;
 }
 
+uint64_t committed_bytes(const BudgetFigures& f, uint32_t n_slots) {
+    return f.resident + kProcessReserve + expert_cache_bytes(f, n_slots);
+}
+
+std::string load_refusal(const std::string& path, const BudgetFigures& f) {
+    const uint64_t need = committed_bytes(f, 0);
+    if (need <= f.budget) return "";
+    if (f.slot_bytes > 0) {
+        return fmt::format(
+            "{}: a memory budget of {} is too small: the dense part of the model (everything "
+            "but the experts) takes {}, the {} experts one token needs in a layer {} ({} each), "
+            "and the process itself about {}: at least {}, before any context's KV cache and "
+            "scratch",
+            path, mib(f.budget), mib(f.resident), f.experts_per_token,
+            mib(expert_cache_bytes(f, 0)), mib(f.slot_bytes), mib(kProcessReserve), mib(need));
+    }
+    return fmt::format(
+        "{}: a memory budget of {} is too small for this dense model: its weights take {} and "
+        "the process itself about {} (at least {}); running a dense model larger than its "
+        "budget (layers streamed from storage) is not implemented yet",
+        path, mib(f.budget), mib(f.resident), mib(kProcessReserve), mib(need));
+}
+
+std::string context_refusal(const std::string& path, const BudgetFigures& f, uint32_t n_slots,
+                            uint64_t other_contexts, uint64_t kv_bytes, uint64_t scratch_bytes) {
+    const uint64_t ctx = kv_bytes + scratch_bytes;
+    const uint64_t need = committed_bytes(f, n_slots) + other_contexts + ctx;
+    if (need <= f.budget) return "";
+    return fmt::format(
+        "{}: a memory budget of {} is too small for this context: it needs {} (KV cache {} "
+        "+ scratch {}), the model's weights in memory {}, {} {}, other contexts {} and the "
+        "process itself about {}: at least {} (a smaller context size -c needs less)",
+        path, mib(f.budget), mib(ctx), mib(kv_bytes), mib(scratch_bytes), mib(f.resident),
+        f.slot_bytes > 0 && n_slots > 0 ? "the expert cache"
+                                        : "the experts one token needs in a layer",
+        mib(f.slot_bytes > 0 ? expert_cache_bytes(f, n_slots) : 0), mib(other_contexts),
+        mib(kProcessReserve), mib(need));
+}
+
+uint32_t expert_cache_slots(const BudgetFigures& f, uint64_t kv_bytes, uint64_t scratch_bytes) {
+    const uint64_t used = f.resident + kProcessReserve + kv_bytes + scratch_bytes;
+    if (f.slot_bytes == 0 || used >= f.budget) return 0;
+    const uint64_t slots = std::min((f.budget - used) / f.slot_bytes, f.experts_total);
+    return uint32_t(std::min<uint64_t>(slots, UINT32_MAX));
+}
+
 MemoryBudget::MemoryBudget(std::string path, uint64_t budget, uint64_t resident,
                            std::unique_ptr<ExpertCache> experts, uint32_t experts_per_token)
-    : path_(std::move(path)),
-      budget_(budget),
-      resident_(resident),
-      experts_(std::move(experts)),
-      experts_per_token_(experts_per_token) {
-    const uint64_t need = committed();
-    if (need <= budget_) return;
+    : path_(std::move(path)), experts_(std::move(experts)) {
+    figures_.budget = budget;
+    figures_.resident = resident;
+    figures_.experts_per_token = experts_per_token;
     if (experts_) {
-        fail(ErrorKind::out_of_memory,
-             "{}: a memory budget of {} is too small: the dense part of the model (everything "
-             "but the experts) takes {}, the {} experts one token needs in a layer {} ({} each), "
-             "and the process itself about {}: at least {}, before any context's KV cache and "
-             "scratch",
-             path_, mib(budget_), mib(resident_), experts_per_token_,
-             mib(uint64_t(experts_per_token_) * experts_->slot_bytes()),
-             mib(experts_->slot_bytes()), mib(kProcessReserve), mib(need));
+        figures_.slot_bytes = experts_->slot_bytes();
+        figures_.experts_total = experts_->experts_total();
     }
-    fail(ErrorKind::out_of_memory,
-         "{}: a memory budget of {} is too small for this dense model: its weights take {} and "
-         "the process itself about {} (at least {}); running a dense model larger than its "
-         "budget (layers streamed from storage) is not implemented yet",
-         path_, mib(budget_), mib(resident_), mib(kProcessReserve), mib(need));
+    if (const std::string why = load_refusal(path_, figures_); !why.empty())
+        fail(ErrorKind::out_of_memory, "{}", why);
 }
 
 MemoryBudget::~MemoryBudget() = default;
 
-uint64_t MemoryBudget::committed() const {
-    const uint64_t slots =
-        experts_ ? (experts_->n_slots() > 0 ? experts_->n_slots() : experts_per_token_) : 0;
-    return resident_ + kProcessReserve + (experts_ ? slots * experts_->slot_bytes() : 0);
-}
-
 void MemoryBudget::admit(uint64_t kv_bytes, uint64_t scratch_bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    const uint64_t ctx = kv_bytes + scratch_bytes;
-    const uint64_t need = committed() + contexts_ + ctx;
-    if (need > budget_) {
-        fail(ErrorKind::out_of_memory,
-             "{}: a memory budget of {} is too small for this context: it needs {} (KV cache {} "
-             "+ scratch {}), the model's weights in memory {}, {} {}, other contexts {} and the "
-             "process itself about {}: at least {} (a smaller context size -c needs less)",
-             path_, mib(budget_), mib(ctx), mib(kv_bytes), mib(scratch_bytes), mib(resident_),
-             experts_ && experts_->n_slots() > 0 ? "the expert cache"
-                                                 : "the experts one token needs in a layer",
-             mib(experts_ ? (experts_->n_slots() > 0 ? experts_->n_slots() : experts_per_token_) *
-                                experts_->slot_bytes()
-                          : 0),
-             mib(contexts_), mib(kProcessReserve), mib(need));
+    const uint32_t n_slots = experts_ ? experts_->n_slots() : 0;
+    if (const std::string why =
+            context_refusal(path_, figures_, n_slots, contexts_, kv_bytes, scratch_bytes);
+        !why.empty()) {
+        fail(ErrorKind::out_of_memory, "{}", why);
     }
-    if (experts_ && experts_->n_slots() == 0) {
-        // The first context: the expert cache takes what is left.
-        const uint64_t left = budget_ - resident_ - kProcessReserve - ctx;
-        experts_->allocate(uint32_t(std::min<uint64_t>(left / experts_->slot_bytes(), UINT32_MAX)));
-    }
-    contexts_ += ctx;
+    // The first context: the expert cache takes what is left.
+    if (experts_ && n_slots == 0)
+        experts_->allocate(expert_cache_slots(figures_, kv_bytes, scratch_bytes));
+    contexts_ += kv_bytes + scratch_bytes;
 }
 
 void MemoryBudget::leave(uint64_t bytes) {

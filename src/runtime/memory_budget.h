@@ -21,6 +21,28 @@ inline constexpr uint64_t kProcessReserve = uint64_t(32) << 20;
 // The weight bytes of a model's expert tensors (ffn_*_exps), from shapes alone.
 uint64_t expert_tensor_bytes(const Model& m);
 
+// The budget's arithmetic, without files or allocations: MemoryBudget checks with it, and the
+// planner's rows under a budget (plan/budget_plan.h) predict with it, so the two cannot disagree.
+struct BudgetFigures {
+    uint64_t budget = 0;
+    uint64_t resident = 0;           // weight bytes kept in memory
+    uint64_t slot_bytes = 0;         // one expert cache slot; 0: a dense model (no expert cache)
+    uint32_t experts_per_token = 0;  // slots one token needs in a layer (n_expert_used)
+    uint64_t experts_total = 0;      // layers x experts (ExpertCache::experts_total)
+};
+// What the model holds besides its contexts: the resident weights, the process, and the expert
+// cache (`n_slots` once allocated, before that the experts one token needs in a layer).
+uint64_t committed_bytes(const BudgetFigures& f, uint32_t n_slots);
+// Why the model cannot be loaded under the budget, with the numbers; "" when it can.
+std::string load_refusal(const std::string& path, const BudgetFigures& f);
+// Why a context's KV cache and scratch do not fit beside the model (its expert cache of `n_slots`,
+// 0 when not allocated yet) and `other_contexts`, with the numbers; "" when they fit.
+std::string context_refusal(const std::string& path, const BudgetFigures& f, uint32_t n_slots,
+                            uint64_t other_contexts, uint64_t kv_bytes, uint64_t scratch_bytes);
+// The slots the expert cache gets when the first context takes kv + scratch: what is left, at
+// most every expert. Only for a context that fits.
+uint32_t expert_cache_slots(const BudgetFigures& f, uint64_t kv_bytes, uint64_t scratch_bytes);
+
 class MemoryBudget {
   public:
     // `resident`: weight bytes kept in memory (the whole file, or all but the experts when
@@ -37,18 +59,14 @@ class MemoryBudget {
     void admit(uint64_t kv_bytes, uint64_t scratch_bytes);
     void leave(uint64_t bytes);
 
-    uint64_t budget() const { return budget_; }
-    uint64_t resident() const { return resident_; }
+    uint64_t budget() const { return figures_.budget; }
+    uint64_t resident() const { return figures_.resident; }
     ExpertCache* experts() const { return experts_.get(); }
 
   private:
-    uint64_t committed() const;  // everything but the contexts
-
     std::string path_;
-    uint64_t budget_;
-    uint64_t resident_;
+    BudgetFigures figures_;
     std::unique_ptr<ExpertCache> experts_;
-    uint32_t experts_per_token_;
     std::mutex mu_;
     uint64_t contexts_ = 0;
 };

@@ -29,6 +29,8 @@ void add_plan_command(CLI::App& app) {
         bool list = false;
         bool best_only = false;
         std::string plot;
+        bool budgets = false;
+        std::vector<std::string> mem_budgets;
     };
     auto opt = std::make_shared<Options>();
     cmd->add_option("model", opt->positional,
@@ -55,6 +57,11 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
     cmd->add_option("-t,--threads", opt->threads, "Threads (0: the device's)");
     cmd->add_flag("--best", opt->best_only, "Rows: only the recommended configuration");
+    cmd->add_flag("--budgets", opt->budgets,
+                  "Also plan under memory budgets of 25, 50 and 75 % of the file (a MoE model's "
+                  "experts read from storage; docs/memory-budget.md)");
+    cmd->add_option("--mem-budget", opt->mem_budgets,
+                    "Also plan under this memory budget, e.g. 2G (G = GiB; repeatable)");
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->add_flag("--list", opt->list, "List the catalogue's models and the device profiles");
     cmd->add_option("--plot", opt->plot,
@@ -117,6 +124,13 @@ void add_plan_command(CLI::App& app) {
         request["models"] = models;
         request["devices"] = devices;
         if (!o.quants.empty()) request["quants"] = o.quants;
+        if (o.budgets) request["budget_fractions"] = {0.25, 0.5, 0.75};
+        if (!o.mem_budgets.empty()) {
+            json sizes = json::array();
+            for (const std::string& b : o.mem_budgets)
+                sizes.push_back(parse_bytes(b, "--mem-budget"));
+            request["mem_budgets"] = sizes;
+        }
         const json plan = take_json(mw_plan_json(request.dump().c_str()), "plan");
         if (!o.plot.empty()) write_chart(plan.dump(), o.plot);
         if (o.json_out) {

@@ -1,8 +1,13 @@
 // memwall probe: what this machine is (cores, SIMD features, caches, RAM) and what it measures
 // (memory bandwidth, read-only and triad, multi-threaded, as the median of several passes; the
-// engine's matmul throughput). `--save` keeps the measurement for `memwall plan --device this`
-// (refused when it looks contended), `--reset` forgets the saved one.
+// engine's matmul throughput) and the storage read bandwidth of a folder (the current one unless
+// --storage-dir says otherwise: where `memwall pull` puts models). `--save` keeps the measurement
+// for `memwall plan --device this` (refused when it looks contended), `--reset` forgets the saved
+// one.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <climits>
 
 #include "common.h"
 #include "plan_render.h"
@@ -23,6 +28,9 @@ void add_probe_command(CLI::App& app) {
         bool save = false;
         bool reset = false;
         bool force = false;
+        std::string storage_dir = ".";
+        std::string storage_size = "256M";
+        bool no_storage = false;
     };
     auto opt = std::make_shared<Options>();
     cmd->add_option("-t,--threads", opt->threads,
@@ -39,6 +47,12 @@ void add_probe_command(CLI::App& app) {
     cmd->add_flag(
         "--reset", opt->reset,
         "Forget the saved measurement and bench's figures (then measure only with --save)");
+    cmd->add_option("--storage-dir", opt->storage_dir,
+                    "Folder whose storage read bandwidth to measure: where the models live "
+                    "(default: the current folder, where memwall pull puts them)");
+    cmd->add_option("--storage-size", opt->storage_size,
+                    "Size of the temporary test file written there and deleted (default 256M)");
+    cmd->add_flag("--no-storage", opt->no_storage, "Do not measure the storage read bandwidth");
     cmd->add_flag("--no-measure", opt->no_measure, "Only the facts; measure nothing");
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->callback([opt] {
@@ -62,6 +76,20 @@ void add_probe_command(CLI::App& app) {
         p.write_cache = o.save;
         p.force = o.force;
         if (!o.array_size.empty()) p.array_bytes = parse_bytes(o.array_size, "--array-size");
+        const bool storage = p.measure && !o.no_storage;
+        if (storage) {
+            p.storage_dir = o.storage_dir.c_str();
+            p.storage_bytes = parse_bytes(o.storage_size, "--storage-size");
+            char here[PATH_MAX];
+            const std::string where =
+                o.storage_dir == "." && ::getcwd(here, sizeof here) ? here : o.storage_dir;
+            // The storage part writes a file: say so before it happens (on stderr, beside JSON).
+            fmt::print(stderr,
+                       "probe: measuring memory bandwidth, then storage reads in {}: a {} test "
+                       "file written there, read back bypassing the page cache, deleted "
+                       "(--no-storage skips it)\n",
+                       where, human_bytes(double(p.storage_bytes)));
+        }
         nlohmann::json probe = take_json(mw_probe_json(&p), "");
         const nlohmann::json gpus = take_json(mw_gpu_devices_json(), "probe");
         if (o.json_out) {

@@ -96,6 +96,51 @@ std::string recommendation_line(const json& rec) {
         human_rate(r["prefill_tok_s_expected"].get<double>()), r.value("prefill_conditions", ""));
 }
 
+// Rows under memory budgets: the runtime's refusal, or the expert cache, its predicted hit rate,
+// the bytes read from storage per token and the decode speed that gives.
+void print_budget_rows(const json& plan, const std::string& model) {
+    bool any = false;
+    for (const json& r : plan["budget_rows"]) {
+        if (r["model"] != model) continue;
+        if (!any) {
+            fmt::print(
+                "  Under a memory budget (--mem-budget; {}, {} file; hit rate for uniform "
+                "routing):\n",
+                r["quant"].get<std::string>(), human_bytes(r["file_bytes"].get<double>()));
+            any = true;
+        }
+        const double fraction = r["budget_fraction"].get<double>();
+        std::string line = fmt::format("    {:<11} {:>10} {:>5}: ", r["device"].get<std::string>(),
+                                       human_bytes(r["budget_bytes"].get<double>()),
+                                       fraction > 0 ? fmt::format("{:.0f} %", 100 * fraction) : "");
+        if (!r["fits"].get<bool>()) {
+            line += "refused: " + r["refusal"].get<std::string>();
+        } else if (!r["moe"].get<bool>()) {
+            line += fmt::format("fits whole, ~{} tok/s as in RAM",
+                                human_rate(r["decode_tok_s"].get<double>()));
+        } else {
+            line += fmt::format(
+                "cache {}/{} experts, hit {:.0f} %, {} read per token at {:.2f} GB/s{} -> ~{} "
+                "tok/s (in RAM {})",
+                r["cache_slots"].get<uint64_t>(), r["experts_total"].get<uint64_t>(),
+                100 * r["hit_rate"].get<double>(),
+                human_bytes(r["storage_bytes_per_token"].get<double>()),
+                r["storage_bytes_per_s"].get<double>() / 1e9,
+                r["storage_assumed"].get<bool>() ? " (assumed)" : "",
+                human_rate(r["decode_tok_s"].get<double>()),
+                human_rate(r["in_ram_decode_tok_s"].get<double>()));
+        }
+        if (!r["note"].get<std::string>().empty()) line += "; " + r["note"].get<std::string>();
+        fmt::print("{}\n", line);
+    }
+    if (!any) return;
+    // Where each device's storage figure comes from, once.
+    for (const json& d : plan["devices"]) {
+        fmt::print("    storage of {}: {}\n", d["id"].get<std::string>(),
+                   d["storage"]["source"].get<std::string>());
+    }
+}
+
 }  // namespace
 
 void print_plan(const json& plan) {
@@ -184,6 +229,7 @@ void print_plan(const json& plan) {
         for (const json& rec : plan["recommendations"]) {
             if (rec["model"] == name) fmt::print("{}\n", recommendation_line(rec));
         }
+        if (plan.contains("budget_rows")) print_budget_rows(plan, name);
     }
     // The legend says only what applies to the tables above.
     bool file_rows = false;
@@ -234,6 +280,33 @@ std::string bench_line(const json& m) {
                        100 * b["decode_efficiency"].get<double>(),
                        human_time(b["recorded_at"].get<int64_t>()), b["threads"].get<int>(),
                        b["model"].get<std::string>());
+}
+
+// "1.9 GB/s in order, 1.4 GB/s random 1 MiB" of a saved storage figure.
+std::string storage_brief(const json& s) {
+    std::string random;
+    for (const json& r : s["random"]) {
+        if (r["block_bytes"].get<uint64_t>() == (1u << 20))
+            random =
+                fmt::format(", {:.2f} GB/s random 1 MiB", r["bytes_per_s"].get<double>() / 1e9);
+    }
+    return fmt::format("{:.2f} GB/s in order{}", s["sequential_bytes_per_s"].get<double>() / 1e9,
+                       random);
+}
+
+void print_storage(const json& s) {
+    fmt::print("Storage    {}: in order {}\n", s["dir"].get<std::string>(),
+               rate_line(s["sequential"], 1e9, "GB/s"));
+    for (const json& r : s["random"]) {
+        fmt::print("           random {:>7} {}\n", human_bytes(r["block_bytes"].get<double>()),
+                   rate_line(r["rate"], 1e9, "GB/s"));
+    }
+    fmt::print("           {}, a {} test file (written in {:.1f} s, deleted), {:.1f} s in all\n",
+               s["direct_io"].get<bool>() ? "O_DIRECT" : "pread + posix_fadvise(DONTNEED)",
+               human_bytes(s["file_bytes"].get<double>()), s["write_seconds"].get<double>(),
+               s["seconds"].get<double>());
+    if (!s["note"].get<std::string>().empty())
+        fmt::print("           note: {}\n", s["note"].get<std::string>());
 }
 
 }  // namespace
@@ -307,6 +380,7 @@ void print_probe(const json& p) {
         const std::string contention = p["contention"].get<std::string>();
         fmt::print("Contention {}\n", contention.empty() ? "none seen" : "LIKELY: " + contention);
     }
+    if (p.contains("storage")) print_storage(p["storage"]);
     const json& before = p["saved_before"];
     if (p["saved"].get<bool>()) {
         fmt::print("Saved      this measurement, to {}: plans for this machine use it\n",
@@ -324,6 +398,14 @@ void print_probe(const json& p) {
             saved_bw / 1e9, 100 * before["read_bandwidth"]["spread"].get<double>(),
             human_time(before["measured_at"].get<int64_t>()), p["cache_file"].get<std::string>());
         fmt::print("           {}\n", bench_line(before));
+        if (before.contains("storage")) {
+            fmt::print("           storage {} in {}, measured {}\n",
+                       storage_brief(before["storage"]),
+                       before["storage"]["dir"].get<std::string>(),
+                       human_time(before["storage"]["measured_at"].get<int64_t>()));
+        } else {
+            fmt::print("           no storage figure saved (plans under a budget assume one)\n");
+        }
         if (measured && saved_bw > 0) {
             fmt::print("           this run: {:+.1f} % read bandwidth against it{}\n",
                        100 * (p["read_bandwidth_bytes_per_s"].get<double>() / saved_bw - 1),

@@ -1,0 +1,253 @@
+// Plans under a memory budget (plan/budget_plan.h): the runtime's arithmetic (the same refusals,
+// the same expert cache as a loaded model gets), the hit rate, bytes read and tok/s of the
+// documented model against hand-computed values, dense models refused, and the CLI's JSON and
+// text.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "format/gguf.h"
+#include "plan/budget_plan.h"
+#include "plan/model_spec.h"
+#include "plan/planner.h"
+#include "runtime/context.h"
+#include "runtime/expert_cache.h"
+#include "runtime/loaded_model.h"
+#include "runtime/memory_budget.h"
+#include "support/test_support.h"
+
+namespace mw {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t MiB = uint64_t(1) << 20;
+
+// A small Mixtral-shaped model in F16 (no quantization rules in the way of hand arithmetic):
+// 4 layers of 8 experts of 256 x 512, 2 used per token.
+ModelSpec synthetic_moe(uint32_t n_expert = 8) {
+    ModelSpec s;
+    s.id = s.name = n_expert ? "synthetic-moe" : "synthetic-dense";
+    s.arch = "llama";
+    s.n_vocab = 1000;
+    s.n_ctx_train = 2048;
+    s.n_embd = 256;
+    s.n_layer = 4;
+    s.n_head = 4;
+    s.n_head_kv = 4;
+    s.n_ff = 512;
+    s.n_expert = n_expert;
+    s.n_expert_used = n_expert ? 2 : 0;
+    s.n_ff_expert = n_expert ? 512 : 0;
+    return s;
+}
+
+struct Planned {
+    std::vector<uint8_t> header;
+    gguf::GgufFile file;
+    ModelFacts facts;
+};
+
+std::unique_ptr<Planned> plan_spec(const ModelSpec& spec) {
+    auto p = std::make_unique<Planned>();
+    p->header = spec_gguf_header(spec, QuantRecipe::F16);
+    p->file = gguf::GgufFile::parse(p->header, spec.name, {.header_only = true});
+    p->facts = model_facts(p->file, "F16");
+    return p;
+}
+
+DeviceProfile test_device() {
+    DeviceProfile d = explicit_device(uint64_t(16) << 30, 50e9);
+    d.decode_efficiency = 0.5;
+    d.storage_random = {{256 << 10, 1e9}, {4 * MiB, 3e9}};
+    d.storage_assumed = false;
+    d.storage_source = "given by the test";
+    return d;
+}
+
+const RunSettings kRun{.n_ctx = 256, .n_batch = 64, .n_threads = 2};
+
+TEST(PlanBudget, MoeRowMatchesHandArithmetic) {
+    const auto p = plan_spec(synthetic_moe());
+    const DeviceProfile dev = test_device();
+    // By hand: each expert matrix 256 x 512 F16 = 256 KiB; a slot holds three, each rounded up
+    // with a 4 KiB block to spare (260 KiB); 4 layers x 8 experts, 4 x 2 routed per token.
+    const uint64_t matrix = 256 * 512 * 2;
+    const uint64_t slot = 3 * (matrix + 4096);
+    const uint64_t experts = 4 * 8 * 3 * matrix;
+    const MemoryPlan memory = plan_memory(p->facts, kRun);
+    const uint64_t resident = p->facts.file_bytes - experts;
+    const uint64_t base = resident + kProcessReserve + memory.kv_bytes + memory.compute_bytes;
+    const uint64_t budget = base + 10 * slot + slot / 2;  // room for 10 slots
+
+    const BudgetRow r = plan_budget("m", "F16", p->facts, dev, kRun, budget, 0);
+    ASSERT_TRUE(r.fits) << r.refusal;
+    EXPECT_TRUE(r.moe);
+    EXPECT_EQ(r.expert_bytes, experts);
+    EXPECT_EQ(r.resident_bytes, resident);
+    EXPECT_EQ(r.slot_bytes, slot);
+    EXPECT_EQ(r.expert_read_bytes, 3 * matrix);
+    EXPECT_EQ(r.experts_total, 32u);
+    EXPECT_EQ(r.experts_per_token, 8u);
+    EXPECT_EQ(r.cache_slots, 10u);
+    EXPECT_DOUBLE_EQ(r.hit_rate, 10.0 / 32);
+    EXPECT_DOUBLE_EQ(r.misses_per_token, 8 * (1 - 10.0 / 32));  // 5.5
+    EXPECT_DOUBLE_EQ(r.storage_bytes_per_token, 5.5 * double(3 * matrix));
+    // One pread per matrix (256 KiB): the device's 256 KiB rate, not its 4 MiB one.
+    EXPECT_DOUBLE_EQ(r.storage_bytes_per_s, 1e9);
+    const double ram_s = double(p->facts.bytes_per_token) / (50e9 * 0.5);
+    EXPECT_NEAR(r.decode_tok_s, 1 / (ram_s + 5.5 * double(3 * matrix) / 1e9), 1e-9);
+    EXPECT_NEAR(r.in_ram_decode_tok_s, 1 / ram_s, 1e-9);
+    EXPECT_LT(r.decode_tok_s, r.in_ram_decode_tok_s);
+
+    // Room for every expert: all hits, nothing read, the in-RAM speed.
+    const BudgetRow all = plan_budget("m", "F16", p->facts, dev, kRun, base + 40 * slot, 0);
+    ASSERT_TRUE(all.fits) << all.refusal;
+    EXPECT_EQ(all.cache_slots, 32u);
+    EXPECT_DOUBLE_EQ(all.hit_rate, 1.0);
+    EXPECT_DOUBLE_EQ(all.storage_bytes_per_token, 0.0);
+    EXPECT_DOUBLE_EQ(all.decode_tok_s, all.in_ram_decode_tok_s);
+}
+
+TEST(PlanBudget, RefusalsNameTheNumbersAsTheRuntimesDo) {
+    const auto p = plan_spec(synthetic_moe());
+    const DeviceProfile dev = test_device();
+    const BudgetRow ample = plan_budget("m", "F16", p->facts, dev, kRun, uint64_t(1) << 30, 0);
+    ASSERT_TRUE(ample.fits);
+    // One byte short of the dense part, the process and the 2 experts a layer needs.
+    const uint64_t load_min = ample.resident_bytes + kProcessReserve + 2 * ample.slot_bytes;
+    const BudgetRow load = plan_budget("m", "F16", p->facts, dev, kRun, load_min - 1, 0);
+    EXPECT_FALSE(load.fits);
+    EXPECT_EQ(load.decode_tok_s, 0.0);
+    EXPECT_NE(load.refusal.find("too small"), std::string::npos) << load.refusal;
+    EXPECT_NE(load.refusal.find(fmt::format("takes {:.1f} MiB",
+                                            double(ample.resident_bytes) / MiB)),
+              std::string::npos)
+        << load.refusal;
+    EXPECT_NE(load.refusal.find(fmt::format("at least {:.1f} MiB", double(load_min) / MiB)),
+              std::string::npos)
+        << load.refusal;
+    // Loads, but the context's KV cache and scratch do not fit beside it.
+    const BudgetRow ctx = plan_budget("m", "F16", p->facts, dev, kRun, load_min + ample.kv_bytes, 0);
+    EXPECT_FALSE(ctx.fits);
+    EXPECT_NE(ctx.refusal.find("too small for this context"), std::string::npos) << ctx.refusal;
+    EXPECT_NE(ctx.refusal.find(fmt::format("KV cache {:.1f} MiB", double(ample.kv_bytes) / MiB)),
+              std::string::npos)
+        << ctx.refusal;
+    // The same text the runtime's own check gives for those figures.
+    BudgetFigures f{.budget = load_min - 1,
+                    .resident = ample.resident_bytes,
+                    .slot_bytes = ample.slot_bytes,
+                    .experts_per_token = 2,
+                    .experts_total = 32};
+    EXPECT_EQ(load.refusal, load_refusal("m", f));
+}
+
+TEST(PlanBudget, DenseModelBelowItsFileIsRefused) {
+    const auto p = plan_spec(synthetic_moe(0));
+    const DeviceProfile dev = test_device();
+    const std::vector<BudgetRow> rows =
+        plan_budgets("d", "F16", p->facts, dev, kRun, {0.25, 0.5, 0.75}, {});
+    ASSERT_EQ(rows.size(), 3u);
+    for (const BudgetRow& r : rows) {
+        EXPECT_FALSE(r.moe);
+        EXPECT_FALSE(r.fits);
+        EXPECT_EQ(r.decode_tok_s, 0.0);
+        EXPECT_NE(r.refusal.find("dense model"), std::string::npos) << r.refusal;
+        EXPECT_NE(r.refusal.find("not implemented yet"), std::string::npos) << r.refusal;
+    }
+    EXPECT_EQ(rows[1].budget_bytes, uint64_t(0.5 * double(p->facts.file_bytes)));
+    EXPECT_THROW(plan_budgets("d", "F16", p->facts, dev, kRun, {1.5}, {}), Error);
+}
+
+// The plan's expert cache is the one the runtime allocates for the same file and context.
+TEST(PlanBudget, SlotsAndResidentAgreeWithALoadedModel) {
+    const std::string path = test::shared_path("reference/models/moe-tiny-F16.gguf");
+    const std::vector<uint8_t> bytes = test::read_file(path);
+    const gguf::GgufFile header = gguf::GgufFile::parse(bytes, path, {.header_only = true});
+    const ModelFacts facts = model_facts(header, "");
+    const RunSettings run{.n_ctx = 64, .n_batch = 16, .n_threads = 2};
+    const BudgetRow ample = plan_budget("m", "", facts, test_device(), run, uint64_t(1) << 30, 0);
+    ASSERT_TRUE(ample.moe);
+    EXPECT_EQ(ample.file_bytes, bytes.size());
+    const uint64_t budget = ample.resident_bytes + kProcessReserve + ample.kv_bytes +
+                            ample.scratch_bytes + 3 * ample.slot_bytes + 100;
+    const BudgetRow r = plan_budget("m", "", facts, test_device(), run, budget, 0);
+    ASSERT_TRUE(r.fits) << r.refusal;
+    EXPECT_EQ(r.cache_slots, 3u);
+
+    LoadOptions o;
+    o.mem_budget = budget;
+    const auto m = LoadedModel::load(path, o);
+    ASSERT_TRUE(m->budget && m->budget->experts());
+    EXPECT_EQ(m->budget->resident(), r.resident_bytes);
+    EXPECT_EQ(m->budget->experts()->slot_bytes(), r.slot_bytes);
+    ContextParams cp;
+    cp.n_ctx = 64;
+    cp.n_batch = 16;
+    cp.n_threads = 2;
+    const Context ctx(*m, cp);
+    EXPECT_EQ(m->budget->experts()->n_slots(), r.cache_slots);
+}
+
+std::string cli(const std::string& args) {
+    return "XDG_CACHE_HOME=" + test::temp_dir() + " " + test::cli_path() + " " + args;
+}
+
+TEST(PlanBudgetCli, JsonRowsAndTextForAMoeAndADenseModel) {
+    const test::CommandResult r = test::run_command(
+        cli("plan --model qwen3-30b-a3b --device phone-12g --budgets --mem-budget 6G --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json plan = json::parse(r.out);
+    ASSERT_EQ(plan["budget_rows"].size(), 4u);
+    for (const json& row : plan["budget_rows"]) {
+        for (const char* key :
+             {"budget_bytes", "budget_fraction", "file_bytes", "resident_bytes", "kv_bytes",
+              "scratch_bytes", "slot_bytes", "experts_total", "fits", "refusal", "cache_slots",
+              "hit_rate", "misses_per_token", "storage_bytes_per_token", "ram_bytes_per_s",
+              "storage_bytes_per_s", "storage_assumed", "decode_tok_s", "in_ram_decode_tok_s"}) {
+            EXPECT_TRUE(row.contains(key)) << key;
+        }
+        EXPECT_TRUE(row["moe"].get<bool>());
+        EXPECT_TRUE(row["storage_assumed"].get<bool>());  // a profile: UFS 4.0 assumed
+        if (row["fits"].get<bool>()) {
+            EXPECT_GT(row["decode_tok_s"].get<double>(), 0);
+            EXPECT_LT(row["decode_tok_s"].get<double>(), row["in_ram_decode_tok_s"].get<double>());
+        }
+    }
+    EXPECT_DOUBLE_EQ(plan["budget_rows"][1]["budget_fraction"].get<double>(), 0.5);
+    EXPECT_EQ(plan["budget_rows"][3]["budget_bytes"].get<uint64_t>(), uint64_t(6) << 30);
+    EXPECT_TRUE(plan["budget_rows"][3]["fits"].get<bool>());
+    EXPECT_EQ(plan["devices"][0]["storage"]["assumed"], true);
+    // A larger budget caches more and decodes faster.
+    EXPECT_LT(plan["budget_rows"][0]["hit_rate"].get<double>(),
+              plan["budget_rows"][2]["hit_rate"].get<double>());
+
+    const test::CommandResult text =
+        test::run_command(cli("plan --model qwen3-30b-a3b --device phone-12g --mem-budget 6G"));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("Under a memory budget"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("(assumed)"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("UFS 4.0"), std::string::npos) << text.out;
+
+    const test::CommandResult dense =
+        test::run_command(cli("plan --model qwen3-8b --device phone-12g --budgets"));
+    ASSERT_EQ(dense.exit_code, 0) << dense.err;
+    EXPECT_NE(dense.out.find("refused: "), std::string::npos) << dense.out;
+    EXPECT_NE(dense.out.find("dense model"), std::string::npos) << dense.out;
+    // Without a budget asked for, no budget table.
+    const test::CommandResult plain =
+        test::run_command(cli("plan --model qwen3-30b-a3b --device phone-12g"));
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_EQ(plain.out.find("Under a memory budget"), std::string::npos) << plain.out;
+
+    const test::CommandResult bad =
+        test::run_command(cli("plan --model qwen3-30b-a3b --device phone-12g --mem-budget 6Q"));
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--mem-budget"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace mw
