@@ -122,15 +122,16 @@ TEST(PlanBudget, RefusalsNameTheNumbersAsTheRuntimesDo) {
     EXPECT_FALSE(load.fits);
     EXPECT_EQ(load.decode_tok_s, 0.0);
     EXPECT_NE(load.refusal.find("too small"), std::string::npos) << load.refusal;
-    EXPECT_NE(load.refusal.find(fmt::format("takes {:.1f} MiB",
-                                            double(ample.resident_bytes) / MiB)),
-              std::string::npos)
+    EXPECT_NE(
+        load.refusal.find(fmt::format("takes {:.1f} MiB", double(ample.resident_bytes) / MiB)),
+        std::string::npos)
         << load.refusal;
     EXPECT_NE(load.refusal.find(fmt::format("at least {:.1f} MiB", double(load_min) / MiB)),
               std::string::npos)
         << load.refusal;
     // Loads, but the context's KV cache and scratch do not fit beside it.
-    const BudgetRow ctx = plan_budget("m", "F16", p->facts, dev, kRun, load_min + ample.kv_bytes, 0);
+    const BudgetRow ctx =
+        plan_budget("m", "F16", p->facts, dev, kRun, load_min + ample.kv_bytes, 0);
     EXPECT_FALSE(ctx.fits);
     EXPECT_NE(ctx.refusal.find("too small for this context"), std::string::npos) << ctx.refusal;
     EXPECT_NE(ctx.refusal.find(fmt::format("KV cache {:.1f} MiB", double(ample.kv_bytes) / MiB)),

@@ -82,7 +82,7 @@ TEST(StorageProbe, BadFolderIsAnErrorNamingIt) {
 
 // tmpfs keeps files in memory: measured all the same (O_DIRECT or the fallback), and said so.
 TEST(StorageProbe, InMemoryFolderIsSaidSo) {
-    struct statfs fs{};
+    struct statfs fs {};
     if (::statfs("/dev/shm", &fs) != 0 || long(fs.f_type) != 0x01021994)
         GTEST_SKIP() << "no tmpfs at /dev/shm";
     const StorageResult r =
@@ -117,8 +117,8 @@ TEST(StorageProbeCli, JsonSaveAndPlanUseIt) {
     EXPECT_NE(bad.err.find(dir + "/missing"), std::string::npos) << bad.err;
 
     // Saved, then a later save without storage keeps it; plans for this machine use it.
-    const test::CommandResult save = test::run_command(
-        probe_cli(cache, "probe --save --force --storage-dir " + dir + quick));
+    const test::CommandResult save =
+        test::run_command(probe_cli(cache, "probe --save --force --storage-dir " + dir + quick));
     ASSERT_EQ(save.exit_code, 0) << save.err;
     EXPECT_NE(save.out.find("Storage    " + dir), std::string::npos) << save.out;
     EXPECT_NE(save.out.find("random"), std::string::npos) << save.out;
@@ -126,16 +126,15 @@ TEST(StorageProbeCli, JsonSaveAndPlanUseIt) {
         test::run_command(probe_cli(cache, "probe --save --force --no-storage" + quick));
     ASSERT_EQ(again.exit_code, 0) << again.err;
     const test::CommandResult shown = test::run_command(probe_cli(cache, "probe --no-measure"));
-    EXPECT_NE(shown.out.find("storage ") , std::string::npos) << shown.out;
+    EXPECT_NE(shown.out.find("storage "), std::string::npos) << shown.out;
     EXPECT_NE(shown.out.find("GB/s in order"), std::string::npos) << shown.out;
     EXPECT_NE(shown.out.find(dir), std::string::npos) << shown.out;
-    const test::CommandResult plan = test::run_command(probe_cli(
-        cache, "plan --model qwen3-30b-a3b --device this --mem-budget 8G -c 512 --json"));
+    const test::CommandResult plan = test::run_command(
+        probe_cli(cache, "plan --model qwen3-30b-a3b --device this --mem-budget 8G -c 512 --json"));
     ASSERT_EQ(plan.exit_code, 0) << plan.err;
     const json p = json::parse(plan.out);
     EXPECT_EQ(p["devices"][0]["storage"]["assumed"], false);
-    EXPECT_NE(p["devices"][0]["storage"]["source"].get<std::string>().find(dir),
-              std::string::npos);
+    EXPECT_NE(p["devices"][0]["storage"]["source"].get<std::string>().find(dir), std::string::npos);
     ASSERT_EQ(p["budget_rows"].size(), 1u);
     EXPECT_FALSE(p["budget_rows"][0]["storage_assumed"].get<bool>());
 }

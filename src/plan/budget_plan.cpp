@@ -9,9 +9,9 @@
 
 namespace mw {
 
-BudgetRow plan_budget(const std::string& model, const std::string& quant,
-                      const ModelFacts& facts, const DeviceProfile& dev, const RunSettings& run,
-                      uint64_t budget, double fraction) {
+BudgetRow plan_budget(const std::string& model, const std::string& quant, const ModelFacts& facts,
+                      const DeviceProfile& dev, const RunSettings& run, uint64_t budget,
+                      double fraction) {
     BudgetRow r;
     r.model = model;
     r.device = dev.id;
@@ -59,8 +59,7 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant,
         r.experts_per_token = moe_layers * m.hp.n_expert_used;
     }
     r.refusal = load_refusal(model, f);
-    if (r.refusal.empty())
-        r.refusal = context_refusal(model, f, 0, 0, r.kv_bytes, r.scratch_bytes);
+    if (r.refusal.empty()) r.refusal = context_refusal(model, f, 0, 0, r.kv_bytes, r.scratch_bytes);
     r.fits = r.refusal.empty();
     if (!r.fits) return r;
 

@@ -34,17 +34,17 @@ struct BudgetRow {
     bool runnable = false;
 
     // The budget's parts, as the runtime counts them.
-    uint64_t resident_bytes = 0;      // weights kept in memory (MoE: the dense part)
-    uint64_t expert_bytes = 0;        // all expert tensors
-    uint64_t reserve_bytes = 0;       // the process (kProcessReserve)
-    uint64_t kv_bytes = 0;            // the first context's KV cache
-    uint64_t scratch_bytes = 0;       // and its scratch (+ a row of logits)
-    uint64_t slot_bytes = 0;          // one expert cache slot
-    uint64_t expert_read_bytes = 0;   // one expert's three matrices: what a miss reads
-    uint64_t experts_total = 0;       // MoE layers x experts
-    uint64_t experts_per_token = 0;   // MoE layers x experts used: routed experts per token
-    bool fits = false;                // loads and takes its first context
-    std::string refusal;              // the runtime's message when it does not
+    uint64_t resident_bytes = 0;     // weights kept in memory (MoE: the dense part)
+    uint64_t expert_bytes = 0;       // all expert tensors
+    uint64_t reserve_bytes = 0;      // the process (kProcessReserve)
+    uint64_t kv_bytes = 0;           // the first context's KV cache
+    uint64_t scratch_bytes = 0;      // and its scratch (+ a row of logits)
+    uint64_t slot_bytes = 0;         // one expert cache slot
+    uint64_t expert_read_bytes = 0;  // one expert's three matrices: what a miss reads
+    uint64_t experts_total = 0;      // MoE layers x experts
+    uint64_t experts_per_token = 0;  // MoE layers x experts used: routed experts per token
+    bool fits = false;               // loads and takes its first context
+    std::string refusal;             // the runtime's message when it does not
 
     uint32_t cache_slots = 0;
     double cache_fraction = 0;  // slots / experts_total (at most 1)
@@ -57,9 +57,9 @@ struct BudgetRow {
     bool storage_assumed = true;
     std::string storage_source;
     double ram_seconds_per_token = 0, storage_seconds_per_token = 0;
-    double decode_tok_s = 0;        // predicted under the budget (0 when refused)
+    double decode_tok_s = 0;         // predicted under the budget (0 when refused)
     double in_ram_decode_tok_s = 0;  // the same model without a budget
-    std::string note;               // e.g. the budget is above the device's usable memory
+    std::string note;                // e.g. the budget is above the device's usable memory
 };
 
 // The rows of one model (its facts in one quantization) on one device: a budget per fraction
@@ -70,8 +70,8 @@ std::vector<BudgetRow> plan_budgets(const std::string& model, const std::string&
                                     const std::vector<uint64_t>& budgets);
 
 // One row (fraction 0 for a given size).
-BudgetRow plan_budget(const std::string& model, const std::string& quant,
-                      const ModelFacts& facts, const DeviceProfile& device, const RunSettings& run,
-                      uint64_t budget, double fraction);
+BudgetRow plan_budget(const std::string& model, const std::string& quant, const ModelFacts& facts,
+                      const DeviceProfile& device, const RunSettings& run, uint64_t budget,
+                      double fraction);
 
 }  // namespace mw

@@ -89,7 +89,8 @@ class Reader {
         while (done < bytes) {
             const ssize_t r = ::pread(fd_, buf + done, bytes - done, off_t(offset + done));
             if (r < 0 && errno == EINTR) continue;
-            if (r < 0) fail(ErrorKind::io, "storage probe in {}: read: {}", dir_, std::strerror(errno));
+            if (r < 0)
+                fail(ErrorKind::io, "storage probe in {}: read: {}", dir_, std::strerror(errno));
             if (r == 0) fail(ErrorKind::io, "storage probe in {}: the test file ended early", dir_);
             done += uint64_t(r);
         }
@@ -105,11 +106,11 @@ class Reader {
 // The test file: created, unlinked at once (nothing is left behind whatever happens next), filled
 // and synced, its pages dropped from the page cache.
 int create_test_file(const std::string& dir, uint64_t bytes, double* write_seconds) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(dir.c_str(), &st) != 0)
         fail(ErrorKind::io, "storage probe: {}: {}", dir, std::strerror(errno));
     if (!S_ISDIR(st.st_mode)) fail(ErrorKind::io, "storage probe: {} is not a folder", dir);
-    struct statvfs vfs{};
+    struct statvfs vfs {};
     if (::statvfs(dir.c_str(), &vfs) == 0) {
         const uint64_t free_bytes = uint64_t(vfs.f_bavail) * vfs.f_frsize;
         if (free_bytes < bytes + 64 * MiB) {
@@ -132,8 +133,8 @@ int create_test_file(const std::string& dir, uint64_t bytes, double* write_secon
         fill_pattern(buf.get(), kSequentialRead, at / kSequentialRead);
         uint64_t done = 0;
         while (done < kSequentialRead) {
-            const ssize_t w = ::pwrite(fd, buf.get() + done, kSequentialRead - done,
-                                       off_t(at + done));
+            const ssize_t w =
+                ::pwrite(fd, buf.get() + done, kSequentialRead - done, off_t(at + done));
             if (w < 0 && errno == EINTR) continue;
             if (w <= 0) {
                 const int e = errno;
@@ -236,12 +237,13 @@ StorageResult measure_storage(const StorageOptions& options) {
     const std::string refused = try_direct_io(fd.get(), bufs[0].get());
     r.direct_io = refused.empty();
     if (!r.direct_io) r.note = refused + ": pread + posix_fadvise(DONTNEED) instead";
-    struct statfs fs{};
-    if (::statfs(r.dir.c_str(), &fs) == 0 && (long(fs.f_type) == kTmpfsMagic ||
-                                              long(fs.f_type) == kRamfsMagic)) {
-        r.note += fmt::format("{}the folder is in memory (tmpfs): these figures are memory's, "
-                              "not storage's",
-                              r.note.empty() ? "" : "; ");
+    struct statfs fs {};
+    if (::statfs(r.dir.c_str(), &fs) == 0 &&
+        (long(fs.f_type) == kTmpfsMagic || long(fs.f_type) == kRamfsMagic)) {
+        r.note += fmt::format(
+            "{}the folder is in memory (tmpfs): these figures are memory's, "
+            "not storage's",
+            r.note.empty() ? "" : "; ");
     }
     const Reader reader(fd.get(), r.direct_io, r.dir);
 
@@ -258,8 +260,8 @@ StorageResult measure_storage(const StorageOptions& options) {
             const uint64_t block = kRandomBlocks[i];
             const uint64_t bytes =
                 std::max<uint64_t>(1, kPassBytes / block / kRandomReaders) * kRandomReaders * block;
-            const double t = random_pass(reader, bufs, block, r.file_bytes,
-                                         uint64_t(round) * 16 + i);
+            const double t =
+                random_pass(reader, bufs, block, r.file_bytes, uint64_t(round) * 16 + i);
             random[i].push_back(double(bytes) / t);
         }
     }

@@ -16,9 +16,9 @@
 namespace mw {
 
 struct StorageOptions {
-    std::string dir;                          // the folder to measure (must exist, writable)
+    std::string dir;                            // the folder to measure (must exist, writable)
     uint64_t file_bytes = uint64_t(256) << 20;  // the temporary file (rounded to 4 MiB)
-    double seconds = 1.5;                     // reading budget (at least 3 passes of each kind)
+    double seconds = 1.5;                       // reading budget (at least 3 passes of each kind)
 };
 
 struct StorageRandom {
@@ -29,9 +29,9 @@ struct StorageRandom {
 struct StorageResult {
     std::string dir;
     uint64_t file_bytes = 0;
-    bool direct_io = false;  // O_DIRECT; false: pread + posix_fadvise(DONTNEED)
-    std::string note;        // why not O_DIRECT, or that the folder is in memory (tmpfs)
-    RateStats sequential;    // bytes/s, one reader, 4 MiB reads in order
+    bool direct_io = false;             // O_DIRECT; false: pread + posix_fadvise(DONTNEED)
+    std::string note;                   // why not O_DIRECT, or that the folder is in memory (tmpfs)
+    RateStats sequential;               // bytes/s, one reader, 4 MiB reads in order
     std::vector<StorageRandom> random;  // 256 KiB, 1 MiB, 4 MiB
     double write_seconds = 0;           // writing and syncing the file
     double seconds = 0;                 // everything, the write included
