@@ -498,6 +498,33 @@ TEST(PlanCli, GgufFileOwnTypeFirstAndExplicitDevice) {
     EXPECT_NE(bad.err.find("unknown model"), std::string::npos) << bad.err;
 }
 
+// llama.cpp's Q3_K_M and Q2_K mixes fall back to IQ4_NL for deepseek2's attn_k_b (rows of 128),
+// a type memwall has no kernels for: those rows are marked and never recommended, even where
+// they are the only ones that fit at the asked context.
+TEST(PlanCli, AQuantizationMemwallCannotRunIsNeverRecommended) {
+    const std::string path = test::shared_path("reference/models/deepseek2-tiny-F16.gguf");
+    const std::string args = "plan -m " + path + " --ram 23M --os-reserve 1M -c 256";
+    const test::CommandResult r = test::run_command(cli(args + " --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json plan = json::parse(r.out);
+    bool unrunnable_fits = false;
+    for (const json& row : plan["rows"]) {
+        if (!row["runnable"].get<bool>() && row["fits"] == "yes") unrunnable_fits = true;
+    }
+    ASSERT_TRUE(unrunnable_fits) << "the case needs a row memwall cannot run that fits";
+    ASSERT_EQ(plan["recommendations"].size(), 1u);
+    const json& rec = plan["recommendations"][0];
+    if (rec["found"].get<bool>()) {
+        EXPECT_TRUE(rec["row"]["runnable"].get<bool>()) << rec.dump();
+    }
+    const test::CommandResult text = test::run_command(cli(args));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("Q3_K_M +"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("+ memwall cannot run this quantization yet"), std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("IQ4_NL"), std::string::npos) << text.out;
+}
+
 // ---- Refuse or fit ---------------------------------------------------------------------------
 
 TEST(RefuseOrFit, AbsurdContextIsRefusedBeforeAllocating) {

@@ -326,7 +326,12 @@ Recommendation recommend(const std::string& model, const std::vector<Variant>& v
     std::vector<const Variant*> order;
     const bool any_quantized = std::any_of(
         variants.begin(), variants.end(), [](const Variant& v) { return !is_float_type(v.label); });
+    // A quantization memwall cannot run (a tensor type without kernels, such as the IQ4_NL that
+    // llama.cpp's k-quant mixes fall back to) is never recommended while another can run.
+    const bool any_runnable = std::any_of(variants.begin(), variants.end(),
+                                          [](const Variant& v) { return v.facts.runnable; });
     for (const Variant& v : variants) {
+        if (any_runnable && !v.facts.runnable) continue;
         if (!any_quantized || !is_float_type(v.label)) order.push_back(&v);
     }
     std::stable_sort(order.begin(), order.end(), [](const Variant* a, const Variant* b) {

@@ -192,9 +192,14 @@ void print_plan(const json& plan) {
             for (size_t i = 0; i < device_ids.size(); ++i)
                 sub += fmt::format(" {:<19}", "fits tok/s (ceil)");
             fmt::print("{}\n", sub);
+            std::string cannot_run;  // the first note of a quantization memwall cannot run
             for (const std::string& q : quants) {
                 const json& r = memory_row(q);
-                std::string line = fmt::format("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>10} |", q,
+                const bool runnable = r.value("runnable", true);
+                if (!runnable && cannot_run.empty() && m["runnable"].get<bool>())
+                    cannot_run = r.value("note", "");
+                std::string line = fmt::format("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>10} |",
+                                               runnable ? q : q + " +",
                                                human_bytes(r["weights_bytes"].get<double>()),
                                                human_bytes(r["kv_bytes"].get<double>()),
                                                human_bytes(r["compute_bytes"].get<double>()),
@@ -224,6 +229,9 @@ void print_plan(const json& plan) {
                                   it->second->value("decode_conditions", ""));
             }
             fmt::print("  tok/s at {}\n", at);
+            if (!cannot_run.empty())
+                fmt::print("  + memwall cannot run this quantization yet (never recommended): {}\n",
+                           cannot_run);
         }
         fmt::print("  Recommendation:\n");
         for (const json& rec : plan["recommendations"]) {
