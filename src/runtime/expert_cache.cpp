@@ -38,28 +38,31 @@ uint64_t part_slot_bytes(const WeightMatrix& w) {
 
 }  // namespace
 
-uint64_t expert_slot_bytes(const Model& m) {
+namespace {
+
+// The largest sum over one expert's gate, up and down parts of per_part(part), across the MoE
+// layers.
+template <class PerPart>
+uint64_t largest_expert(const Model& m, PerPart per_part) {
     uint64_t most = 0;
     for (const Layer& l : m.layers) {
         if (!l.moe) continue;
         uint64_t at = 0;
         for (const ExpertWeights* x : {&l.exp_gate, &l.exp_up, &l.exp_down})
-            at += part_slot_bytes(x->first);
+            at += per_part(x->first);
         most = std::max(most, at);
     }
     return most;
 }
 
+}  // namespace
+
+uint64_t expert_slot_bytes(const Model& m) {
+    return largest_expert(m, [](const WeightMatrix& w) { return part_slot_bytes(w); });
+}
+
 uint64_t expert_read_bytes(const Model& m) {
-    uint64_t most = 0;
-    for (const Layer& l : m.layers) {
-        if (!l.moe) continue;
-        uint64_t bytes = 0;
-        for (const ExpertWeights* x : {&l.exp_gate, &l.exp_up, &l.exp_down})
-            bytes += matrix_bytes(x->first);
-        most = std::max(most, bytes);
-    }
-    return most;
+    return largest_expert(m, [](const WeightMatrix& w) { return matrix_bytes(w); });
 }
 
 ExpertCache::ExpertCache(const std::string& path, const Model& m, const uint8_t* file_base,
