@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 6
+#define MEMWALL_API_VERSION 7
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -138,6 +138,27 @@ typedef struct mw_expert_cache_stats {
     bool direct_io;          /* reads bypass the page cache with O_DIRECT (else pread + fadvise) */
 } mw_expert_cache_stats;
 MW_API mw_status mw_model_expert_cache_stats(const mw_model* model, mw_expert_cache_stats* out);
+
+/* The layer stream of a dense model loaded with a memory budget smaller than its weights
+ * (API 7): its layers' matrices are read from storage into slots, the first ones that fit stay,
+ * the rest take turns in two slots. Counters are since loading, over every context. */
+typedef struct mw_layer_stream_stats {
+    uint64_t budget_bytes;   /* the model's mem_budget; 0: none, or not a dense model */
+    uint64_t resident_bytes; /* weight bytes kept in memory outside the layers' matrices */
+    uint32_t n_layer;        /* layers */
+    uint32_t n_slots;        /* layers the stream holds at once (0: no context yet) */
+    uint32_t pinned;         /* of those, layers that stay once read */
+    uint64_t slot_bytes;     /* memory of one slot: the largest layer's matrices */
+    uint64_t acquires;       /* layers the forward passes used */
+    uint64_t hits;           /* of those, already in memory */
+    uint64_t prefetched;     /* read ahead by the I/O thread, ready when needed */
+    uint64_t waited;         /* read ahead, but still in flight when needed */
+    uint64_t misses;         /* read when needed */
+    uint64_t bytes_read;     /* from storage */
+    double wait_ms;          /* time the forward passes waited for reads */
+    bool direct_io;          /* reads bypass the page cache with O_DIRECT (else pread + fadvise) */
+} mw_layer_stream_stats;
+MW_API mw_status mw_model_layer_stream_stats(const mw_model* model, mw_layer_stream_stats* out);
 
 /* ---- Vocabulary ------------------------------------------------------------------------- */
 

@@ -17,6 +17,7 @@
 #include "memwall.h"
 #include "runtime/context.h"
 #include "runtime/expert_cache.h"
+#include "runtime/layer_stream.h"
 #include "runtime/loaded_model.h"
 #include "support/test_support.h"
 
@@ -39,6 +40,7 @@ struct Logits {
     std::vector<int32_t> tokens;
     ExpertCacheStats stats;
     uint32_t n_slots = 0;
+    LayerStreamStats layers;  // a dense model's
 };
 
 ContextParams context_params(size_t n_prompt) {
@@ -70,17 +72,20 @@ Logits run(const LoadedModel& m, const std::vector<int32_t>& prompt, int n_greed
         r.stats = m.budget->experts()->stats();
         r.n_slots = m.budget->experts()->n_slots();
     }
+    if (m.budget && m.budget->layers()) r.layers = m.budget->layers()->stats();
     return r;
 }
 
-// What a budget must hold for `slots` expert slots with this context: measured on a load with
-// an ample budget (the dense part, one slot, one context's KV cache and scratch).
+// What a budget must hold for `slots` expert slots (a dense model's: layer slots) with this
+// context: measured on a load with an ample budget (the resident part, one slot, one context's
+// KV cache and scratch).
 uint64_t budget_for(const std::string& path, size_t n_prompt, uint32_t slots) {
     LoadOptions o;
     o.mem_budget = uint64_t(1) << 40;
     const auto m = LoadedModel::load(path, o);
     const Context ctx(*m, context_params(n_prompt));
-    const uint64_t slot = m->budget->experts()->slot_bytes();
+    const uint64_t slot = m->budget->experts() ? m->budget->experts()->slot_bytes()
+                                               : m->budget->layers()->slot_bytes();
     return m->budget->resident() + kProcessReserve + ctx.kv_bytes() + ctx.scratch_bytes() +
            slots * slot + slot / 2;
 }
@@ -189,6 +194,98 @@ INSTANTIATE_TEST_SUITE_P(MoeModels, MemBudget,
                              return name;
                          });
 
+// A dense model under a budget smaller than its weights: its layers stream through slots, the
+// first that fit staying, the rest taking turns; the logits are the in-RAM path's, bit for bit.
+class MemBudgetDense : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MemBudgetDense, LogitsEqualTheInRamPathAtEveryStreamSize) {
+    const json c = read_case(GetParam());
+    const std::string path = test::shared_path(c.at("model").get<std::string>());
+    const auto prompt = c.at("prompt_tokens").get<std::vector<int32_t>>();
+    constexpr int kGreedy = 6;
+    const auto in_ram = LoadedModel::load(path, {});
+    const Logits want = run(*in_ram, prompt, kGreedy);
+    const uint32_t n_layer = in_ram->model.hp.n_layer;
+    ASSERT_GE(n_layer, 2u) << "a model of one layer streams nothing";
+
+    struct Setting {
+        uint32_t slots;
+        bool prefetch;
+        bool direct;
+        bool repack;
+    };
+    const std::vector<Setting> settings = {
+        {1, true, true, true},   // one slot: every layer read when needed, no I/O thread
+        {2, true, true, true},   // two take turns: the next layer read while one computes
+        {2, false, true, true},  // without the I/O thread: one stays, one takes turns
+        {std::min(3u, n_layer), true, false, true},  // one stays (3 or more); pread
+        {n_layer, true, true, true},                 // every layer fits: each read once
+        {2, true, true, false},
+    };
+    std::unique_ptr<LoadedModel> plain;
+    for (const Setting& s : settings) {
+        SCOPED_TRACE(testing::Message()
+                     << "slots " << s.slots << (s.prefetch ? " prefetch" : "")
+                     << (s.direct ? " O_DIRECT" : " pread") << (s.repack ? "" : " no-repack"));
+        LoadOptions o;
+        o.mem_budget = budget_for(path, prompt.size(), s.slots);
+        o.expert_prefetch = s.prefetch;
+        o.layer_direct_io = s.direct;
+        o.repack = s.repack;
+        const auto m = LoadedModel::load(path, o);
+        ASSERT_NE(m->budget, nullptr);
+        ASSERT_NE(m->budget->layers(), nullptr);
+        EXPECT_EQ(m->model.layer_source, m->budget->layers());
+        const Logits got = run(*m, prompt, kGreedy);
+        const LayerStreamStats& st = got.layers;
+        EXPECT_EQ(st.n_slots, s.slots);
+        const uint32_t turns = s.slots == n_layer ? 0 : s.prefetch && s.slots >= 2 ? 2 : 1;
+        EXPECT_EQ(st.pinned, s.slots - turns);
+        const uint64_t steps = 1 + kGreedy;  // the prompt as one batch, then one per token
+        EXPECT_EQ(st.acquires, steps * n_layer);
+        EXPECT_EQ(st.hits + st.prefetched + st.waited + st.misses, st.acquires);
+        uint64_t all_layers = 0;
+        for (uint32_t il = 0; il < n_layer; ++il) all_layers += layer_matrix_bytes(m->model, il);
+        if (s.slots == n_layer) {
+            EXPECT_EQ(st.bytes_read, all_layers);  // read once, then hits
+            EXPECT_EQ(st.hits, st.acquires - n_layer);
+        } else {
+            // The turn layers are read again every step; the pinned ones once.
+            EXPECT_GE(st.reads, steps * (n_layer - st.pinned));
+            EXPECT_EQ(st.hits, (steps - 1) * st.pinned);
+        }
+        if (!s.prefetch || s.slots == 1) {
+            EXPECT_EQ(st.prefetched + st.waited, 0u);
+        }
+        const Logits* base = &want;
+        Logits unpacked;
+        if (!s.repack) {
+            LoadOptions p;
+            p.repack = false;
+            plain = LoadedModel::load(path, p);
+            unpacked = run(*plain, prompt, kGreedy);
+            base = &unpacked;
+        }
+        ASSERT_EQ(got.logits.size(), base->logits.size());
+        EXPECT_EQ(got.tokens, base->tokens);
+        EXPECT_EQ(std::memcmp(got.logits.data(), base->logits.data(), got.logits.size() * 4), 0)
+            << "the layer stream changed the logits";
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(DenseModels, MemBudgetDense,
+                         ::testing::Values("stories260K.wap", "kq-tiny-Q4_K_M.wap",
+                                           "kq-tiny-Q4_0.wap", "kq-tiny-Q8_0.wap",
+                                           "phi3-tiny-Q4_K_M.wap", "qwen2-tiny-Q8_0.wap",
+                                           "gemma3-tiny-Q4_K_M.wap", "command-r-tiny-Q4_K_M.wap"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                             std::string name = param_info.param;
+                             for (char& ch : name) {
+                                 if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                             }
+                             return name;
+                         });
+
 TEST(MemBudgetErrors, TooSmallForTheDensePartIsRefusedWithTheNumbers) {
     const std::string path = test::shared_path("reference/models/moe-tiny-F16.gguf");
     mw_model_params p = mw_model_default_params();
@@ -263,6 +360,50 @@ TEST(MemBudgetErrors, AFileTruncatedWhileRunningIsAnErrorNotACrash) {
     }
 }
 
+TEST(MemBudgetErrors, ADenseModelTooSmallForItsEmbeddingsIsRefusedWithTheNumbers) {
+    const std::string path = test::shared_path("reference/models/kq-tiny-Q4_K_M.gguf");
+    mw_model_params p = mw_model_default_params();
+    p.mem_budget = 8 << 20;
+    mw_model* model = nullptr;
+    ASSERT_EQ(mw_model_load(path.c_str(), &p, &model), MW_ERR_OUT_OF_MEMORY);
+    EXPECT_EQ(model, nullptr);
+    const std::string why = mw_last_error();
+    EXPECT_NE(why.find("kq-tiny-Q4_K_M.gguf"), std::string::npos) << why;
+    EXPECT_NE(why.find("a memory budget of 8.0 MiB is too small"), std::string::npos) << why;
+    EXPECT_NE(why.find("outside the layers' matrices"), std::string::npos) << why;
+    EXPECT_NE(why.find("one layer streamed from storage"), std::string::npos) << why;
+}
+
+TEST(MemBudgetErrors, AFileTruncatedUnderAStreamedDenseModelIsAnErrorNotACrash) {
+    const json c = read_case("stories260K.wap");  // five layers: two take turns
+    const std::string src = test::shared_path(c.at("model").get<std::string>());
+    const auto prompt = c.at("prompt_tokens").get<std::vector<int32_t>>();
+    for (const bool prefetch : {true, false}) {
+        SCOPED_TRACE(prefetch ? "prefetch" : "no prefetch");
+        const std::string path = test::temp_dir() + (prefetch ? "/dense-a.gguf" : "/dense-b.gguf");
+        std::filesystem::copy_file(src, path);
+        LoadOptions o;
+        o.mem_budget = budget_for(path, prompt.size(), 2);
+        o.expert_prefetch = prefetch;
+        const auto m = LoadedModel::load(path, o);
+        Context ctx(*m, context_params(prompt.size()));
+        ctx.decode(prompt.data(), 4, false);
+        // Cut the file in half under the running model: the layers taking turns are read again.
+        const uint64_t size = std::filesystem::file_size(path);
+        ASSERT_EQ(::truncate(path.c_str(), off_t(size / 2)), 0);
+        try {
+            for (size_t i = 4; i < prompt.size(); ++i) ctx.decode(&prompt[i], 1, false);
+            FAIL() << "decoding after the truncation did not fail";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::io);
+            const std::string why = e.what();
+            EXPECT_NE(why.find(path), std::string::npos) << why;
+            EXPECT_NE(why.find("layer"), std::string::npos) << why;
+            EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+        }
+    }
+}
+
 TEST(MemBudgetCli, BadSizesAreErrorsNamingTheFlagAndValue) {
     const std::string model = test::shared_path("reference/models/moe-tiny-F16.gguf");
     for (const char* bad : {"abc", "12Q", "-1G", "0"}) {
@@ -288,6 +429,23 @@ TEST(MemBudgetCli, RunVerboseReportsTheExpertCache) {
     EXPECT_EQ(budget.out, plain.out);  // the same text
     EXPECT_NE(budget.err.find("memory budget 34.5 MiB: peak RSS"), std::string::npos) << budget.err;
     EXPECT_NE(budget.err.find("expert cache:"), std::string::npos) << budget.err;
+    EXPECT_NE(budget.err.find("MiB per token"), std::string::npos) << budget.err;
+}
+
+TEST(MemBudgetCli, RunVerboseReportsTheLayerStreamOfADenseModel) {
+    const std::string model = test::shared_path("models/stories260K.gguf");
+    const std::string base =
+        test::cli_path() + " run -m " + model + " -p 'Once upon a time' -n 8 --temp 0 -t 2 -c 64";
+    const auto plain = test::run_command(base);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    // What the embeddings, the process, this context and two of its five layers take.
+    const auto budget = test::run_command(base + " --verbose --mem-budget 33.1MiB");
+    ASSERT_EQ(budget.exit_code, 0) << budget.err;
+    EXPECT_EQ(budget.out, plain.out);  // the same text
+    EXPECT_NE(budget.err.find("memory budget 33.1 MiB: peak RSS"), std::string::npos) << budget.err;
+    EXPECT_NE(budget.err.find("layer stream: 2 of 5 layers in memory at once"), std::string::npos)
+        << budget.err;
+    EXPECT_NE(budget.err.find("layers from storage"), std::string::npos) << budget.err;
     EXPECT_NE(budget.err.find("MiB per token"), std::string::npos) << budget.err;
 }
 

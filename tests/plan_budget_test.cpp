@@ -1,7 +1,6 @@
 // Plans under a memory budget (plan/budget_plan.h): the runtime's arithmetic (the same refusals,
-// the same expert cache as a loaded model gets), the hit rate, bytes read and tok/s of the
-// documented model against hand-computed values, dense models refused, and the CLI's JSON and
-// text.
+// the same expert cache or layer stream as a loaded model gets), the hit rate, bytes read and
+// tok/s of the documented model against hand-computed values, and the CLI's JSON and text.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +13,7 @@
 #include "plan/planner.h"
 #include "runtime/context.h"
 #include "runtime/expert_cache.h"
+#include "runtime/layer_stream.h"
 #include "runtime/loaded_model.h"
 #include "runtime/memory_budget.h"
 #include "support/test_support.h"
@@ -146,21 +146,78 @@ TEST(PlanBudget, RefusalsNameTheNumbersAsTheRuntimesDo) {
     EXPECT_EQ(load.refusal, load_refusal("m", f));
 }
 
-TEST(PlanBudget, DenseModelBelowItsFileIsRefused) {
+// A dense model below its file streams its layers: 4 layers of 4 x (256 x 256) + 3 x (256 x 512)
+// F16 matrices, 1,310,720 bytes each; a slot holds one with a 4 KiB block to spare per matrix.
+TEST(PlanBudget, DenseRowMatchesHandArithmetic) {
     const auto p = plan_spec(synthetic_moe(0));
     const DeviceProfile dev = test_device();
-    const std::vector<BudgetRow> rows =
-        plan_budgets("d", "F16", p->facts, dev, kRun, {0.25, 0.5, 0.75}, {});
-    ASSERT_EQ(rows.size(), 3u);
-    for (const BudgetRow& r : rows) {
-        EXPECT_FALSE(r.moe);
-        EXPECT_FALSE(r.fits);
-        EXPECT_EQ(r.decode_tok_s, 0.0);
-        EXPECT_NE(r.refusal.find("dense model"), std::string::npos) << r.refusal;
-        EXPECT_NE(r.refusal.find("not implemented yet"), std::string::npos) << r.refusal;
-    }
-    EXPECT_EQ(rows[1].budget_bytes, uint64_t(0.5 * double(p->facts.file_bytes)));
+    const BudgetRow ample = plan_budget("d", "F16", p->facts, dev, kRun, uint64_t(1) << 30, 0);
+    ASSERT_TRUE(ample.fits) << ample.refusal;
+    EXPECT_FALSE(ample.moe);
+    EXPECT_TRUE(ample.streams_layers);
+    constexpr uint64_t kLayer = 4 * 256 * 256 * 2 + 3 * 256 * 512 * 2;
+    EXPECT_EQ(kLayer, 1310720u);
+    EXPECT_EQ(ample.slot_bytes, kLayer + 7 * 4096);
+    EXPECT_EQ(ample.resident_bytes, p->facts.file_bytes - 4 * kLayer);
+    EXPECT_EQ(ample.n_layer, 4u);
+    EXPECT_EQ(ample.cache_slots, 4u);  // every layer fits: nothing read after the first token
+    EXPECT_EQ(ample.storage_bytes_per_token, 0.0);
+    EXPECT_DOUBLE_EQ(ample.decode_tok_s, ample.in_ram_decode_tok_s);
+
+    // Three slots: two take turns, one layer stays; three layers read per token.
+    const uint64_t budget = ample.resident_bytes + kProcessReserve + ample.kv_bytes +
+                            ample.scratch_bytes + 3 * ample.slot_bytes + 100;
+    const BudgetRow r = plan_budget("d", "F16", p->facts, dev, kRun, budget, 0);
+    ASSERT_TRUE(r.fits) << r.refusal;
+    EXPECT_EQ(r.cache_slots, 3u);
+    EXPECT_EQ(r.layers_pinned, 1u);
+    EXPECT_DOUBLE_EQ(r.storage_bytes_per_token, 3.0 * kLayer);
+    EXPECT_DOUBLE_EQ(r.hit_rate, 0.25);
+    // One pread per matrix, the mean matrix's size: 4 layers' bytes over their 28 matrices.
+    EXPECT_DOUBLE_EQ(r.storage_bytes_per_s, dev.storage_random_bytes_per_s(4 * kLayer / 28));
+    const double seconds =
+        double(r.ram_bytes_per_token) / (50e9 * 0.5) + 3.0 * kLayer / r.storage_bytes_per_s;
+    EXPECT_NEAR(r.decode_tok_s, 1 / seconds, 1e-9 / seconds);
+    EXPECT_LT(r.decode_tok_s, r.in_ram_decode_tok_s);
+
+    // Below the resident part and one layer: refused, with the runtime's words.
+    const BudgetRow small =
+        plan_budget("d", "F16", p->facts, dev, kRun, ample.resident_bytes + kProcessReserve, 0);
+    EXPECT_FALSE(small.fits);
+    EXPECT_EQ(small.decode_tok_s, 0.0);
+    EXPECT_NE(small.refusal.find("outside the layers' matrices"), std::string::npos)
+        << small.refusal;
     EXPECT_THROW(plan_budgets("d", "F16", p->facts, dev, kRun, {1.5}, {}), Error);
+}
+
+// The plan's layer stream is the one the runtime allocates for the same file and context.
+TEST(PlanBudget, DenseSlotsAndResidentAgreeWithALoadedModel) {
+    const std::string path = test::shared_path("models/stories260K.gguf");
+    const std::vector<uint8_t> bytes = test::read_file(path);
+    const gguf::GgufFile header = gguf::GgufFile::parse(bytes, path, {.header_only = true});
+    const ModelFacts facts = model_facts(header, "");
+    const RunSettings run{.n_ctx = 64, .n_batch = 16, .n_threads = 2};
+    const BudgetRow ample = plan_budget("m", "", facts, test_device(), run, uint64_t(1) << 30, 0);
+    ASSERT_TRUE(ample.streams_layers);
+    const uint64_t budget = ample.resident_bytes + kProcessReserve + ample.kv_bytes +
+                            ample.scratch_bytes + 3 * ample.slot_bytes + 100;
+    const BudgetRow r = plan_budget("m", "", facts, test_device(), run, budget, 0);
+    ASSERT_TRUE(r.fits) << r.refusal;
+    EXPECT_EQ(r.cache_slots, 3u);
+
+    LoadOptions o;
+    o.mem_budget = budget;
+    const auto m = LoadedModel::load(path, o);
+    ASSERT_TRUE(m->budget && m->budget->layers());
+    EXPECT_EQ(m->budget->resident(), r.resident_bytes);
+    EXPECT_EQ(m->budget->layers()->slot_bytes(), r.slot_bytes);
+    ContextParams cp;
+    cp.n_ctx = 64;
+    cp.n_batch = 16;
+    cp.n_threads = 2;
+    const Context ctx(*m, cp);
+    EXPECT_EQ(m->budget->layers()->n_slots(), r.cache_slots);
+    EXPECT_EQ(m->budget->layers()->stats().pinned, r.layers_pinned);
 }
 
 // The plan's expert cache is the one the runtime allocates for the same file and context.
@@ -236,8 +293,8 @@ TEST(PlanBudgetCli, JsonRowsAndTextForAMoeAndADenseModel) {
     const test::CommandResult dense =
         test::run_command(cli("plan --model qwen3-8b --device phone-12g --budgets"));
     ASSERT_EQ(dense.exit_code, 0) << dense.err;
-    EXPECT_NE(dense.out.find("refused: "), std::string::npos) << dense.out;
-    EXPECT_NE(dense.out.find("dense model"), std::string::npos) << dense.out;
+    EXPECT_NE(dense.out.find("refused: "), std::string::npos) << dense.out;  // 25 %: its KV cache
+    EXPECT_NE(dense.out.find("layers streamed: "), std::string::npos) << dense.out;
     // Without a budget asked for, no budget table.
     const test::CommandResult plain =
         test::run_command(cli("plan --model qwen3-30b-a3b --device phone-12g"));

@@ -232,7 +232,8 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, cons
                      tok_seq,
                      tok_pos,
                      s.rope_cs.data(),
-                     own_swa_rope ? s.rope_cs_swa.data() : s.rope_cs.data()};
+                     own_swa_rope ? s.rope_cs_swa.data() : s.rope_cs.data(),
+                     nullptr};
 
     // Token embeddings (scaled: gemma, granite), and the RoPE rotation of each token's position.
     step.for_each_token(n, n_embd, [&](uint32_t t) {
@@ -249,7 +250,9 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, cons
     float* ffn_out = s.xb3.data();
     const float rs = hp.residual_scale;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        const Layer& l = m.layers[il];
+        const LayerHold hold(m.layer_source, m.layers[il], il);
+        const Layer& l = hold.layer();
+        step.layer = &l;
         step.norm_rows(x, l.attn_norm.data(), xb, n, n_embd);
         if (hp.mla()) {
             step.attention_mla(il);

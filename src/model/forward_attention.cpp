@@ -23,7 +23,7 @@ float mla_kq_scale(const HParams& hp) {
 
 void ForwardStep::attention(uint32_t il) {
     const HParams& hp = m.hp;
-    const Layer& l = m.layers[il];
+    const Layer& l = *layer;
     const int hd_k = int(hp.head_dim_k), hd_v = int(hp.head_dim_v);
     const int n_head = int(hp.n_head), n_head_kv = int(hp.n_head_kv);
     const int64_t n_q = int64_t(n_head) * hd_k, n_k = hp.n_embd_k_gqa(), n_v = hp.n_embd_v_gqa();
@@ -104,7 +104,7 @@ void ForwardStep::attention(uint32_t il) {
 // its output, a mix of latents, becomes the head's value through v_b[h].
 void ForwardStep::attention_mla(uint32_t il) {
     const HParams& hp = m.hp;
-    const Layer& l = m.layers[il];
+    const Layer& l = *layer;
     const int n_head = int(hp.n_head);
     const int64_t rank = hp.kv_lora_rank, n_rot = hp.n_rot;
     const int64_t hd_q = hp.head_dim_k_mla, nope = hd_q - n_rot, hd_v = hp.head_dim_v_mla;

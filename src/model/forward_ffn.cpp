@@ -101,7 +101,7 @@ void ForwardStep::prefetch_experts(uint32_t il, const float* in) {
 
 void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
     const HParams& hp = m.hp;
-    const Layer& l = m.layers[il];
+    const Layer& l = *layer;
     const int64_t n_embd = hp.n_embd;
     const bool gelu = hp.ffn_act == FfnActivation::gelu;
     // gate[i] = act(gate[i]) * up[i] over rows of `width` (gate and up `stride` apart per token).

@@ -20,6 +20,8 @@ struct ForwardStep {
     const uint32_t* tok_pos;   // position of each token
     const float* rope_cs;      // per token: the global layers' rotation (n_rot cos/sin pairs)
     const float* rope_cs_swa;  // the sliding layers' (== rope_cs when they share the RoPE)
+    // The layer being computed: the model's own, or a copy in memory (m.layer_source).
+    const Layer* layer = nullptr;
 
     // Every matrix product goes through here, which shows its input to the observer first
     // (imatrix collection), then runs it on the GPU when the matrix was placed there (-ngl).

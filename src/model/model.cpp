@@ -371,7 +371,8 @@ bool has_faster_layouts(const Model& m) {
 }
 
 uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint8_t> writable,
-                        Parallel& par, bool experts) {
+                        Parallel& par, bool experts,
+                        const std::function<bool(const uint8_t*)>& streamed) {
     if (writable.size() != bound.size()) {
         fail(ErrorKind::invalid_argument,
              "repack_weights: {} writable bytes for a model bound to {}", writable.size(),
@@ -398,6 +399,9 @@ uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint
         }
         const TypeTraits* packed = faster_layout(w);
         if (!packed) return;
+        done[w.data] = packed;
+        w.traits = packed;
+        if (streamed && streamed(w.data)) return;
         const size_t offset = size_t(w.data - bound.data());
         for (int64_t e = 0; e < count; ++e) {
             jobs.push_back({packed, writable.data() + offset + size_t(e) * stride, w.n_cols,
@@ -405,8 +409,6 @@ uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint
             total_groups += w.n_rows / packed->pack_rows;
             bytes += w.row_bytes * uint64_t(w.n_rows);
         }
-        done[w.data] = packed;
-        w.traits = packed;
     });
     par.for_each_thread([&](int ith, int nth) {
         const Range mine = split_range(total_groups, ith, nth);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "gpu/gpu.h"
 #include "model/expert_source.h"
 #include "model/hparams.h"
+#include "model/layer_source.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"
 
@@ -80,6 +82,9 @@ struct Model {
     // Under a memory budget: where the experts' weights come from (the exps tensors' bytes in
     // the file are then never read through the mapping). Null: they are read in place.
     ExpertSource* expert_source = nullptr;
+    // Under a memory budget smaller than a dense model: where its layers' matrices come from
+    // (their bytes in the file are then never read through the mapping). Null: read in place.
+    LayerSource* layer_source = nullptr;
     // -ngl: the matrices placed on a GPU (their products run there). Null: all on the CPU.
     gpu::Offload* offload = nullptr;
 
@@ -93,9 +98,12 @@ struct Model {
 // to, `writable` the same bytes writable (a copy-on-write mapping or a read buffer); the threads of
 // `par` share the work. Returns the bytes rewritten. A matrix shared by two roles (a tied output)
 // is rewritten once; matrices on the GPU (m.offload) keep the file's layout. `experts` false leaves
-// the expert tensors as they are (an expert cache repacks each expert as it reads it).
+// the expert tensors as they are (an expert cache repacks each expert as it reads it). Matrices
+// that `streamed` accepts (by their data) get the faster layout's traits but keep their bytes as
+// they are: they are not in memory, and a layer stream repacks each copy it reads.
 uint64_t repack_weights(Model& m, std::span<const uint8_t> bound, std::span<uint8_t> writable,
-                        Parallel& par, bool experts = true);
+                        Parallel& par, bool experts = true,
+                        const std::function<bool(const uint8_t*)>& streamed = {});
 // Whether repack_weights would rewrite anything on this CPU (if not, the bytes can stay read-only).
 bool has_faster_layouts(const Model& m);
 

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "plan/planner.h"
 #include "runtime/expert_cache.h"
+#include "runtime/layer_stream.h"
 #include "runtime/memory_budget.h"
 
 namespace mw {
@@ -24,8 +25,14 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
     const Model& m = facts.model;
     r.expert_bytes = facts.runnable && m.hp.n_expert > 0 ? expert_tensor_bytes(m) : 0;
     r.moe = r.expert_bytes > 0;
-    // The runtime reads every byte of the file but the experts' (a dense model: all of it).
-    r.resident_bytes = r.file_bytes - std::min(r.file_bytes, r.expert_bytes);
+    // A dense model streams its layers' matrices; the rest of the file is read into memory.
+    uint64_t layer_bytes = 0;
+    if (facts.runnable && !r.moe) {
+        for (uint32_t il = 0; il < m.hp.n_layer; ++il) layer_bytes += layer_matrix_bytes(m, il);
+    }
+    r.streams_layers = layer_bytes > 0;
+    // The runtime reads every byte of the file but the experts' or the layers'.
+    r.resident_bytes = r.file_bytes - std::min(r.file_bytes, r.expert_bytes + layer_bytes);
     const MemoryPlan memory = plan_memory(facts, run);
     r.kv_bytes = memory.kv_bytes;
     r.scratch_bytes = memory.compute_bytes;
@@ -57,6 +64,12 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
         f.experts_total = uint64_t(m.hp.n_layer) * m.hp.n_expert;
         r.experts_total = moe_layers * m.hp.n_expert;
         r.experts_per_token = moe_layers * m.hp.n_expert_used;
+    } else if (r.streams_layers) {
+        r.slot_bytes = f.slot_bytes = layer_slot_bytes(m);
+        f.experts_per_token = 1;
+        f.experts_total = m.hp.n_layer;
+        f.layers = true;
+        r.n_layer = m.hp.n_layer;
     }
     r.refusal = load_refusal(model, f);
     if (r.refusal.empty()) r.refusal = context_refusal(model, f, 0, 0, r.kv_bytes, r.scratch_bytes);
@@ -75,8 +88,35 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
         r.storage_source = dev.storage_source;
         if (r.storage_bytes_per_token > 0 && r.storage_bytes_per_s > 0)
             r.storage_seconds_per_token = r.storage_bytes_per_token / r.storage_bytes_per_s;
-    } else {
-        r.hit_rate = 1;  // a dense model that fits whole: nothing read from storage
+    } else if (r.streams_layers) {
+        // As LayerStream::allocate shares its slots (with the I/O thread's prefetch): all
+        // layers, or two taking turns and the rest holding the first layers.
+        r.cache_slots = expert_cache_slots(f, r.kv_bytes, r.scratch_bytes);
+        const uint32_t n_layer = m.hp.n_layer;
+        const uint32_t turns = r.cache_slots >= n_layer ? 0 : std::min<uint32_t>(r.cache_slots, 2);
+        r.layers_pinned = std::min(r.cache_slots, n_layer) - turns;
+        r.cache_fraction = std::min(1.0, double(r.cache_slots) / double(n_layer));
+        uint64_t read = 0, largest = 0;
+        uint32_t matrices = 0;
+        for (uint32_t il = 0; il < n_layer; ++il) {
+            const uint64_t bytes = layer_matrix_bytes(m, il);
+            largest = std::max(largest, bytes);
+            if (turns > 0 && il >= r.layers_pinned) read += bytes;
+        }
+        for (const Layer& l : m.layers) {
+            for (const WeightMatrix* w :
+                 {&l.wq, &l.wk, &l.wv, &l.wo, &l.wqkv, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+                matrices += w->traits ? 1 : 0;
+        }
+        r.hit_rate = layer_bytes ? 1 - double(read) / double(layer_bytes) : 1;
+        r.storage_bytes_per_token = double(read);
+        // A layer is read one matrix after another (one pread each, one I/O thread).
+        const uint64_t per_read = matrices ? layer_bytes / matrices : largest;
+        r.storage_bytes_per_s = dev.storage_random_bytes_per_s(per_read);
+        r.storage_assumed = dev.storage_assumed;
+        r.storage_source = dev.storage_source;
+        if (r.storage_bytes_per_token > 0 && r.storage_bytes_per_s > 0)
+            r.storage_seconds_per_token = r.storage_bytes_per_token / r.storage_bytes_per_s;
     }
     const double seconds = r.ram_seconds_per_token + r.storage_seconds_per_token;
     const bool storage_unknown = r.storage_bytes_per_token > 0 && !(r.storage_bytes_per_s > 0);

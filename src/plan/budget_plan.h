@@ -28,9 +28,10 @@ struct RunSettings;
 struct BudgetRow {
     std::string model, device, quant;
     uint64_t budget_bytes = 0;
-    double budget_fraction = 0;  // of the file; 0 when the budget was given as a size
-    uint64_t file_bytes = 0;     // header + data section (ModelFacts::file_bytes)
-    bool moe = false;            // the runtime serves its experts from a cache
+    double budget_fraction = 0;   // of the file; 0 when the budget was given as a size
+    uint64_t file_bytes = 0;      // header + data section (ModelFacts::file_bytes)
+    bool moe = false;             // the runtime serves its experts from a cache
+    bool streams_layers = false;  // a dense model: the runtime streams its layers' matrices
     bool runnable = false;
 
     // The budget's parts, as the runtime counts them.
@@ -46,8 +47,10 @@ struct BudgetRow {
     bool fits = false;               // loads and takes its first context
     std::string refusal;             // the runtime's message when it does not
 
-    uint32_t cache_slots = 0;
-    double cache_fraction = 0;  // slots / experts_total (at most 1)
+    uint32_t cache_slots = 0;    // expert slots, or a dense model's layer slots
+    double cache_fraction = 0;   // slots / experts_total (dense: / n_layer; at most 1)
+    uint32_t n_layer = 0;        // a dense model's layers
+    uint32_t layers_pinned = 0;  // of its slots, those holding a layer for good
     double hit_rate = 0;
     double misses_per_token = 0;
     double storage_bytes_per_token = 0;  // misses x expert_read_bytes

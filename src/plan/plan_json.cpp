@@ -83,6 +83,7 @@ json budget_row_json(const BudgetRow& r) {
             {"budget_fraction", r.budget_fraction},
             {"file_bytes", r.file_bytes},
             {"moe", r.moe},
+            {"streams_layers", r.streams_layers},
             {"runnable", r.runnable},
             {"resident_bytes", r.resident_bytes},
             {"expert_bytes", r.expert_bytes},
@@ -98,7 +99,11 @@ json budget_row_json(const BudgetRow& r) {
             {"cache_slots", r.cache_slots},
             {"cache_fraction", r.cache_fraction},
             {"hit_rate", r.hit_rate},
-            {"hit_rate_model", "uniform routing: hit rate = cached share of the experts"},
+            {"n_layer", r.n_layer},
+            {"layers_pinned", r.layers_pinned},
+            {"hit_rate_model", r.streams_layers
+                                   ? "layers in order: the share of the layers' bytes that stay"
+                                   : "uniform routing: hit rate = cached share of the experts"},
             {"misses_per_token", r.misses_per_token},
             {"storage_bytes_per_token", r.storage_bytes_per_token},
             {"ram_bytes_per_token", r.ram_bytes_per_token},

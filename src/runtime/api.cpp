@@ -15,6 +15,7 @@
 #include "runtime/api_model.h"
 #include "runtime/context.h"
 #include "runtime/expert_cache.h"
+#include "runtime/layer_stream.h"
 #include "runtime/loaded_model.h"
 #include "tensor/cpu_features.h"
 #include "tensor/types.h"
@@ -165,6 +166,9 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
         if (const char* io = std::getenv("MEMWALL_EXPERT_IO")) {
             options.direct_io = std::string_view(io) == "direct";
         }
+        if (const char* io = std::getenv("MEMWALL_LAYER_IO")) {
+            options.layer_direct_io = std::string_view(io) != "pread";
+        }
         if (const char* pf = std::getenv("MEMWALL_EXPERT_PREFETCH")) {
             options.expert_prefetch = std::string_view(pf) != "off";
         }
@@ -196,6 +200,29 @@ mw_status mw_model_expert_cache_stats(const mw_model* model, mw_expert_cache_sta
         out->predicted = s.predicted;
         out->direct_io = s.direct_io;
     }
+    return MW_OK;
+}
+
+mw_status mw_model_layer_stream_stats(const mw_model* model, mw_layer_stream_stats* out) {
+    if (!model || !out) return invalid("mw_model_layer_stream_stats: model or out is NULL");
+    *out = {};
+    const mw::MemoryBudget* budget = model->loaded->budget.get();
+    if (!budget || !budget->layers()) return MW_OK;
+    out->budget_bytes = budget->budget();
+    out->resident_bytes = budget->resident();
+    const mw::LayerStreamStats s = budget->layers()->stats();
+    out->n_layer = s.n_layer;
+    out->n_slots = s.n_slots;
+    out->pinned = s.pinned;
+    out->slot_bytes = s.slot_bytes;
+    out->acquires = s.acquires;
+    out->hits = s.hits;
+    out->prefetched = s.prefetched;
+    out->waited = s.waited;
+    out->misses = s.misses;
+    out->bytes_read = s.bytes_read;
+    out->wait_ms = s.wait_ms;
+    out->direct_io = s.direct_io;
     return MW_OK;
 }
 

@@ -1,39 +1,30 @@
 #include "runtime/expert_cache.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <tuple>
 
 #include "base/error.h"
+#include "runtime/weight_reads.h"
 #include "tensor/repack.h"
 
 namespace mw {
 namespace {
 
-// Direct I/O wants offsets, lengths and buffers aligned to the device's logical block; 4 KiB
-// covers every common device. Slots keep that alignment for both kinds of read.
-constexpr uint64_t kAlign = 4096;
+constexpr uint64_t kAlign = kWeightReadAlign;
 
 // Reads in flight at once on the I/O threads (an SSD serves two about twice as fast as one).
 constexpr int kIoThreads = 2;
-
-uint64_t round_up(uint64_t n, uint64_t to) {
-    return (n + to - 1) / to * to;
-}
 
 uint64_t matrix_bytes(const WeightMatrix& w) {
     return w.row_bytes * uint64_t(w.n_rows);
 }
 
-// Room for the bytes wherever they start within a block, and a whole block more at the end (a
-// direct read covers whole blocks).
 uint64_t part_slot_bytes(const WeightMatrix& w) {
-    return round_up(matrix_bytes(w) + kAlign, kAlign);
+    return weight_buffer_bytes(matrix_bytes(w));
 }
 
 }  // namespace
@@ -95,17 +86,7 @@ ExpertCache::ExpertCache(const std::string& path, const Model& m, const uint8_t*
     if (slot_bytes_ == 0) {
         fail(ErrorKind::invalid_argument, "{}: an expert cache for a model without experts", path);
     }
-    if (options_.direct_io) {
-        fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
-        direct_ = fd_ >= 0;  // tmpfs and some file systems refuse O_DIRECT: pread then
-    }
-    if (fd_ < 0) fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) {
-        fail(ErrorKind::io, "{}: cannot open for reading experts: {}", path, std::strerror(errno));
-    }
-    // No read-ahead: it would bring in the next expert's pages, which stay in the page cache
-    // (charged to the budget) until the kernel reclaims them.
-    if (!direct_) ::posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM);
+    fd_ = open_for_weight_reads(path, options_.direct_io, direct_);
     const size_t keys = size_t(n_layer_) * n_expert_;
     where_.assign(keys, -1);
     uses_.assign(keys, 0);
@@ -229,32 +210,8 @@ void ExpertCache::read(uint8_t* mem, int64_t k) {
         const uint64_t off = p.offset + e * p.stride, len = matrix_bytes(p.matrix);
         const uint64_t head = off % kAlign;
         uint8_t* dst = mem + p.slot_offset;
-        // pread: exactly the bytes; direct: the whole blocks around them.
-        const uint64_t from = direct_ ? off - head : off;
-        const uint64_t want = direct_ ? round_up(head + len, kAlign) : len;
-        const uint64_t need = direct_ ? head + len : len;
-        uint8_t* at = direct_ ? dst : dst + head;
-        uint64_t done = 0;
-        while (done < want) {
-            const ssize_t n = ::pread(fd_, at + done, size_t(want - done), off_t(from + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) {
-                fail(ErrorKind::io,
-                     "{}: cannot read expert {} of layer {} ({} bytes at offset {}): {}", path_, e,
-                     il, len, off, std::strerror(errno));
-            }
-            if (n == 0) {
-                if (done >= need) break;  // direct: the last block ends the file
-                fail(ErrorKind::io,
-                     "{}: cannot read expert {} of layer {}: the file ends at byte {}, before the "
-                     "expert's last byte {} (was it truncated or replaced after loading?)",
-                     path_, e, il, from + done, off + len);
-            }
-            done += uint64_t(n);
-        }
-        // The bytes are ours now: the page cache's copy would only count twice against the
-        // budget (and push out what the process needs).
-        if (!direct_) ::posix_fadvise(fd_, off_t(off), off_t(len), POSIX_FADV_DONTNEED);
+        read_weight_bytes(fd_, direct_, path_, fmt::format("expert {} of layer {}", e, il), off,
+                          len, dst);
         if (p.matrix.traits != p.file_traits) {
             repack_in_place(*p.matrix.traits, dst + head, p.matrix.n_rows, p.matrix.n_cols);
         }

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "base/error.h"
 #include "plan/probe.h"
 #include "runtime/expert_cache.h"
+#include "runtime/layer_stream.h"
 #include "runtime/thread_pool.h"
 #include "tensor/types.h"
 
@@ -64,7 +66,8 @@ bool fits_as_own_memory(LoadedModel& m) {
 // Under a memory budget: the file is mapped but read only where it must be. A MoE model's dense
 // part (every byte but the expert tensors') is read into the process's own memory at its place in
 // the mapping; the experts come from an expert cache sized by the budget, so their pages in the
-// mapping are never touched. A dense model must fit whole.
+// mapping are never touched. A dense model's layers are served likewise by a layer stream: only
+// its embeddings, output and the bytes between its matrices are read into place.
 void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& options) {
     MapOptions map = options.map;
     map.use_mmap = true;  // the file's layout in memory; only the dense ranges become resident
@@ -75,6 +78,7 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
     const std::span<const uint8_t> bytes = m.file.bytes();
     std::vector<std::pair<uint64_t, uint64_t>> dense;
     std::unique_ptr<ExpertCache> experts;
+    std::unique_ptr<LayerStream> layers;
     if (model.hp.n_expert > 0 && expert_tensor_bytes(model) > 0) {
         std::vector<std::pair<uint64_t, uint64_t>> exps;
         for (const Layer& l : model.layers) {
@@ -98,30 +102,49 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
         eo.lock = options.map.lock;
         experts = std::make_unique<ExpertCache>(path, model, bytes.data(), eo);
     } else {
-        dense.push_back({0, bytes.size()});
+        // A dense model: its layers' matrices stream from storage, as many staying as fit.
+        LayerStream::Options lo;
+        lo.prefetch = options.expert_prefetch;
+        lo.direct_io = options.layer_direct_io;
+        lo.lock = options.map.lock;
+        layers = std::make_unique<LayerStream>(path, model, bytes.data(), lo);
+        uint64_t from = 0;
+        for (const auto& [a, b] : layers->ranges()) {
+            if (a > from) dense.push_back({from, a});
+            from = std::max(from, b);
+        }
+        if (from < bytes.size()) dense.push_back({from, bytes.size()});
     }
     uint64_t resident = 0;
     for (const auto& [a, b] : dense) resident += b - a;
     // Refused here, before the weights are read, when even the minimum does not fit.
     ExpertCache* cache = experts.get();
-    m.budget = std::make_unique<MemoryBudget>(path, options.mem_budget, resident,
-                                              std::move(experts), model.hp.n_expert_used);
+    LayerStream* stream = layers.get();
+    m.budget =
+        std::make_unique<MemoryBudget>(path, options.mem_budget, resident, std::move(experts),
+                                       model.hp.n_expert_used, std::move(layers));
     m.file.make_resident(dense, options.map.lock);
     if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
     if (options.repack && has_faster_layouts(m.model)) {
         ThreadPool pool(default_thread_count());
         const std::span<uint8_t> writable(const_cast<uint8_t*>(bytes.data()), bytes.size());
-        m.repacked_bytes = repack_weights(m.model, bytes, writable, pool, cache == nullptr);
+        std::function<bool(const uint8_t*)> streamed;
+        if (stream) streamed = [stream](const uint8_t* data) { return stream->serves(data); };
+        m.repacked_bytes =
+            repack_weights(m.model, bytes, writable, pool, cache == nullptr, streamed);
         m.desc.insert(m.desc.size() - 1,
                       fmt::format("; {:.2f} MiB repacked for {}",
                                   double(m.repacked_bytes) / (1 << 20), kernel_isa()));
     }
     m.file.seal();
     m.model.expert_source = cache;
+    m.model.layer_source = stream;
     m.desc.insert(m.desc.size() - 1,
                   fmt::format("; budget {:.0f} MiB, {:.2f} MiB resident{}",
                               double(options.mem_budget) / (1 << 20), double(resident) / (1 << 20),
-                              cache ? ", experts from storage" : ""));
+                              cache    ? ", experts from storage"
+                              : stream ? ", layers from storage"
+                                       : ""));
 }
 
 void add_warning(LoadedModel& m, const std::string& w) {

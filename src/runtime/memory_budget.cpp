@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "runtime/expert_cache.h"
+#include "runtime/layer_stream.h"
 
 namespace mw {
 namespace {
@@ -34,6 +35,14 @@ uint64_t committed_bytes(const BudgetFigures& f, uint32_t n_slots) {
 std::string load_refusal(const std::string& path, const BudgetFigures& f) {
     const uint64_t need = committed_bytes(f, 0);
     if (need <= f.budget) return "";
+    if (f.slot_bytes > 0 && f.layers) {
+        return fmt::format(
+            "{}: a memory budget of {} is too small: the weights outside the layers' matrices "
+            "(embeddings, output, norms) take {}, one layer streamed from storage {}, and the "
+            "process itself about {}: at least {}, before any context's KV cache and scratch",
+            path, mib(f.budget), mib(f.resident), mib(f.slot_bytes), mib(kProcessReserve),
+            mib(need));
+    }
     if (f.slot_bytes > 0) {
         return fmt::format(
             "{}: a memory budget of {} is too small: the dense part of the model (everything "
@@ -44,9 +53,8 @@ std::string load_refusal(const std::string& path, const BudgetFigures& f) {
             mib(expert_cache_bytes(f, 0)), mib(f.slot_bytes), mib(kProcessReserve), mib(need));
     }
     return fmt::format(
-        "{}: a memory budget of {} is too small for this dense model: its weights take {} and "
-        "the process itself about {} (at least {}); running a dense model larger than its "
-        "budget (layers streamed from storage) is not implemented yet",
+        "{}: a memory budget of {} is too small: the model's weights take {} and the process "
+        "itself about {}: at least {}",
         path, mib(f.budget), mib(f.resident), mib(kProcessReserve), mib(need));
 }
 
@@ -60,8 +68,9 @@ std::string context_refusal(const std::string& path, const BudgetFigures& f, uin
         "+ scratch {}), the model's weights in memory {}, {} {}, other contexts {} and the "
         "process itself about {}: at least {} (a smaller context size -c needs less)",
         path, mib(f.budget), mib(ctx), mib(kv_bytes), mib(scratch_bytes), mib(f.resident),
-        f.slot_bytes > 0 && n_slots > 0 ? "the expert cache"
-                                        : "the experts one token needs in a layer",
+        f.layers ? (n_slots > 0 ? "the layer stream" : "one layer streamed from storage")
+        : f.slot_bytes > 0 && n_slots > 0 ? "the expert cache"
+                                          : "the experts one token needs in a layer",
         mib(f.slot_bytes > 0 ? expert_cache_bytes(f, n_slots) : 0), mib(other_contexts),
         mib(kProcessReserve), mib(need));
 }
@@ -74,14 +83,20 @@ uint32_t expert_cache_slots(const BudgetFigures& f, uint64_t kv_bytes, uint64_t 
 }
 
 MemoryBudget::MemoryBudget(std::string path, uint64_t budget, uint64_t resident,
-                           std::unique_ptr<ExpertCache> experts, uint32_t experts_per_token)
-    : path_(std::move(path)), experts_(std::move(experts)) {
+                           std::unique_ptr<ExpertCache> experts, uint32_t experts_per_token,
+                           std::unique_ptr<LayerStream> layers)
+    : path_(std::move(path)), experts_(std::move(experts)), layers_(std::move(layers)) {
     figures_.budget = budget;
     figures_.resident = resident;
     figures_.experts_per_token = experts_per_token;
     if (experts_) {
         figures_.slot_bytes = experts_->slot_bytes();
         figures_.experts_total = experts_->experts_total();
+    } else if (layers_) {
+        figures_.slot_bytes = layers_->slot_bytes();
+        figures_.experts_per_token = 1;
+        figures_.experts_total = layers_->n_layer();
+        figures_.layers = true;
     }
     if (const std::string why = load_refusal(path_, figures_); !why.empty())
         fail(ErrorKind::out_of_memory, "{}", why);
@@ -91,7 +106,7 @@ MemoryBudget::~MemoryBudget() = default;
 
 void MemoryBudget::admit(uint64_t kv_bytes, uint64_t scratch_bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    const uint32_t n_slots = experts_ ? experts_->n_slots() : 0;
+    const uint32_t n_slots = experts_ ? experts_->n_slots() : layers_ ? layers_->n_slots() : 0;
     if (const std::string why =
             context_refusal(path_, figures_, n_slots, contexts_, kv_bytes, scratch_bytes);
         !why.empty()) {
@@ -100,6 +115,8 @@ void MemoryBudget::admit(uint64_t kv_bytes, uint64_t scratch_bytes) {
     // The first context: the expert cache takes what is left.
     if (experts_ && n_slots == 0)
         experts_->allocate(expert_cache_slots(figures_, kv_bytes, scratch_bytes));
+    if (layers_ && n_slots == 0)
+        layers_->allocate(expert_cache_slots(figures_, kv_bytes, scratch_bytes));
     contexts_ += kv_bytes + scratch_bytes;
 }
 

@@ -13,6 +13,7 @@
 namespace mw {
 
 class ExpertCache;
+class LayerStream;
 
 // What the process takes besides weights, caches and scratch: code, libraries, the tokenizer's
 // tables, thread stacks, the allocator's slack.
@@ -25,10 +26,13 @@ uint64_t expert_tensor_bytes(const Model& m);
 // planner's rows under a budget (plan/budget_plan.h) predict with it, so the two cannot disagree.
 struct BudgetFigures {
     uint64_t budget = 0;
-    uint64_t resident = 0;           // weight bytes kept in memory
-    uint64_t slot_bytes = 0;         // one expert cache slot; 0: a dense model (no expert cache)
-    uint32_t experts_per_token = 0;  // slots one token needs in a layer (n_expert_used)
-    uint64_t experts_total = 0;      // layers x experts (ExpertCache::experts_total)
+    uint64_t resident = 0;  // weight bytes kept in memory
+    // The slots of what streams from storage: experts (a MoE model's expert cache) or, for a
+    // dense model, whole layers (its layer stream). 0: nothing streams.
+    uint64_t slot_bytes = 0;         // one slot
+    uint32_t experts_per_token = 0;  // slots a token needs at least (n_expert_used; 1 layer)
+    uint64_t experts_total = 0;      // slots that hold everything (layers x experts; layers)
+    bool layers = false;             // the slots hold layers
 };
 // What the model holds besides its contexts: the resident weights, the process, and the expert
 // cache (`n_slots` once allocated, before that the experts one token needs in a layer).
@@ -39,17 +43,18 @@ std::string load_refusal(const std::string& path, const BudgetFigures& f);
 // 0 when not allocated yet) and `other_contexts`, with the numbers; "" when they fit.
 std::string context_refusal(const std::string& path, const BudgetFigures& f, uint32_t n_slots,
                             uint64_t other_contexts, uint64_t kv_bytes, uint64_t scratch_bytes);
-// The slots the expert cache gets when the first context takes kv + scratch: what is left, at
-// most every expert. Only for a context that fits.
+// The slots the expert cache (or layer stream) gets when the first context takes kv + scratch:
+// what is left, at most every expert (layer). Only for a context that fits.
 uint32_t expert_cache_slots(const BudgetFigures& f, uint64_t kv_bytes, uint64_t scratch_bytes);
 
 class MemoryBudget {
   public:
-    // `resident`: weight bytes kept in memory (the whole file, or all but the experts when
-    // `experts` serves them). Throws ErrorKind::out_of_memory, with the numbers, when those and
-    // the experts one token needs in a layer do not fit.
+    // `resident`: weight bytes kept in memory (all but the experts when `experts` serves them,
+    // all but the layers' matrices when `layers` does). Throws ErrorKind::out_of_memory, with the
+    // numbers, when those and the experts one token needs in a layer (or one layer) do not fit.
     MemoryBudget(std::string path, uint64_t budget, uint64_t resident,
-                 std::unique_ptr<ExpertCache> experts, uint32_t experts_per_token);
+                 std::unique_ptr<ExpertCache> experts, uint32_t experts_per_token,
+                 std::unique_ptr<LayerStream> layers = nullptr);
     ~MemoryBudget();
     MemoryBudget(const MemoryBudget&) = delete;
     MemoryBudget& operator=(const MemoryBudget&) = delete;
@@ -62,11 +67,13 @@ class MemoryBudget {
     uint64_t budget() const { return figures_.budget; }
     uint64_t resident() const { return figures_.resident; }
     ExpertCache* experts() const { return experts_.get(); }
+    LayerStream* layers() const { return layers_.get(); }
 
   private:
     std::string path_;
     BudgetFigures figures_;
     std::unique_ptr<ExpertCache> experts_;
+    std::unique_ptr<LayerStream> layers_;
     std::mutex mu_;
     uint64_t contexts_ = 0;
 };

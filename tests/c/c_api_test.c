@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     CHECK(strcmp(mw_model_arch(model), "llama") == 0, "arch %s", mw_model_arch(model));
 
     /* API 4: a memory budget is off by default; without one there are no expert cache figures.
-       A dense model must fit its budget whole; one too small is refused with the numbers. */
+       A budget too small for a dense model's resident part is refused with the numbers. */
     CHECK(MEMWALL_API_VERSION >= 4, "MEMWALL_API_VERSION %d", MEMWALL_API_VERSION);
     CHECK(mp.mem_budget == 0, "default mem_budget %llu", (unsigned long long)mp.mem_budget);
     mw_expert_cache_stats ecs;
@@ -134,6 +134,32 @@ int main(int argc, char** argv) {
     CHECK(mw_model_load(path, &small, &refused) == MW_ERR_OUT_OF_MEMORY && refused == NULL,
           "a 1 MiB budget: %s", mw_last_error());
     CHECK(strstr(mw_last_error(), "too small") != NULL, "%s", mw_last_error());
+
+    /* API 7: a dense model under a budget smaller than its weights streams its layers. */
+    mw_layer_stream_stats lss;
+    CHECK(mw_model_layer_stream_stats(model, &lss) == MW_OK && lss.budget_bytes == 0,
+          "layer stream stats without a budget");
+    mw_model_params streamed = mp;
+    streamed.mem_budget = (uint64_t)(33.1 * 1048576); /* two of stories260K's five layers */
+    mw_model* dense = NULL;
+    CHECK(mw_model_load(path, &streamed, &dense) == MW_OK, "%s", mw_last_error());
+    if (dense) {
+        mw_context_params scp = mw_context_default_params();
+        scp.n_ctx = 64;
+        scp.n_threads = 1;
+        mw_context* sctx = NULL;
+        CHECK(mw_context_create(dense, &scp, &sctx) == MW_OK, "%s", mw_last_error());
+        if (sctx) {
+            mw_token bos = 1;
+            CHECK(mw_decode(sctx, &bos, 1, false) == MW_OK, "%s", mw_last_error());
+            CHECK(mw_model_layer_stream_stats(dense, &lss) == MW_OK && lss.n_layer == 5 &&
+                      lss.n_slots == 2 && lss.acquires == 5 && lss.bytes_read > 0,
+                  "layer stream: %u of %u layers, %llu used", lss.n_slots, lss.n_layer,
+                  (unsigned long long)lss.acquires);
+            mw_context_free(sctx);
+        }
+        mw_model_free(dense);
+    }
 
     const char* prompt = "Once upon a time";
     mw_token tokens[16];

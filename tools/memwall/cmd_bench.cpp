@@ -205,7 +205,8 @@ void add_bench_command(CLI::App& app) {
                 }
             };
             std::vector<double> pp, tg;
-            mw_expert_cache_stats tg_cache{};  // the timed decode steps' expert cache use
+            mw_expert_cache_stats tg_cache{};   // the timed decode steps' expert cache use
+            mw_layer_stream_stats tg_layers{};  // and layer stream use
             uint64_t tg_tokens = 0;
             for (int rep = -1; rep < o.reps; ++rep) {  // rep -1 warms up caches and page tables
                 if (o.n_prompt > 0) {
@@ -223,6 +224,7 @@ void add_bench_command(CLI::App& app) {
                     mw_context_perf_reset(ctx.get());  // bytes read: decode steps of this test only
                     mw_token tok = prompt[0];
                     const mw_expert_cache_stats before = expert_cache_stats(model.get());
+                    const mw_layer_stream_stats layers_before = layer_stream_stats(model.get());
                     const auto start = std::chrono::steady_clock::now();
                     for (int i = 0; i < o.n_gen; ++i) {
                         if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK)
@@ -243,6 +245,8 @@ void add_bench_command(CLI::App& app) {
                         tg_cache.bytes_read += sum.bytes_read;
                         tg_cache.predictable += sum.predictable;
                         tg_cache.predicted += sum.predicted;
+                        add_layer_stream_use(tg_layers, layer_stream_stats(model.get()),
+                                             layers_before);
                         tg_tokens += uint64_t(o.n_gen);
                     }
                 }
@@ -335,6 +339,22 @@ void add_bench_command(CLI::App& app) {
                                      {"tg_predicted", tg_cache.predicted},
                                      {"direct_io", tg_cache.direct_io}};
             }
+            if (tg_layers.budget_bytes > 0) {
+                r["layer_stream"] = {{"slots", tg_layers.n_slots},
+                                     {"pinned", tg_layers.pinned},
+                                     {"n_layer", tg_layers.n_layer},
+                                     {"slot_bytes", tg_layers.slot_bytes},
+                                     {"tg_acquires", tg_layers.acquires},
+                                     {"tg_hits", tg_layers.hits},
+                                     {"tg_prefetched", tg_layers.prefetched},
+                                     {"tg_waited", tg_layers.waited},
+                                     {"tg_misses", tg_layers.misses},
+                                     {"tg_bytes_read_per_token",
+                                      tg_tokens ? tg_layers.bytes_read / tg_tokens : uint64_t(0)},
+                                     {"tg_wait_ms_per_token",
+                                      tg_tokens ? tg_layers.wait_ms / double(tg_tokens) : 0.0},
+                                     {"direct_io", tg_layers.direct_io}};
+            }
             if (o.record) {
                 r["recorded"] = record["recorded"];
                 r["record_reason"] = record["reason"];
@@ -362,6 +382,7 @@ void add_bench_command(CLI::App& app) {
                                bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
                     std::fflush(stdout);
                     print_budget_report(tg_cache, tg_tokens, perf.peak_rss_bytes);
+                    print_layer_stream_report(tg_layers, tg_tokens);
                 }
             }
         }

@@ -203,9 +203,9 @@ void add_run_command(CLI::App& app) {
                    perf.peak_rss_bytes / 1048576.0);
         if (o.verbose) {
             print_memory_report(perf, plan);
-            print_budget_report(expert_cache_stats(model.get()),
-                                uint64_t(perf.n_prompt_tokens + perf.n_decode_tokens),
-                                perf.peak_rss_bytes);
+            const uint64_t n_tokens = uint64_t(perf.n_prompt_tokens + perf.n_decode_tokens);
+            print_budget_report(expert_cache_stats(model.get()), n_tokens, perf.peak_rss_bytes);
+            print_layer_stream_report(layer_stream_stats(model.get()), n_tokens);
         }
     });
 }

@@ -103,6 +103,44 @@ void print_budget_report(const mw_expert_cache_stats& s, uint64_t n_tokens,
                              : std::string());
 }
 
+mw_layer_stream_stats layer_stream_stats(const mw_model* model) {
+    mw_layer_stream_stats s{};
+    if (mw_model_layer_stream_stats(model, &s) != MW_OK) s = {};
+    return s;
+}
+
+void add_layer_stream_use(mw_layer_stream_stats& sum, const mw_layer_stream_stats& later,
+                          const mw_layer_stream_stats& earlier) {
+    mw_layer_stream_stats d = later;
+    d.acquires = sum.acquires + later.acquires - earlier.acquires;
+    d.hits = sum.hits + later.hits - earlier.hits;
+    d.prefetched = sum.prefetched + later.prefetched - earlier.prefetched;
+    d.waited = sum.waited + later.waited - earlier.waited;
+    d.misses = sum.misses + later.misses - earlier.misses;
+    d.bytes_read = sum.bytes_read + later.bytes_read - earlier.bytes_read;
+    d.wait_ms = sum.wait_ms + later.wait_ms - earlier.wait_ms;
+    sum = d;
+}
+
+void print_layer_stream_report(const mw_layer_stream_stats& s, uint64_t n_tokens) {
+    if (s.budget_bytes == 0 || s.n_slots == 0) return;
+    const double mib = 1 << 20;
+    fmt::print(stderr,
+               "layer stream: {} of {} layers in memory at once ({:.1f} MiB), {} of them staying; "
+               "{} used: {} hits, {} prefetched, {} waited for a prefetch, {} misses\n",
+               s.n_slots, s.n_layer, double(s.n_slots) * double(s.slot_bytes) / mib, s.pinned,
+               s.acquires, s.hits, s.prefetched, s.waited, s.misses);
+    fmt::print(stderr, "layer reads: {:.1f} MiB from storage{}, waited {:.0f} ms{}{}\n",
+               double(s.bytes_read) / mib,
+               n_tokens ? fmt::format(", {:.2f} MiB per token",
+                                      double(s.bytes_read) / mib / double(n_tokens))
+                        : std::string(),
+               s.wait_ms,
+               n_tokens ? fmt::format(" ({:.1f} ms per token)", s.wait_ms / double(n_tokens))
+                        : std::string(),
+               s.direct_io ? " (O_DIRECT)" : " (pread + DONTNEED)");
+}
+
 std::string backend_name(const mw_model* model, const ModelOptions& options) {
     const char* report = mw_model_gpu_report(model);
     if (!report || std::string_view(report).rfind("gpu: none", 0) == 0) return "CPU";

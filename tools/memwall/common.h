@@ -68,6 +68,14 @@ mw_expert_cache_stats expert_cache_stats(const mw_model* model);
 mw_expert_cache_stats expert_cache_delta(const mw_expert_cache_stats& later,
                                          const mw_expert_cache_stats& earlier);
 
+// Under --mem-budget, for a dense model: the layer stream's slots, hits, reads (per decoded token
+// when n_tokens > 0) and time waited, on stderr. Nothing without a stream.
+void print_layer_stream_report(const mw_layer_stream_stats& s, uint64_t n_tokens);
+mw_layer_stream_stats layer_stream_stats(const mw_model* model);
+// Adds the counters of `later` minus those of `earlier` to `sum` (its sizes become `later`'s).
+void add_layer_stream_use(mw_layer_stream_stats& sum, const mw_layer_stream_stats& later,
+                          const mw_layer_stream_stats& earlier);
+
 // Where the model's products run, for bench's rows: "CPU", or "Vulkan" with the layers offloaded
 // ("Vulkan 99").
 std::string backend_name(const mw_model* model, const ModelOptions& options);

@@ -104,7 +104,7 @@ void print_budget_rows(const json& plan, const std::string& model) {
         if (r["model"] != model) continue;
         if (!any) {
             fmt::print(
-                "  Under a memory budget (--mem-budget; {}, {} file; hit rate for uniform "
+                "  Under a memory budget (--mem-budget; {}, {} file; MoE hit rate for uniform "
                 "routing):\n",
                 r["quant"].get<std::string>(), human_bytes(r["file_bytes"].get<double>()));
             any = true;
@@ -115,6 +115,21 @@ void print_budget_rows(const json& plan, const std::string& model) {
                                        fraction > 0 ? fmt::format("{:.0f} %", 100 * fraction) : "");
         if (!r["fits"].get<bool>()) {
             line += "refused: " + r["refusal"].get<std::string>();
+        } else if (r.value("streams_layers", false) &&
+                   r["cache_slots"].get<uint64_t>() >= r["n_layer"].get<uint64_t>()) {
+            line += fmt::format("fits whole, ~{} tok/s as in RAM",
+                                human_rate(r["decode_tok_s"].get<double>()));
+        } else if (r.value("streams_layers", false)) {
+            line += fmt::format(
+                "layers streamed: {} of {} in memory ({} staying), {} read per token at {:.2f} "
+                "GB/s{} -> ~{} tok/s (in RAM {})",
+                r["cache_slots"].get<uint64_t>(), r["n_layer"].get<uint64_t>(),
+                r["layers_pinned"].get<uint64_t>(),
+                human_bytes(r["storage_bytes_per_token"].get<double>()),
+                r["storage_bytes_per_s"].get<double>() / 1e9,
+                r["storage_assumed"].get<bool>() ? " (assumed)" : "",
+                human_rate(r["decode_tok_s"].get<double>()),
+                human_rate(r["in_ram_decode_tok_s"].get<double>()));
         } else if (!r["moe"].get<bool>()) {
             line += fmt::format("fits whole, ~{} tok/s as in RAM",
                                 human_rate(r["decode_tok_s"].get<double>()));
