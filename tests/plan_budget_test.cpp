@@ -173,8 +173,15 @@ TEST(PlanBudget, DenseRowMatchesHandArithmetic) {
     EXPECT_EQ(r.layers_pinned, 1u);
     EXPECT_DOUBLE_EQ(r.storage_bytes_per_token, 3.0 * kLayer);
     EXPECT_DOUBLE_EQ(r.hit_rate, 0.25);
-    // One pread per matrix, the mean matrix's size: 4 layers' bytes over their 28 matrices.
-    EXPECT_DOUBLE_EQ(r.storage_bytes_per_s, dev.storage_random_bytes_per_s(4 * kLayer / 28));
+    // Layers are read in order: the device's rate in order (the explicit device's assumed UFS
+    // 4.0: 3.5 GB/s), or without one its random rate at the mean matrix's size (4 layers' bytes
+    // over their 28 matrices).
+    EXPECT_DOUBLE_EQ(r.storage_bytes_per_s, 3.5e9);
+    DeviceProfile random_only = dev;
+    random_only.storage_seq_bytes_per_s = 0;
+    EXPECT_DOUBLE_EQ(
+        plan_budget("d", "F16", p->facts, random_only, kRun, budget, 0).storage_bytes_per_s,
+        dev.storage_random_bytes_per_s(4 * kLayer / 28));
     const double seconds =
         double(r.ram_bytes_per_token) / (50e9 * 0.5) + 3.0 * kLayer / r.storage_bytes_per_s;
     EXPECT_NEAR(r.decode_tok_s, 1 / seconds, 1e-9 / seconds);
