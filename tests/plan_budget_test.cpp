@@ -197,45 +197,17 @@ TEST(PlanBudget, DenseRowMatchesHandArithmetic) {
     EXPECT_THROW(plan_budgets("d", "F16", p->facts, dev, kRun, {1.5}, {}), Error);
 }
 
-// The plan's layer stream is the one the runtime allocates for the same file and context.
-TEST(PlanBudget, DenseSlotsAndResidentAgreeWithALoadedModel) {
-    const std::string path = test::shared_path("models/stories260K.gguf");
+// The plan's expert cache (a dense model's layer stream) is the one the runtime allocates for
+// the same file and context: three slots, the same resident part and slot size.
+void expect_plan_slots_as_loaded(const std::string& relative, bool moe) {
+    const std::string path = test::shared_path(relative);
     const std::vector<uint8_t> bytes = test::read_file(path);
     const gguf::GgufFile header = gguf::GgufFile::parse(bytes, path, {.header_only = true});
     const ModelFacts facts = model_facts(header, "");
     const RunSettings run{.n_ctx = 64, .n_batch = 16, .n_threads = 2};
     const BudgetRow ample = plan_budget("m", "", facts, test_device(), run, uint64_t(1) << 30, 0);
-    ASSERT_TRUE(ample.streams_layers);
-    const uint64_t budget = ample.resident_bytes + kProcessReserve + ample.kv_bytes +
-                            ample.scratch_bytes + 3 * ample.slot_bytes + 100;
-    const BudgetRow r = plan_budget("m", "", facts, test_device(), run, budget, 0);
-    ASSERT_TRUE(r.fits) << r.refusal;
-    EXPECT_EQ(r.cache_slots, 3u);
-
-    LoadOptions o;
-    o.mem_budget = budget;
-    const auto m = LoadedModel::load(path, o);
-    ASSERT_TRUE(m->budget && m->budget->layers());
-    EXPECT_EQ(m->budget->resident(), r.resident_bytes);
-    EXPECT_EQ(m->budget->layers()->slot_bytes(), r.slot_bytes);
-    ContextParams cp;
-    cp.n_ctx = 64;
-    cp.n_batch = 16;
-    cp.n_threads = 2;
-    const Context ctx(*m, cp);
-    EXPECT_EQ(m->budget->layers()->n_slots(), r.cache_slots);
-    EXPECT_EQ(m->budget->layers()->stats().pinned, r.layers_pinned);
-}
-
-// The plan's expert cache is the one the runtime allocates for the same file and context.
-TEST(PlanBudget, SlotsAndResidentAgreeWithALoadedModel) {
-    const std::string path = test::shared_path("reference/models/moe-tiny-F16.gguf");
-    const std::vector<uint8_t> bytes = test::read_file(path);
-    const gguf::GgufFile header = gguf::GgufFile::parse(bytes, path, {.header_only = true});
-    const ModelFacts facts = model_facts(header, "");
-    const RunSettings run{.n_ctx = 64, .n_batch = 16, .n_threads = 2};
-    const BudgetRow ample = plan_budget("m", "", facts, test_device(), run, uint64_t(1) << 30, 0);
-    ASSERT_TRUE(ample.moe);
+    ASSERT_EQ(ample.moe, moe);
+    ASSERT_EQ(ample.streams_layers, !moe);
     EXPECT_EQ(ample.file_bytes, bytes.size());
     const uint64_t budget = ample.resident_bytes + kProcessReserve + ample.kv_bytes +
                             ample.scratch_bytes + 3 * ample.slot_bytes + 100;
@@ -246,15 +218,29 @@ TEST(PlanBudget, SlotsAndResidentAgreeWithALoadedModel) {
     LoadOptions o;
     o.mem_budget = budget;
     const auto m = LoadedModel::load(path, o);
-    ASSERT_TRUE(m->budget && m->budget->experts());
+    ASSERT_TRUE(m->budget &&
+                (moe ? m->budget->experts() != nullptr : m->budget->layers() != nullptr));
     EXPECT_EQ(m->budget->resident(), r.resident_bytes);
-    EXPECT_EQ(m->budget->experts()->slot_bytes(), r.slot_bytes);
+    EXPECT_EQ(moe ? m->budget->experts()->slot_bytes() : m->budget->layers()->slot_bytes(),
+              r.slot_bytes);
     ContextParams cp;
     cp.n_ctx = 64;
     cp.n_batch = 16;
     cp.n_threads = 2;
     const Context ctx(*m, cp);
-    EXPECT_EQ(m->budget->experts()->n_slots(), r.cache_slots);
+    EXPECT_EQ(moe ? m->budget->experts()->n_slots() : m->budget->layers()->n_slots(),
+              r.cache_slots);
+    if (!moe) {
+        EXPECT_EQ(m->budget->layers()->stats().pinned, r.layers_pinned);
+    }
+}
+
+TEST(PlanBudget, SlotsAndResidentAgreeWithALoadedModel) {
+    expect_plan_slots_as_loaded("reference/models/moe-tiny-F16.gguf", true);
+}
+
+TEST(PlanBudget, DenseSlotsAndResidentAgreeWithALoadedModel) {
+    expect_plan_slots_as_loaded("models/stories260K.gguf", false);
 }
 
 std::string cli(const std::string& args) {
