@@ -13,6 +13,7 @@
 #include "plan/probe.h"
 #include "runtime/thread_pool.h"
 #include "support/test_support.h"
+#include "tensor/kernels.h"
 #include "tensor/types.h"
 
 namespace mw {
@@ -157,6 +158,23 @@ std::string probe_cli(const std::string& cache, const std::string& args) {
     return "XDG_CACHE_HOME=" + cache + " " + test::cli_path() + " " + args;
 }
 
+// The int8 peak is the installed set's dot product on every thread: above what the engine's own
+// int8 matmul reaches (a peak below it would be no peak), zero for the scalar set.
+TEST(Probe, Int8PeakIsAboveWhatTheMatmulReaches) {
+    ThreadPool pool(2);
+    const Int8Peak peak = measure_int8_peak(pool, 0.05);
+    EXPECT_EQ(peak.n_threads, 2);
+    EXPECT_EQ(peak.kernel_set, installed_kernels().name);
+    if (std::string(installed_kernels().name) == "scalar") {
+        EXPECT_EQ(peak.macs_per_s, 0.0);
+        GTEST_SKIP() << "the scalar set has no dot-product instruction to measure";
+    }
+    const RateStats matmul = measure_matmul_gflops(pool, 0.05);
+    // GFLOP/s counts a multiply and an add: MAC/s is half. Noise margin: 20 %.
+    EXPECT_GT(peak.macs_per_s * 1.2, matmul.max * 1e9 / 2)
+        << peak.macs_per_s / 1e9 << " GMAC/s peak, matmul " << matmul.max << " GFLOP/s";
+}
+
 TEST(ProbeCli, TextAndJsonSaveOnlyWhenAsked) {
     const std::string cache = test::temp_dir();
     const std::string file = cache + "/memwall/device.json";
@@ -164,9 +182,10 @@ TEST(ProbeCli, TextAndJsonSaveOnlyWhenAsked) {
         probe_cli(cache, "probe --json --seconds 0.2 -t 2 --array-size 8M --no-storage"));
     ASSERT_EQ(j.exit_code, 0) << j.err;
     const json p = json::parse(j.out);
-    for (const char* key : {"read_bandwidth_bytes_per_s", "triad_bandwidth_bytes_per_s",
-                            "read_bandwidth", "matmul_gflops", "bandwidth_threads", "cache_file",
-                            "contention", "others_cpu_share", "saved"}) {
+    for (const char* key :
+         {"read_bandwidth_bytes_per_s", "triad_bandwidth_bytes_per_s", "read_bandwidth",
+          "matmul_gflops", "int8_peak_gmacs", "kernel_set", "bandwidth_threads", "cache_file",
+          "contention", "others_cpu_share", "saved"}) {
         EXPECT_TRUE(p.contains(key)) << key;
     }
     for (const char* key : {"median", "spread", "passes", "outliers", "min", "max"})

@@ -223,7 +223,10 @@ std::string measured_device_to_json(const MeasuredDevice& m) {
               {"others_cpu_share", b.others_cpu_share},
               {"contention", b.contention},
               {"matmul_gflops", m.matmul_gflops.median},
-              {"matmul", stats_to_json(m.matmul_gflops)}};
+              {"matmul", stats_to_json(m.matmul_gflops)},
+              {"int8_peak_gmacs", m.int8_peak.macs_per_s / 1e9},
+              {"int8_peak_threads", m.int8_peak.n_threads},
+              {"kernel_set", m.int8_peak.kernel_set}};
     if (m.bench) j["bench"] = bench_to_json(*m.bench);
     if (m.storage) j["storage"] = storage_to_json(*m.storage);
     return j.dump(1);
@@ -248,6 +251,9 @@ MeasuredDevice measured_device_from_json(const std::string& text) {
     b.others_cpu_share = j.value("others_cpu_share", 0.0);
     b.contention = j.value("contention", "");
     m.matmul_gflops = stats_from_json(j.value("matmul", json::object()));
+    m.int8_peak.macs_per_s = j.value("int8_peak_gmacs", 0.0) * 1e9;
+    m.int8_peak.n_threads = j.value("int8_peak_threads", 0);
+    m.int8_peak.kernel_set = j.value("kernel_set", "");
     if (j.contains("bench")) m.bench = bench_from_json(j["bench"]);
     if (j.contains("storage")) m.storage = storage_from_json(j["storage"]);
     return m;
@@ -285,7 +291,8 @@ MeasuredDevice probe_device(const ProbeOptions& options) {
         m.bandwidth = measure_bandwidth(*passes, options.seconds * 0.75);
     }
     m.bandwidth.last_level_cache_bytes = size.last_level_cache_bytes;
-    m.matmul_gflops = measure_matmul_gflops(pool, options.seconds * 0.2);
+    m.matmul_gflops = measure_matmul_gflops(pool, options.seconds * 0.15);
+    m.int8_peak = measure_int8_peak(pool, options.seconds * 0.05);
     m.bandwidth.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!options.storage_dir.empty()) {

@@ -40,6 +40,7 @@ struct MeasuredDevice {
     SystemInfo system;
     BandwidthResult bandwidth;
     RateStats matmul_gflops;  // the engine's Q4_K matmul, all measurement threads
+    Int8Peak int8_peak;       // the kernel set's int8 dot-product peak, all measurement threads
     int64_t measured_at = 0;  // unix time
     std::optional<BenchRecord> bench;
     // The storage read bandwidth of a folder (probe --storage-dir, or the current folder): kept

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "tensor/kernels.h"
 #include "tensor/ops.h"
 
 namespace mw {
@@ -323,6 +324,17 @@ RateStats measure_matmul_gflops(Parallel& par, double seconds) {
         rates.push_back(flops_per_call / std::max(seconds_since(t0), 1e-9) / 1e9);
     }
     return robust_stats(rates);
+}
+
+Int8Peak measure_int8_peak(Parallel& par, double seconds) {
+    Int8Peak r;
+    r.kernel_set = installed_kernels().name;
+    r.n_threads = par.n_threads();
+    std::vector<double> per_thread(size_t(std::max(r.n_threads, 1)), 0.0);
+    // All threads at once: cores that share a unit (SMT siblings) or a power budget show it.
+    par.for_each_thread([&](int ith, int) { per_thread[size_t(ith)] = int8_peak_macs(seconds); });
+    for (double x : per_thread) r.macs_per_s += x;
+    return r;
 }
 
 CpuLoadMonitor::CpuLoadMonitor(int n_threads) : n_threads_(std::max(n_threads, 1)) {

@@ -92,6 +92,17 @@ uint64_t last_level_cache_bytes(const SystemInfo& system);
 // GFLOP/s per pass.
 RateStats measure_matmul_gflops(Parallel& par, double seconds);
 
+// The int8 peak of the installed kernel set (KernelSet::int8_peak: a register-only loop of its
+// dot-product instruction, e.g. AVX-512 VNNI vpdpbusd, NEON sdot/smmla) on every thread of `par`
+// at once for about `seconds`: multiply-accumulates per second, all threads together. What
+// prefill is measured against (bench/kernels-table); 0 for the scalar set.
+struct Int8Peak {
+    double macs_per_s = 0;
+    int n_threads = 0;
+    std::string kernel_set;
+};
+Int8Peak measure_int8_peak(Parallel& par, double seconds);
+
 // Counts the CPU time other work takes on the CPUs this process may run on (/proc/stat per CPU,
 // steal included, less this process's own time) and reports it as a share of what `n_threads`
 // busy threads need: other work on CPUs the threads leave idle does not count. Zero where

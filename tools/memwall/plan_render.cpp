@@ -400,6 +400,13 @@ void print_probe(const json& p) {
             p["bandwidth_seconds"].get<double>(), 100 * p["others_cpu_share"].get<double>());
         fmt::print("Matmul     {} (the engine's Q4_K matmul, 32 tokens)\n",
                    rate_line(p["matmul"], 1, "GFLOP/s"));
+        if (p.value("int8_peak_gmacs", 0.0) > 0) {
+            fmt::print(
+                "Int8 peak  {:.1f} GMAC/s ({:.0f} GOP/s), {} threads, kernel set {} (its dot "
+                "product in a register-only loop: what prefill is a share of)\n",
+                p["int8_peak_gmacs"].get<double>(), 2 * p["int8_peak_gmacs"].get<double>(),
+                p.value("int8_peak_threads", 0), p.value("kernel_set", std::string("?")));
+        }
         const std::string contention = p["contention"].get<std::string>();
         fmt::print("Contention {}\n", contention.empty() ? "none seen" : "LIKELY: " + contention);
     }
