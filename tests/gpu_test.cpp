@@ -11,7 +11,10 @@
 #include <random>
 
 #include "gpu/gpu.h"
+#include "runtime/context.h"
+#include "runtime/loaded_model.h"
 #include "support/random_blocks.h"
+#include "support/test_support.h"
 #include "tensor/types.h"
 
 namespace {
@@ -235,3 +238,52 @@ TEST(Gpu, DevicesAreListedWithTheirProperties) {
 }
 
 }  // namespace
+
+// Weights copied to the device exist once: their host pages are given back after loading, and
+// the products are those of the same weights imported in place.
+namespace mw {
+namespace {
+
+std::vector<float> last_logits(const LoadedModel& m) {
+    ContextParams cp;
+    cp.n_ctx = 32;
+    cp.n_threads = 2;
+    Context ctx(m, cp);
+    const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 300, 290};
+    ctx.decode(prompt.data(), uint32_t(prompt.size()), false);
+    const float* row = ctx.logits(-1);
+    return {row, row + m.model.hp.n_vocab};
+}
+
+TEST(GpuModel, CopiedWeightsGiveTheirHostPagesBack) {
+    const std::string path = test::shared_path("reference/models/kq-tiny-F16.gguf");
+    LoadOptions o;
+    o.gpu.n_gpu_layers = 99;
+    const auto imported = LoadedModel::load(path, o);
+    if (!imported->offload) GTEST_SKIP() << "SKIPPED: no Vulkan device: " << imported->warning;
+    o.gpu.offload.import_host = false;
+    const auto copied = LoadedModel::load(path, o);
+    ASSERT_TRUE(copied->offload);
+    const uint64_t copied_bytes = copied->offload->copied_bytes();
+    ASSERT_GT(copied_bytes, 0u);
+    // Whole pages inside each copied matrix (a page or two at the ends of each stays).
+    EXPECT_GT(copied->gpu_host_bytes_dropped, copied_bytes / 2);
+    EXPECT_LE(copied->gpu_host_bytes_dropped, copied_bytes);
+    EXPECT_NE(copied->gpu_report.find("of host pages of the copied weights given back"),
+              std::string::npos)
+        << copied->gpu_report;
+    if (imported->offload->copied_bytes() == 0) {
+        EXPECT_EQ(imported->gpu_host_bytes_dropped, 0u);  // its pages are what the device reads
+    }
+    const std::vector<float> a = last_logits(*imported), b = last_logits(*copied);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+    // The token embeddings (read by the CPU) are intact: the same first-position logits as a
+    // CPU run within the GPU's F32-activation rounding.
+    const auto cpu = LoadedModel::load(path, {});
+    const std::vector<float> c = last_logits(*cpu);
+    EXPECT_LE(test::rel_rms(b.data(), c.data(), c.size()), 3e-3);
+}
+
+}  // namespace
+}  // namespace mw

@@ -79,6 +79,9 @@ class Offload {
     virtual bool add(const WeightMatrix& w, std::string* why) = 0;
     // Whether w (by its data) was placed.
     virtual bool holds(const WeightMatrix& w) const = 0;
+    // Whether the device reads w's own bytes (imported host pages) rather than a copy: a placed
+    // matrix wholly copied no longer needs its bytes in host memory.
+    virtual bool reads_host_bytes(const WeightMatrix& w) const = 0;
     // y[t][r] = sum_c w[r][c] * x[t][c], as mw::matmul, for a matrix add() placed. The activations
     // stay in F32 (no 8-bit encoding).
     virtual void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) = 0;

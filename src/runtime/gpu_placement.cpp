@@ -62,6 +62,10 @@ GpuPlacement place_on_gpu(const Model& model, const std::string& path,
     const uint32_t n = std::min<uint32_t>(uint32_t(options.n_gpu_layers), n_layer);
     std::vector<std::string> stayed;
     uint32_t layers_whole = 0;
+    const auto note_copy = [&](const WeightMatrix& w) {
+        if (!p.offload->reads_host_bytes(w) && w.data != model.tok_embd.data)
+            p.copied.push_back({w.data, uint64_t(w.n_rows) * w.row_bytes});
+    };
     for (uint32_t il = n_layer - n; il < n_layer; ++il) {
         bool whole = !model.layers[il].moe;
         for (const auto& [name, w] : layer_matrices(model.layers[il], il)) {
@@ -69,6 +73,8 @@ GpuPlacement place_on_gpu(const Model& model, const std::string& path,
             if (!p.offload->add(*w, &reason)) {
                 stayed.push_back(fmt::format("{} ({}: {})", name, w->traits->name, reason));
                 whole = false;
+            } else {
+                note_copy(*w);
             }
         }
         if (model.layers[il].moe) stayed.push_back(fmt::format("blk.{}.ffn_*_exps (experts)", il));
@@ -78,6 +84,7 @@ GpuPlacement place_on_gpu(const Model& model, const std::string& path,
     if (uint32_t(options.n_gpu_layers) > n_layer && model.output.data) {
         std::string reason;
         output = p.offload->add(model.output, &reason);
+        if (output) note_copy(model.output);
         if (!output)
             stayed.push_back(fmt::format("output ({}: {})", model.output.traits->name, reason));
     }

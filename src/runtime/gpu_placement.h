@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpu/gpu.h"
 #include "model/model.h"
@@ -22,6 +24,10 @@ struct GpuPlacement {
     std::string summary;  // one line for the model's description ("" when nothing was asked)
     std::string report;   // the device, the layers, the bytes, every matrix left on the CPU
     std::string warning;  // set when offload was asked for and (partly) could not be done
+    // The placed matrices the device holds a copy of (not the host's pages) and the CPU never
+    // reads (not the token embeddings a tied output shares): [data, data + bytes) the loader may
+    // give back once nothing rewrites the mapping any more.
+    std::vector<std::pair<const uint8_t*, uint64_t>> copied;
 };
 
 // Places the matrices before any repacking (the shaders read the GGUF layout). `path` names the

@@ -152,13 +152,31 @@ void add_warning(LoadedModel& m, const std::string& w) {
 }
 
 // -ngl: before repacking, which leaves the placed matrices in the file's layout.
-void apply_gpu(LoadedModel& m, const std::string& path, const GpuPlacementOptions& options) {
+std::vector<std::pair<uint64_t, uint64_t>> apply_gpu(LoadedModel& m, const std::string& path,
+                                                     const GpuPlacementOptions& options) {
     GpuPlacement p = place_on_gpu(m.model, path, options);
     m.offload = std::move(p.offload);
     m.model.offload = m.offload.get();
     m.gpu_report = std::move(p.report);
     add_warning(m, p.warning);
     if (!p.summary.empty()) m.desc.insert(m.desc.size() - 1, p.summary);
+    // The copied matrices' file offsets: their host pages go once nothing rewrites the mapping.
+    std::vector<std::pair<uint64_t, uint64_t>> copied;
+    const uint8_t* base = m.file.bytes().data();
+    for (const auto& [data, bytes] : p.copied) {
+        const uint64_t at = uint64_t(data - base);
+        copied.push_back({at, at + bytes});
+    }
+    return copied;
+}
+
+// Weights the GPU holds a copy of exist once: their host pages are given back (the file's
+// pages leave the page cache too), and the report says how much.
+void drop_copied_weights(LoadedModel& m, std::span<const std::pair<uint64_t, uint64_t>> copied) {
+    if (copied.empty()) return;
+    m.gpu_host_bytes_dropped = m.file.drop(copied);
+    m.gpu_report += fmt::format("gpu: {:.1f} MiB of host pages of the copied weights given back\n",
+                                double(m.gpu_host_bytes_dropped) / (1 << 20));
 }
 
 }  // namespace
@@ -183,7 +201,8 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
     }
     m->file = MappedFile::open(path, options.map);
     parse_and_bind(*m, m->file.bytes(), path, options.vocab_only);
-    if (!options.vocab_only) apply_gpu(*m, path, options.gpu);
+    std::vector<std::pair<uint64_t, uint64_t>> copied;
+    if (!options.vocab_only) copied = apply_gpu(*m, path, options.gpu);
     if (!options.vocab_only && options.repack && has_faster_layouts(m->model) &&
         fits_as_own_memory(*m)) {
         ThreadPool pool(default_thread_count());
@@ -194,6 +213,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
                        fmt::format("; {:.2f} MiB repacked for {}",
                                    double(m->repacked_bytes) / (1 << 20), kernel_isa()));
     }
+    drop_copied_weights(*m, copied);
     if (!options.vocab_only) {
         m->load_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

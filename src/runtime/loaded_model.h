@@ -47,7 +47,8 @@ struct LoadedModel {
     std::unique_ptr<MemoryBudget> budget;  // set when loaded with a memory budget
     // After `file`, so that it goes first: the device may use the mapping's pages in place.
     std::unique_ptr<gpu::Offload> offload;
-    std::string gpu_report;  // what went to the GPU and what stayed ("" without -ngl)
+    std::string gpu_report;               // what went to the GPU and what stayed ("" without -ngl)
+    uint64_t gpu_host_bytes_dropped = 0;  // host pages of weights copied to the GPU, given back
 
     static std::unique_ptr<LoadedModel> load(const std::string& path, const LoadOptions& options);
     // The same from bytes the caller keeps alive as long as the model (`file` stays empty);

@@ -261,6 +261,23 @@ uint64_t MappedFile::make_resident(std::span<const std::pair<uint64_t, uint64_t>
     return resident;
 }
 
+uint64_t MappedFile::drop(std::span<const std::pair<uint64_t, uint64_t>> ranges) {
+    if (!data_) return 0;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const int fd = mapped_ ? ::open(path_.c_str(), O_RDONLY | O_CLOEXEC) : -1;
+    uint64_t dropped = 0;
+    for (const auto& [begin, end] : ranges) {
+        const size_t a = page_round(size_t(begin));  // only pages wholly inside the range
+        const size_t b = std::min(size_t(end), size_) / page * page;
+        if (a >= b) continue;
+        ::munlock(data_ + a, b - a);  // a locked page cannot be given back
+        if (::madvise(data_ + a, b - a, MADV_DONTNEED) == 0) dropped += b - a;
+        if (fd >= 0) ::posix_fadvise(fd, off_t(a), off_t(b - a), POSIX_FADV_DONTNEED);
+    }
+    if (fd >= 0) ::close(fd);
+    return dropped;
+}
+
 void MappedFile::seal() {
     if (mapped_ && data_) ::mprotect(data_, size_, PROT_READ);
 }

@@ -44,6 +44,11 @@ class MappedFile {
     uint64_t make_resident(std::span<const std::pair<uint64_t, uint64_t>> ranges, bool lock);
     // Read-only again (a mapping is protected, so a stray write faults).
     void seal();
+    // Byte ranges [first, second) nothing reads any more (weights copied to a GPU): the whole
+    // pages inside them are given back (unlocked, madvise(DONTNEED); a mapped file's pages also
+    // leave the page cache). Reading them afterwards would give the file's bytes again through a
+    // mapping, zeros from the process's own memory. Returns the bytes given back.
+    uint64_t drop(std::span<const std::pair<uint64_t, uint64_t>> ranges);
     const std::string& path() const { return path_; }
     uint64_t file_size() const { return file_size_; }
     bool is_mapped() const { return mapped_; }

@@ -32,6 +32,7 @@ struct Matrix {
     size_t row_bytes = 0;
     VkPipeline pipeline = VK_NULL_HANDLE;
     std::vector<Chunk> chunks;
+    bool imported = false;  // some chunk is the host's own pages
 };
 
 // A matrix is known by its data and its shape: other bytes that later land at a freed matrix's
@@ -92,6 +93,10 @@ class VulkanOffload final : public Offload {
     uint64_t uploaded_bytes() const override { return uploaded_bytes_; }
 
     bool holds(const WeightMatrix& w) const override { return matrices_.count(key_of(w)) != 0; }
+    bool reads_host_bytes(const WeightMatrix& w) const override {
+        const auto it = matrices_.find(key_of(w));
+        return it != matrices_.end() && it->second.imported;
+    }
 
     bool add(const WeightMatrix& w, std::string* why) override {
         if (!w.data || !w.traits) {
@@ -155,6 +160,7 @@ class VulkanOffload final : public Offload {
                 placed = dev_->import_host(reinterpret_cast<const void*>(base), end - base,
                                            &c.buffer, &import_why);
                 c.offset = uint32_t(reinterpret_cast<uintptr_t>(begin) - base);
+                m.imported = m.imported || placed;
             }
             if (!placed) {
                 std::string copy_why;
