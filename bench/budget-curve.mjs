@@ -6,7 +6,7 @@
 // `memwall plot`. Needs root (it makes a child of its own memory cgroup, and removes it).
 //
 //   bench/budget-curve [--memwall BIN] [-p 32] [-n 32] [-t 2] [--rounds 2] [--fractions 25,50,75,100]
-//                      [--mmap-baseline] [--json] [--plot FILE.svg] MODEL.gguf
+//                      [--mmap-baseline] [--llamacpp] [--json] [--plot FILE.svg] MODEL.gguf
 //
 // Beside each measurement it prints what `memwall plan --device this --mem-budget` predicts for
 // the same budget and context (plan/budget_plan.h), and the measured / predicted ratios: run
@@ -14,14 +14,16 @@
 // this machine's storage figure rather than an assumed one.
 //
 // --mmap-baseline adds, per budget, memwall without --mem-budget in the same cgroup (the mmap'd
-// experts paged by the kernel: what the budget replaces).
+// experts paged by the kernel: what the budget replaces). --llamacpp adds llama.cpp (node-llama-
+// cpp's prebuilt library, bench/llamacpp-bench.mjs; `npm i` in bench/ first) in the same cgroup
+// and unlimited, alternating with the others: the peer a user would otherwise run.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 
 const opt = {memwall: "build/release/bin/memwall", p: 32, n: 32, t: "2", rounds: 2,
-             fractions: [25, 50, 75, 100], baseline: false, json: false, plot: null, model: null};
+             fractions: [25, 50, 75, 100], baseline: false, llamacpp: false, json: false, plot: null, model: null};
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {
     const a = args[i], v = args[i + 1];
@@ -32,13 +34,14 @@ for (let i = 0; i < args.length; i++) {
     else if (a === "--rounds") { opt.rounds = Number(v); i++; }
     else if (a === "--fractions") { opt.fractions = v.split(",").map(Number); i++; }
     else if (a === "--mmap-baseline") opt.baseline = true;
+    else if (a === "--llamacpp") opt.llamacpp = true;
     else if (a === "--json") opt.json = true;
     else if (a === "--plot") { opt.plot = v; i++; }
     else if (!a.startsWith("-") && !opt.model) opt.model = a;
     else { usage(); }
 }
 function usage() {
-    console.error("usage: bench/budget-curve [--memwall BIN] [-p N] [-n N] [-t T] [--rounds N] [--fractions 25,50,75,100] [--mmap-baseline] [--json] [--plot FILE.svg] MODEL.gguf");
+    console.error("usage: bench/budget-curve [--memwall BIN] [-p N] [-n N] [-t T] [--rounds N] [--fractions 25,50,75,100] [--mmap-baseline] [--llamacpp] [--json] [--plot FILE.svg] MODEL.gguf");
     process.exit(2);
 }
 if (!opt.model || opt.fractions.some(f => !(f > 0 && f <= 100)) || !(opt.n > 0) || !(opt.p > 0)) usage();
@@ -102,9 +105,37 @@ function bench(limit, budget) {
             out.slots = c.slots;
             out.experts = c.experts_total;
         }
+        const l = j.layer_stream;  // a dense model: slots of layers
+        if (l) {
+            out.hit = l.tg_acquires ? (l.tg_hits + l.tg_prefetched) / l.tg_acquires : null;
+            out.prefetch = l.tg_acquires ? l.tg_prefetched / l.tg_acquires : null;
+            out.read_per_token = l.tg_bytes_read_per_token;
+            out.slots = l.slots;
+            out.experts = l.n_layer;
+        }
     } else {
         out.err = (r.stderr ?? "").trim().split("\n").slice(-1)[0];
     }
+    return out;
+}
+
+// One llama.cpp decode run of the same shape (first thread count only), in the group when `limit`.
+function llamacpp(limit) {
+    dropCache();
+    const script = new URL("./llamacpp-bench.mjs", import.meta.url).pathname;
+    const a = [script, "-m", opt.model, "-p", String(opt.p), "-n", String(opt.n), "-t", opt.t.split(",")[0], "-r", "1"];
+    let cmd = process.execPath, argv = a;
+    if (limit) {
+        writeFileSync(cg(parent.limit), String(limit));
+        if (parent.reset) writeFileSync(cg(parent.reset), "0");
+        cmd = "sh";
+        argv = ["-c", `echo $$ > ${cg("cgroup.procs")} && exec "$0" "$@"`, process.execPath, ...a];
+    }
+    const before = limit ? oomKills() : 0;
+    const r = spawnSync(cmd, argv, {encoding: "utf8", maxBuffer: 1 << 26, timeout: 600e3});
+    const out = {ok: r.status === 0, oom: limit ? oomKills() - before : 0, peak: limit ? readNum(parent.peak) : 0, tg: 0};
+    if (out.ok) out.tg = JSON.parse(r.stdout.trim().split("\n").pop()).tg_tok_s;
+    else out.err = (r.stderr ?? "").trim().split("\n").slice(-1)[0] || `status ${r.status} ${r.signal ?? ""}`;
     return out;
 }
 
@@ -112,11 +143,15 @@ const median = (xs) => { const s = xs.filter(x => x != null).sort((a, b) => a - 
 const rows = [];
 for (const f of opt.fractions) {
     const limit = Math.floor(size * f / 100);
-    const runs = {unlimited: [], budget: [], mmap: []};
+    const runs = {unlimited: [], budget: [], mmap: [], llama: [], llama_unlimited: []};
     for (let round = 0; round < opt.rounds; round++) {
         runs.unlimited.push(bench(0, 0));
         runs.budget.push(bench(limit, limit));
         if (opt.baseline) runs.mmap.push(bench(limit, 0));
+        if (opt.llamacpp) {
+            runs.llama_unlimited.push(llamacpp(0));
+            runs.llama.push(llamacpp(limit));
+        }
     }
     const ok = (rs) => rs.filter(r => r.ok);
     const row = {fraction: f, limit, file: size,
@@ -133,6 +168,14 @@ for (const f of opt.fractions) {
     if (opt.baseline) {
         row.mmap_tg = median(ok(runs.mmap).map(r => r.tg));
         row.mmap_oom_kills = runs.mmap.reduce((s, r) => s + r.oom, 0);
+    }
+    if (opt.llamacpp) {
+        row.llama_unlimited_tg = median(ok(runs.llama_unlimited).map(r => r.tg));
+        row.llama_tg = median(ok(runs.llama).map(r => r.tg));
+        row.llama_oom_kills = runs.llama.reduce((s, r) => s + r.oom, 0);
+        row.llama_failures = runs.llama.filter(r => !r.ok).map(r => r.err);
+        row.llama_peak = Math.max(...runs.llama.map(r => r.peak));
+        row.vs_llama = row.budget_tg && row.llama_tg ? row.budget_tg / row.llama_tg : null;
     }
     row.ratio = row.budget_tg && row.unlimited_tg ? row.budget_tg / row.unlimited_tg : null;
     rows.push(row);
@@ -170,6 +213,14 @@ if (opt.json) {
         console.log(`${String(r.fraction).padStart(4)} %  ${mib(r.limit).padStart(7)} MiB ${(r.unlimited_tg ?? 0).toFixed(2).padStart(9)} ${(r.budget_tg ?? 0).toFixed(2).padStart(8)} ${(r.ratio ?? 0).toFixed(2).padStart(6)} ${String(r.slots ?? "-").padStart(3)}/${String(r.experts ?? "-").padEnd(4)} ${pct(r.hit).padStart(6)} ${pct(r.prefetch).padStart(9)} ${pct(r.guess).padStart(6)} ${r.read_per_token == null ? "-" : (mib(r.read_per_token) + " MiB").padStart(10)} ${(mib(r.peak) + " MiB").padStart(14)} ${String(r.oom_kills).padStart(4)}` +
                     (opt.baseline ? `  ${(r.mmap_tg ?? 0).toFixed(2)} tok/s, ${r.mmap_oom_kills} OOM` : "") + fails);
     }
+    if (opt.llamacpp) {
+        console.log("\nllama.cpp in the same cgroup (no budget flag: it maps the file and the kernel pages it):");
+        console.log("budget   llama.cpp unlimited  llama.cpp in cgroup  OOM  peak (cgroup)  memwall --mem-budget / llama.cpp in cgroup");
+        for (const r of rows) {
+            const fails = r.llama_failures.length ? `  FAILED: ${r.llama_failures.join("; ")}` : "";
+            console.log(`${String(r.fraction).padStart(4)} %  ${(r.llama_unlimited_tg ?? 0).toFixed(2).padStart(19)} ${(r.llama_tg ?? 0).toFixed(2).padStart(20)} ${String(r.llama_oom_kills).padStart(4)} ${(mib(r.llama_peak) + " MiB").padStart(14)}  ${r.vs_llama == null ? "-" : r.vs_llama.toFixed(2) + "x"}${fails}`);
+        }
+    }
     console.log("ratio = budget run / unlimited run (decode tok/s); hit = experts found in the cache (incl. prefetched); guess = experts used that the next-layer router prediction named");
     console.log("\nplan's prediction (memwall plan --device this --mem-budget LIMIT, the same context and threads):");
     console.log("budget   plan slots  plan hit  plan read/token  plan tok/s  measured/plan  (unlimited: plan, measured/plan)");
@@ -189,6 +240,7 @@ if (opt.plot) {
     const series = [{name: "unlimited", values: rows.map(r => r.unlimited_tg)},
                     {name: "--mem-budget, in a cgroup of it", values: rows.map(r => r.budget_tg)}];
     if (opt.baseline) series.push({name: "no budget, same cgroup", values: rows.map(r => r.mmap_tg)});
+    if (opt.llamacpp) series.push({name: "llama.cpp, same cgroup", values: rows.map(r => r.llama_tg)});
     const spec = {chart: "bars", title: `decode tok/s against the memory budget: ${basename(opt.model)}`,
         subtitle: [`${mib(size)} MiB file; tg${opt.n}, -t ${opt.t}, median of ${opt.rounds} alternating rounds, page cache dropped before each run`],
         footer: ["budget / unlimited: " + rows.map(r => `${r.fraction} % x${(r.ratio ?? 0).toFixed(2)} (hit ${pct(r.hit)})`).join("; ")],
