@@ -86,8 +86,9 @@ uint64_t budget_for(const std::string& path, size_t n_prompt, uint32_t slots) {
     const Context ctx(*m, context_params(n_prompt));
     const uint64_t slot = m->budget->experts() ? m->budget->experts()->slot_bytes()
                                                : m->budget->layers()->slot_bytes();
-    return m->budget->resident() + kProcessReserve + ctx.kv_bytes() + ctx.scratch_bytes() +
-           slots * slot + slot / 2;
+    return budget_leaving(m->budget->resident() + ctx.kv_bytes() + ctx.scratch_bytes() +
+                          slots * slot) +
+           slot / 2;
 }
 
 // The in-RAM path's logits without repacking (what a budget with repack=false must give).

@@ -79,8 +79,8 @@ TEST(PlanBudget, MoeRowMatchesHandArithmetic) {
     const uint64_t experts = 4 * 8 * 3 * matrix;
     const MemoryPlan memory = plan_memory(p->facts, kRun);
     const uint64_t resident = p->facts.file_bytes - experts;
-    const uint64_t base = resident + kProcessReserve + memory.kv_bytes + memory.compute_bytes;
-    const uint64_t budget = base + 10 * slot + slot / 2;  // room for 10 slots
+    const uint64_t base = resident + memory.kv_bytes + memory.compute_bytes;
+    const uint64_t budget = budget_leaving(base + 10 * slot) + slot / 2;  // room for 10 slots
 
     const BudgetRow r = plan_budget("m", "F16", p->facts, dev, kRun, budget, 0);
     ASSERT_TRUE(r.fits) << r.refusal;
@@ -103,7 +103,8 @@ TEST(PlanBudget, MoeRowMatchesHandArithmetic) {
     EXPECT_LT(r.decode_tok_s, r.in_ram_decode_tok_s);
 
     // Room for every expert: all hits, nothing read, the in-RAM speed.
-    const BudgetRow all = plan_budget("m", "F16", p->facts, dev, kRun, base + 40 * slot, 0);
+    const BudgetRow all =
+        plan_budget("m", "F16", p->facts, dev, kRun, budget_leaving(base + 40 * slot), 0);
     ASSERT_TRUE(all.fits) << all.refusal;
     EXPECT_EQ(all.cache_slots, 32u);
     EXPECT_DOUBLE_EQ(all.hit_rate, 1.0);
@@ -117,7 +118,7 @@ TEST(PlanBudget, RefusalsNameTheNumbersAsTheRuntimesDo) {
     const BudgetRow ample = plan_budget("m", "F16", p->facts, dev, kRun, uint64_t(1) << 30, 0);
     ASSERT_TRUE(ample.fits);
     // One byte short of the dense part, the process and the 2 experts a layer needs.
-    const uint64_t load_min = ample.resident_bytes + kProcessReserve + 2 * ample.slot_bytes;
+    const uint64_t load_min = budget_leaving(ample.resident_bytes + 2 * ample.slot_bytes);
     const BudgetRow load = plan_budget("m", "F16", p->facts, dev, kRun, load_min - 1, 0);
     EXPECT_FALSE(load.fits);
     EXPECT_EQ(load.decode_tok_s, 0.0);
@@ -165,8 +166,9 @@ TEST(PlanBudget, DenseRowMatchesHandArithmetic) {
     EXPECT_DOUBLE_EQ(ample.decode_tok_s, ample.in_ram_decode_tok_s);
 
     // Three slots: two take turns, one layer stays; three layers read per token.
-    const uint64_t budget = ample.resident_bytes + kProcessReserve + ample.kv_bytes +
-                            ample.scratch_bytes + 3 * ample.slot_bytes + 100;
+    const uint64_t budget = budget_leaving(ample.resident_bytes + ample.kv_bytes +
+                                           ample.scratch_bytes + 3 * ample.slot_bytes) +
+                            100;
     const BudgetRow r = plan_budget("d", "F16", p->facts, dev, kRun, budget, 0);
     ASSERT_TRUE(r.fits) << r.refusal;
     EXPECT_EQ(r.cache_slots, 3u);
@@ -189,7 +191,7 @@ TEST(PlanBudget, DenseRowMatchesHandArithmetic) {
 
     // Below the resident part and one layer: refused, with the runtime's words.
     const BudgetRow small =
-        plan_budget("d", "F16", p->facts, dev, kRun, ample.resident_bytes + kProcessReserve, 0);
+        plan_budget("d", "F16", p->facts, dev, kRun, budget_leaving(ample.resident_bytes), 0);
     EXPECT_FALSE(small.fits);
     EXPECT_EQ(small.decode_tok_s, 0.0);
     EXPECT_NE(small.refusal.find("outside the layers' matrices"), std::string::npos)
@@ -209,8 +211,9 @@ void expect_plan_slots_as_loaded(const std::string& relative, bool moe) {
     ASSERT_EQ(ample.moe, moe);
     ASSERT_EQ(ample.streams_layers, !moe);
     EXPECT_EQ(ample.file_bytes, bytes.size());
-    const uint64_t budget = ample.resident_bytes + kProcessReserve + ample.kv_bytes +
-                            ample.scratch_bytes + 3 * ample.slot_bytes + 100;
+    const uint64_t budget = budget_leaving(ample.resident_bytes + ample.kv_bytes +
+                                           ample.scratch_bytes + 3 * ample.slot_bytes) +
+                            100;
     const BudgetRow r = plan_budget("m", "", facts, test_device(), run, budget, 0);
     ASSERT_TRUE(r.fits) << r.refusal;
     EXPECT_EQ(r.cache_slots, 3u);

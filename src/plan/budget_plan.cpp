@@ -21,7 +21,7 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
     r.budget_fraction = fraction;
     r.file_bytes = facts.file_bytes;
     r.runnable = facts.runnable;
-    r.reserve_bytes = kProcessReserve;
+    r.reserve_bytes = process_reserve(budget);
     const Model& m = facts.model;
     r.expert_bytes = facts.runnable && m.hp.n_expert > 0 ? expert_tensor_bytes(m) : 0;
     r.moe = r.expert_bytes > 0;

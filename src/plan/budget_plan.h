@@ -37,7 +37,7 @@ struct BudgetRow {
     // The budget's parts, as the runtime counts them.
     uint64_t resident_bytes = 0;     // weights kept in memory (MoE: the dense part)
     uint64_t expert_bytes = 0;       // all expert tensors
-    uint64_t reserve_bytes = 0;      // the process (kProcessReserve)
+    uint64_t reserve_bytes = 0;      // the process (process_reserve)
     uint64_t kv_bytes = 0;           // the first context's KV cache
     uint64_t scratch_bytes = 0;      // and its scratch (+ a row of logits)
     uint64_t slot_bytes = 0;         // one expert cache slot

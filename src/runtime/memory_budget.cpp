@@ -1,5 +1,7 @@
 #include "runtime/memory_budget.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "runtime/expert_cache.h"
 #include "runtime/layer_stream.h"
@@ -29,7 +31,15 @@ uint64_t expert_tensor_bytes(const Model& m) {
 }
 
 uint64_t committed_bytes(const BudgetFigures& f, uint32_t n_slots) {
-    return f.resident + kProcessReserve + expert_cache_bytes(f, n_slots);
+    return f.resident + process_reserve(f.budget) + expert_cache_bytes(f, n_slots);
+}
+
+uint64_t budget_leaving(uint64_t bytes) {
+    const auto left = [](uint64_t b) { return b - std::min(b, process_reserve(b)); };
+    uint64_t b = bytes + kProcessReserve + (bytes + kProcessReserve) / 511;
+    while (left(b) < bytes) ++b;
+    while (b > 0 && left(b - 1) >= bytes) --b;
+    return b;
 }
 
 std::string load_refusal(const std::string& path, const BudgetFigures& f) {
@@ -40,7 +50,7 @@ std::string load_refusal(const std::string& path, const BudgetFigures& f) {
             "{}: a memory budget of {} is too small: the weights outside the layers' matrices "
             "(embeddings, output, norms) take {}, one layer streamed from storage {}, and the "
             "process itself about {}: at least {}, before any context's KV cache and scratch",
-            path, mib(f.budget), mib(f.resident), mib(f.slot_bytes), mib(kProcessReserve),
+            path, mib(f.budget), mib(f.resident), mib(f.slot_bytes), mib(process_reserve(f.budget)),
             mib(need));
     }
     if (f.slot_bytes > 0) {
@@ -50,12 +60,13 @@ std::string load_refusal(const std::string& path, const BudgetFigures& f) {
             "and the process itself about {}: at least {}, before any context's KV cache and "
             "scratch",
             path, mib(f.budget), mib(f.resident), f.experts_per_token,
-            mib(expert_cache_bytes(f, 0)), mib(f.slot_bytes), mib(kProcessReserve), mib(need));
+            mib(expert_cache_bytes(f, 0)), mib(f.slot_bytes), mib(process_reserve(f.budget)),
+            mib(need));
     }
     return fmt::format(
         "{}: a memory budget of {} is too small: the model's weights take {} and the process "
         "itself about {}: at least {}",
-        path, mib(f.budget), mib(f.resident), mib(kProcessReserve), mib(need));
+        path, mib(f.budget), mib(f.resident), mib(process_reserve(f.budget)), mib(need));
 }
 
 std::string context_refusal(const std::string& path, const BudgetFigures& f, uint32_t n_slots,
@@ -72,11 +83,11 @@ std::string context_refusal(const std::string& path, const BudgetFigures& f, uin
         : f.slot_bytes > 0 && n_slots > 0 ? "the expert cache"
                                           : "the experts one token needs in a layer",
         mib(f.slot_bytes > 0 ? expert_cache_bytes(f, n_slots) : 0), mib(other_contexts),
-        mib(kProcessReserve), mib(need));
+        mib(process_reserve(f.budget)), mib(need));
 }
 
 uint32_t expert_cache_slots(const BudgetFigures& f, uint64_t kv_bytes, uint64_t scratch_bytes) {
-    const uint64_t used = f.resident + kProcessReserve + kv_bytes + scratch_bytes;
+    const uint64_t used = f.resident + process_reserve(f.budget) + kv_bytes + scratch_bytes;
     if (f.slot_bytes == 0 || used >= f.budget) return 0;
     const uint64_t slots = std::min((f.budget - used) / f.slot_bytes, f.experts_total);
     return uint32_t(std::min<uint64_t>(slots, UINT32_MAX));

@@ -16,8 +16,15 @@ class ExpertCache;
 class LayerStream;
 
 // What the process takes besides weights, caches and scratch: code, libraries, the tokenizer's
-// tables, thread stacks, the allocator's slack.
+// tables, thread stacks, the allocator's slack (kProcessReserve), and the kernel's page tables
+// for all of it, which a memory cgroup charges too: 8 bytes per 4 KiB page, 1/512 of the budget
+// (17 MiB of a 8.6 GiB budget: without it a qwen3-30b-a3b under 8.6 GiB was OOM-killed).
 inline constexpr uint64_t kProcessReserve = uint64_t(32) << 20;
+inline constexpr uint64_t process_reserve(uint64_t budget) {
+    return kProcessReserve + budget / 512;
+}
+// The smallest budget that leaves `bytes` beside its process reserve.
+uint64_t budget_leaving(uint64_t bytes);
 
 // The weight bytes of a model's expert tensors (ffn_*_exps), from shapes alone.
 uint64_t expert_tensor_bytes(const Model& m);
