@@ -3,6 +3,7 @@
 // tok/s of the documented model against hand-computed values, and the CLI's JSON and text.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -235,6 +236,21 @@ void expect_plan_slots_as_loaded(const std::string& relative, bool moe) {
               r.cache_slots);
     if (!moe) {
         EXPECT_EQ(m->budget->layers()->stats().pinned, r.layers_pinned);
+    }
+}
+
+// The reserve grows with the budget by the page tables of what it holds (8 bytes per 4 KiB page),
+// which a memory cgroup charges: a large budget filled to the byte would be OOM-killed without.
+TEST(PlanBudget, ReserveHoldsThePageTablesOfTheBudget) {
+    for (const uint64_t budget : {uint64_t(64) << 20, uint64_t(8848) << 20, uint64_t(48) << 30}) {
+        EXPECT_GE(process_reserve(budget), kProcessReserve + budget / 4096 * 8) << budget;
+    }
+    // budget_leaving is the smallest budget that leaves the bytes beside its reserve.
+    for (const uint64_t bytes :
+         {uint64_t(1), uint64_t(511), uint64_t(123456789), uint64_t(17) << 30}) {
+        const uint64_t b = budget_leaving(bytes);
+        EXPECT_GE(b - process_reserve(b), bytes) << bytes;
+        EXPECT_LT(b - 1 - std::min(b - 1, process_reserve(b - 1)), bytes) << bytes;
     }
 }
 

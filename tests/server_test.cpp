@@ -416,6 +416,15 @@ TEST(Server, SecondTurnReusesTheCachedPrefix) {
     EXPECT_GE(cached, r1["usage"]["prompt_tokens"].get<int>());  // the whole first turn
 }
 
+// A stop right after the start, before the serving thread listens, still stops it (httplib's own
+// stop does nothing before listening, and the serve then blocked in accept() for good).
+TEST(Server, StopBeforeTheServingThreadListensStopsIt) {
+    for (int i = 0; i < 20; ++i) {
+        Server s;
+        EXPECT_GT(s.port, 0);
+    }  // ~Server stops and joins the serving thread
+}
+
 TEST(Server, TakenPortIsAClearError) {
     Server s;
     mw_context_params cp = mw_context_default_params();

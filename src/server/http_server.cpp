@@ -138,6 +138,11 @@ struct HttpServer::Impl {
     httplib::Server http;
     int bound_port = -1;
     std::atomic<bool> stopping{false};
+    // run() was entered / has returned: a stop() racing with run()'s start must wait until
+    // httplib listens, since httplib's own stop() does nothing before that and the later
+    // listen would then block in accept() for good.
+    std::atomic<bool> run_entered{false};
+    std::atomic<bool> run_returned{false};
     std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
 
     std::mutex counts_mutex;
@@ -529,7 +534,9 @@ int HttpServer::port() const {
 }
 
 void HttpServer::run() {
-    impl_->http.listen_after_bind();
+    impl_->run_entered = true;
+    if (!impl_->stopping) impl_->http.listen_after_bind();
+    impl_->run_returned = true;
 }
 
 void HttpServer::stop(double grace_s) {
@@ -538,6 +545,8 @@ void HttpServer::stop(double grace_s) {
         return;
     }
     impl_->scheduler.shutdown(std::chrono::milliseconds(int64_t(grace_s * 1000)));
+    while (impl_->run_entered && !impl_->run_returned && !impl_->http.is_running())
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     impl_->http.stop();
 }
 
