@@ -125,7 +125,8 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
                                        model.hp.n_expert_used, std::move(layers));
     m.file.make_resident(dense, options.map.lock);
     if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
-    if (options.repack && has_faster_layouts(m.model)) {
+    if (options.repack && (!stream || options.repack_streamed_layers) &&
+        has_faster_layouts(m.model)) {
         ThreadPool pool(default_thread_count());
         const std::span<uint8_t> writable(const_cast<uint8_t*>(bytes.data()), bytes.size());
         std::function<bool(const uint8_t*)> streamed;
