@@ -169,8 +169,8 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
         if (const char* io = std::getenv("MEMWALL_LAYER_IO")) {
             options.layer_direct_io = std::string_view(io) != "pread";
         }
-        if (const char* rp = std::getenv("MEMWALL_LAYER_REPACK")) {
-            options.repack_streamed_layers = std::string_view(rp) == "on";
+        if (const char* rp = std::getenv("MEMWALL_STREAM_REPACK")) {
+            options.repack_streamed = std::string_view(rp) == "on";
         }
         if (const char* pf = std::getenv("MEMWALL_EXPERT_PREFETCH")) {
             options.expert_prefetch = std::string_view(pf) != "off";

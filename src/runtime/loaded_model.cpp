@@ -96,7 +96,7 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
         }
         if (from < bytes.size()) dense.push_back({from, bytes.size()});
         ExpertCache::Options eo;
-        eo.repack = options.repack;
+        eo.repack = options.repack && options.repack_streamed;
         eo.prefetch = options.expert_prefetch;
         eo.direct_io = options.direct_io;
         eo.lock = options.map.lock;
@@ -125,8 +125,7 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
                                        model.hp.n_expert_used, std::move(layers));
     m.file.make_resident(dense, options.map.lock);
     if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
-    if (options.repack && (!stream || options.repack_streamed_layers) &&
-        has_faster_layouts(m.model)) {
+    if (options.repack && options.repack_streamed && has_faster_layouts(m.model)) {
         ThreadPool pool(default_thread_count());
         const std::span<uint8_t> writable(const_cast<uint8_t*>(bytes.data()), bytes.size());
         std::function<bool(const uint8_t*)> streamed;

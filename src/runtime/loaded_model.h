@@ -31,11 +31,11 @@ struct LoadOptions {
     // A dense model's layer reads with O_DIRECT where the file system allows (MEMWALL_LAYER_IO=
     // pread: through the page cache, dropped after): twice as fast here for whole layers.
     bool layer_direct_io = true;
-    // A dense model whose layers stream keeps the file's layout throughout (its logits are the
-    // --no-repack path's), unless this asks for every fill to be repacked (MEMWALL_LAYER_REPACK=
-    // on): repacking a layer costs more than reading it (mixtral-small-dense at 50 %: 1.5 tok/s
-    // repacked on fill, 13 in the file's layout).
-    bool repack_streamed_layers = false;
+    // A model whose experts or layers stream from storage keeps the file's layout throughout
+    // (its logits are the --no-repack path's), unless this asks for every fill to be repacked
+    // (MEMWALL_STREAM_REPACK=on): repacking costs more than the read (at 50 %: mixtral-small-dense
+    // 1.5 tok/s repacked on fill, 13 in the file's layout; moe-750m 6.4-7.4 against 17-18).
+    bool repack_streamed = false;
     GpuPlacementOptions gpu;  // -ngl, --main-gpu, --gpu-required
 };
 
