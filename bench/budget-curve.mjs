@@ -74,44 +74,43 @@ function dropCache() {
     spawnSync("dd", [`if=${opt.model}`, "iflag=nocache", "count=0", "status=none"]);
 }
 
+// Runs `cmd args` (the page cache of the model dropped first), inside the group limited to `limit`
+// when it is set; the group's OOM kills and peak memory of that run beside spawnSync's result.
+function spawnInGroup(limit, cmd, args, options) {
+    dropCache();
+    let argv = args;
+    if (limit) {
+        writeFileSync(cg(parent.limit), String(limit));
+        if (parent.reset) writeFileSync(cg(parent.reset), "0");
+        argv = ["-c", `echo $$ > ${cg("cgroup.procs")} && exec "$0" "$@"`, cmd, ...args];
+        cmd = "sh";
+    }
+    const before = limit ? oomKills() : 0;
+    const r = spawnSync(cmd, argv, {encoding: "utf8", maxBuffer: 1 << 26, ...options});
+    return {r, oom: limit ? oomKills() - before : 0, peak: limit ? readNum(parent.peak) : 0};
+}
+
 // One `memwall bench` decode run: in the group when `limit`, with --mem-budget when `budget`.
 function bench(limit, budget) {
-    dropCache();
     // A prompt of -p tokens: bench decodes them in turn (one repeated token would route to the
     // same experts every step).
     const a = ["bench", "-m", opt.model, "-p", String(opt.p), "-n", String(opt.n), "-t", opt.t, "-r", "1", "--json", "--no-bandwidth"];
     if (budget) a.push("--mem-budget", String(budget));
-    let cmd = opt.memwall, argv = a;
-    if (limit) {
-        writeFileSync(cg(parent.limit), String(limit));
-        if (parent.reset) writeFileSync(cg(parent.reset), "0");
-        cmd = "sh";
-        argv = ["-c", `echo $$ > ${cg("cgroup.procs")} && exec "$0" "$@"`, opt.memwall, ...a];
-    }
-    const before = limit ? oomKills() : 0;
-    const r = spawnSync(cmd, argv, {encoding: "utf8", maxBuffer: 1 << 26});
-    const out = {ok: r.status === 0, status: r.status, signal: r.signal, oom: limit ? oomKills() - before : 0,
-                 peak: limit ? readNum(parent.peak) : 0, tg: 0, hit: null, read_per_token: null};
+    const {r, oom, peak} = spawnInGroup(limit, opt.memwall, a);
+    const out = {ok: r.status === 0, status: r.status, signal: r.signal, oom, peak, tg: 0, hit: null, read_per_token: null};
     if (out.ok) {
         const j = JSON.parse(r.stdout)[0];
         out.tg = j.tg_tok_s;
         out.peak_rss = j.peak_rss_bytes;
-        const c = j.expert_cache;
+        // The expert cache of a MoE model, or a dense model's stream of layers: the same counters.
+        const c = j.expert_cache ?? j.layer_stream;
         if (c) {
             out.hit = c.tg_acquires ? (c.tg_hits + c.tg_prefetched) / c.tg_acquires : null;
             out.prefetch = c.tg_acquires ? c.tg_prefetched / c.tg_acquires : null;
-            out.guess = c.tg_predictable ? c.tg_predicted / c.tg_predictable : null;
+            if (j.expert_cache) out.guess = c.tg_predictable ? c.tg_predicted / c.tg_predictable : null;
             out.read_per_token = c.tg_bytes_read_per_token;
             out.slots = c.slots;
-            out.experts = c.experts_total;
-        }
-        const l = j.layer_stream;  // a dense model: slots of layers
-        if (l) {
-            out.hit = l.tg_acquires ? (l.tg_hits + l.tg_prefetched) / l.tg_acquires : null;
-            out.prefetch = l.tg_acquires ? l.tg_prefetched / l.tg_acquires : null;
-            out.read_per_token = l.tg_bytes_read_per_token;
-            out.slots = l.slots;
-            out.experts = l.n_layer;
+            out.experts = c.experts_total ?? c.n_layer;
         }
     } else {
         out.err = (r.stderr ?? "").trim().split("\n").slice(-1)[0];
@@ -121,19 +120,10 @@ function bench(limit, budget) {
 
 // One llama.cpp decode run of the same shape (first thread count only), in the group when `limit`.
 function llamacpp(limit) {
-    dropCache();
     const script = new URL("./llamacpp-bench.mjs", import.meta.url).pathname;
     const a = [script, "-m", opt.model, "-p", String(opt.p), "-n", String(opt.n), "-t", opt.t.split(",")[0], "-r", "1"];
-    let cmd = process.execPath, argv = a;
-    if (limit) {
-        writeFileSync(cg(parent.limit), String(limit));
-        if (parent.reset) writeFileSync(cg(parent.reset), "0");
-        cmd = "sh";
-        argv = ["-c", `echo $$ > ${cg("cgroup.procs")} && exec "$0" "$@"`, process.execPath, ...a];
-    }
-    const before = limit ? oomKills() : 0;
-    const r = spawnSync(cmd, argv, {encoding: "utf8", maxBuffer: 1 << 26, timeout: 600e3});
-    const out = {ok: r.status === 0, oom: limit ? oomKills() - before : 0, peak: limit ? readNum(parent.peak) : 0, tg: 0};
+    const {r, oom, peak} = spawnInGroup(limit, process.execPath, a, {timeout: 600e3});
+    const out = {ok: r.status === 0, oom, peak, tg: 0};
     if (out.ok) out.tg = JSON.parse(r.stdout.trim().split("\n").pop()).tg_tok_s;
     else out.err = (r.stderr ?? "").trim().split("\n").slice(-1)[0] || `status ${r.status} ${r.signal ?? ""}`;
     return out;
