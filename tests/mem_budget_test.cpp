@@ -414,6 +414,32 @@ TEST(MemBudgetCli, RunVerboseReportsTheExpertCache) {
     EXPECT_NE(budget.err.find("MiB per token"), std::string::npos) << budget.err;
 }
 
+// bench measured the machine's read bandwidth after the run, with arrays of 1 GiB or more: the
+// process then held several times its budget (2.2 GiB under 206 MiB), and in a memory cgroup of
+// the budget's size it would be killed at the end of a run that had fitted.
+TEST(MemBudgetCli, BenchStaysUnderTheBudgetAndRecordsNothing) {
+    const std::string model = test::shared_path("reference/models/moe-tiny-Q4_K_M.gguf");
+    const std::string base =
+        test::cli_path() + " bench -m " + model + " -p 4 -n 4 -r 1 -t 2 --mem-budget 34.5MiB";
+    const auto r = test::run_command(base + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json results = json::parse(r.out);
+    ASSERT_TRUE(results.is_array() && !results.empty()) << r.out;
+    for (const json& row : results) {
+        EXPECT_EQ(row["read_bandwidth_gb_s"].get<double>(), 0.0) << row.dump();
+        EXPECT_LE(row["peak_rss_bytes"].get<uint64_t>(), row["mem_budget_bytes"].get<uint64_t>())
+            << row.dump();
+    }
+    const auto text = test::run_command(base);
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("not measured under --mem-budget"), std::string::npos) << text.out;
+
+    const auto record = test::run_command(base + " --record");
+    EXPECT_NE(record.exit_code, 0);
+    EXPECT_NE(record.err.find("--record keeps the in-RAM decode efficiency"), std::string::npos)
+        << record.err;
+}
+
 TEST(MemBudgetCli, RunVerboseReportsTheLayerStreamOfADenseModel) {
     const std::string model = test::shared_path("models/stories260K.gguf");
     const std::string base =

@@ -130,7 +130,8 @@ void add_bench_command(CLI::App& app) {
     cmd->add_flag("--csv", opt->csv, "CSV output");
     cmd->add_flag("--json", opt->as_json, "JSON output (a list of results)");
     cmd->add_flag("--no-bandwidth", opt->no_bandwidth,
-                  "Skip measuring the machine's read bandwidth");
+                  "Skip measuring the machine's read bandwidth (always skipped under "
+                  "--mem-budget: the probe's arrays would not fit in it)");
     cmd->add_flag("--record", opt->record,
                   "Record the measured speeds as this machine's efficiency for plans (`memwall`, "
                   "plan --device this); refused when the machine looks contended");
@@ -147,6 +148,14 @@ void add_bench_command(CLI::App& app) {
         if (o.force && !o.record) fail("bench: --force goes with --record");
         if (o.record && o.model.n_gpu_layers > 0) {
             fail("bench: --record keeps the CPU's efficiency for plans; run it without -ngl");
+        }
+        // A budgeted run reads weights from storage: its speed is not the in-RAM efficiency
+        // that plans scale by, and the bandwidth probe's arrays would break the budget.
+        const bool budgeted = !o.model.mem_budget.empty();
+        if (o.record && budgeted) {
+            fail(
+                "bench: --record keeps the in-RAM decode efficiency for plans; a run under "
+                "--mem-budget reads weights from storage: run it without --mem-budget");
         }
         std::vector<int> thread_counts;
         if (o.threads.empty()) thread_counts = {0};
@@ -281,9 +290,9 @@ void add_bench_command(CLI::App& app) {
             // The record measured the bandwidth now with these threads: no need to again.
             const double record_bandwidth =
                 o.record ? record["read_bandwidth_now_bytes_per_s"].get<double>() : 0.0;
-            const double bandwidth = o.no_bandwidth || o.n_gen == 0 ? 0.0
-                                     : record_bandwidth > 0         ? record_bandwidth
-                                                                    : read_bandwidth(used_threads);
+            const double bandwidth = o.no_bandwidth || budgeted || o.n_gen == 0 ? 0.0
+                                     : record_bandwidth > 0                     ? record_bandwidth
+                                                            : read_bandwidth(used_threads);
             const double bw_fraction = bandwidth > 0 ? tg_gb_s * 1e9 / bandwidth : 0.0;
             const mw_perf perf = mw_context_perf(ctx.get());
             mw_speed_conditions pp_c{};
@@ -396,6 +405,11 @@ void add_bench_command(CLI::App& app) {
             fmt::print(
                 "(GB/s counts the weight bytes each decode step read: for a mixture of experts, "
                 "only the experts its router chose)\n");
+            if (budgeted && o.n_gen > 0 && !o.no_bandwidth) {
+                fmt::print(
+                    "(% of bw: not measured under --mem-budget: the bandwidth probe's arrays "
+                    "would not fit in the budget)\n");
+            }
         }
         for (const std::string& m : record_messages) fmt::print(stderr, "{}\n", m);
         if (o.record && !any_recorded) fail("bench: nothing recorded (--force records anyway)");
