@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "runtime/expert_cache.h"
 #include "runtime/layer_stream.h"
 #include "runtime/loaded_model.h"
+#include "runtime/weight_reads.h"
 #include "support/test_support.h"
 
 namespace mw {
@@ -384,6 +387,32 @@ TEST(MemBudgetErrors, AFileTruncatedUnderAStreamedDenseModelIsAnErrorNotACrash) 
     // stories260K: five layers, of which two take turns (read again every token).
     expect_truncation_is_an_error("stories260K.wap", "dense-a.gguf", true, "layer");
     expect_truncation_is_an_error("stories260K.wap", "dense-b.gguf", false, "layer");
+}
+
+TEST(ReadPartner, TakesOneShareAtATimeAndPassesItsErrorBack) {
+    ReadPartner partner;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> ran{0};
+    ASSERT_TRUE(partner.try_start([&] {
+        released.wait();
+        ++ran;
+    }));
+    EXPECT_FALSE(partner.try_start([&] { ran += 100; }));  // busy: the caller reads alone
+    release.set_value();
+    partner.finish();
+    EXPECT_EQ(ran.load(), 1);
+
+    ASSERT_TRUE(partner.try_start([] { fail(ErrorKind::io, "model.gguf: cannot read layer 3"); }));
+    try {
+        partner.finish();
+        ADD_FAILURE() << "the share's error was lost";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("layer 3"), std::string::npos) << e.what();
+    }
+    ASSERT_TRUE(partner.try_start([&] { ++ran; }));  // usable again after an error
+    partner.finish();
+    EXPECT_EQ(ran.load(), 2);
 }
 
 TEST(MemBudgetCli, BadSizesAreErrorsNamingTheFlagAndValue) {

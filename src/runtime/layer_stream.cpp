@@ -213,25 +213,21 @@ void LayerStream::read(Slot& s, uint32_t il) {
                               pieces[i].block);
         }
     };
-    std::exception_ptr other_failed;
-    std::thread other;
-    if (pieces.size() > 1) {
-        other = std::thread([&] {
-            try {
-                read_share(1, 2);
-            } catch (...) {
-                other_failed = std::current_exception();
-            }
-        });
-    }
+    // Every other piece to the partner when it is free (the I/O thread and a forward pass may
+    // both be reading), else all of them here.
+    const bool shared = pieces.size() > 1 && partner_.try_start([&] { read_share(1, 2); });
     try {
-        read_share(0, pieces.size() > 1 ? 2 : 1);
+        read_share(0, shared ? 2 : 1);
     } catch (...) {
-        if (other.joinable()) other.join();
+        if (shared) {
+            try {
+                partner_.finish();
+            } catch (...) {  // the first error is the one reported
+            }
+        }
         throw;
     }
-    if (other.joinable()) other.join();
-    if (other_failed) std::rethrow_exception(other_failed);
+    if (shared) partner_.finish();
 
     // The copy of the layer that the forward pass reads: the model's, its matrices moved (and
     // repacked when the model's were).

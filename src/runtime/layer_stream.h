@@ -16,6 +16,7 @@
 
 #include "model/layer_source.h"
 #include "model/model.h"
+#include "runtime/weight_reads.h"
 
 namespace mw {
 
@@ -121,6 +122,7 @@ class LayerStream final : public LayerSource {
     std::vector<int32_t> where_;  // per layer: its slot or -1
     int queued_ = -1;             // the slot the I/O thread is to fill
     bool stop_ = false;
+    ReadPartner partner_;  // takes half of each layer's pieces
     std::thread io_;
     LayerStreamStats stats_;
 };

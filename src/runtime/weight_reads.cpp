@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "base/error.h"
 
@@ -66,6 +67,57 @@ void read_weight_bytes(int fd, bool direct, const std::string& path, const std::
     // The bytes are ours now: the page cache's copy would only count twice against the budget
     // (and push out what the process needs).
     if (!direct) ::posix_fadvise(fd, off_t(off), off_t(len), POSIX_FADV_DONTNEED);
+}
+
+ReadPartner::ReadPartner() : thread_([this] { loop(); }) {}
+
+ReadPartner::~ReadPartner() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+bool ReadPartner::try_start(std::function<void()> share) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (busy_) return false;
+        busy_ = running_ = true;
+        share_ = std::move(share);
+        failed_ = nullptr;
+    }
+    cv_.notify_all();
+    return true;
+}
+
+void ReadPartner::finish() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !running_; });
+    busy_ = false;
+    if (std::exception_ptr e = std::exchange(failed_, nullptr)) std::rethrow_exception(e);
+}
+
+void ReadPartner::loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+        cv_.wait(lock, [&] { return stop_ || (running_ && share_); });
+        if (stop_) return;
+        std::function<void()> share = std::move(share_);
+        share_ = nullptr;
+        lock.unlock();
+        std::exception_ptr failed;
+        try {
+            share();
+        } catch (...) {
+            failed = std::current_exception();
+        }
+        lock.lock();
+        failed_ = failed;
+        running_ = false;
+        cv_.notify_all();
+    }
 }
 
 }  // namespace mw

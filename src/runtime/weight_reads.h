@@ -3,8 +3,13 @@
 // the expert cache and the layer stream of a model under a memory budget fill their slots.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace mw {
 
@@ -25,5 +30,34 @@ int open_for_weight_reads(const std::string& path, bool want_direct, bool& direc
 // (e.g. "expert 3 of layer 5") on a read error or a file shorter than the bytes.
 void read_weight_bytes(int fd, bool direct, const std::string& path, const std::string& what,
                        uint64_t off, uint64_t len, uint8_t* block);
+
+// A thread kept for the life of its owner that takes a share of a read (storage serves two reads
+// in flight faster than one), so that a read of many pieces starts no thread of its own. One
+// share at a time: a second reader that finds it busy reads all its pieces itself.
+class ReadPartner {
+  public:
+    ReadPartner();
+    ~ReadPartner();
+    ReadPartner(const ReadPartner&) = delete;
+    ReadPartner& operator=(const ReadPartner&) = delete;
+
+    // Starts `share` on the partner thread and returns true, or returns false at once when the
+    // partner is busy with another's share. After true, finish() must follow.
+    bool try_start(std::function<void()> share);
+    // Waits for the share started by try_start; rethrows what it threw.
+    void finish();
+
+  private:
+    void loop();
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::function<void()> share_;
+    std::exception_ptr failed_;
+    bool busy_ = false;     // from try_start to finish
+    bool running_ = false;  // share_ is set and not done
+    bool stop_ = false;
+    std::thread thread_;
+};
 
 }  // namespace mw
