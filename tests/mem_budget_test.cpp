@@ -89,8 +89,9 @@ uint64_t budget_for(const std::string& path, size_t n_prompt, uint32_t slots) {
     const Context ctx(*m, context_params(n_prompt));
     const uint64_t slot = m->budget->experts() ? m->budget->experts()->slot_bytes()
                                                : m->budget->layers()->slot_bytes();
-    return budget_leaving(m->budget->resident() + ctx.kv_bytes() + ctx.scratch_bytes() +
-                          slots * slot) +
+    return budget_leaving(
+               m->budget->resident() + ctx.kv_bytes() + ctx.scratch_bytes() + slots * slot,
+               m->model.hp.n_vocab) +
            slot / 2;
 }
 
@@ -476,10 +477,10 @@ TEST(MemBudgetCli, RunVerboseReportsTheLayerStreamOfADenseModel) {
     const auto plain = test::run_command(base);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     // What the embeddings, the process, this context and two of its five layers take.
-    const auto budget = test::run_command(base + " --verbose --mem-budget 33.1MiB");
+    const auto budget = test::run_command(base + " --verbose --mem-budget 33.2MiB");
     ASSERT_EQ(budget.exit_code, 0) << budget.err;
     EXPECT_EQ(budget.out, plain.out);  // the same text
-    EXPECT_NE(budget.err.find("memory budget 33.1 MiB: peak RSS"), std::string::npos) << budget.err;
+    EXPECT_NE(budget.err.find("memory budget 33.2 MiB: peak RSS"), std::string::npos) << budget.err;
     EXPECT_NE(budget.err.find("layer stream: 2 of 5 layers in memory at once"), std::string::npos)
         << budget.err;
     EXPECT_NE(budget.err.find("layers from storage"), std::string::npos) << budget.err;

@@ -21,7 +21,7 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
     r.budget_fraction = fraction;
     r.file_bytes = facts.file_bytes;
     r.runnable = facts.runnable;
-    r.reserve_bytes = process_reserve(budget);
+    r.reserve_bytes = process_reserve(budget, facts.model.hp.n_vocab);
     const Model& m = facts.model;
     r.expert_bytes = facts.runnable && m.hp.n_expert > 0 ? expert_tensor_bytes(m) : 0;
     r.moe = r.expert_bytes > 0;
@@ -54,6 +54,7 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
     BudgetFigures f;
     f.budget = budget;
     f.resident = r.resident_bytes;
+    f.n_vocab = m.hp.n_vocab;
     uint64_t moe_layers = 0;
     for (const Layer& l : m.layers) moe_layers += l.moe ? 1 : 0;
     if (r.moe) {

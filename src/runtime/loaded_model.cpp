@@ -120,9 +120,9 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
     // Refused here, before the weights are read, when even the minimum does not fit.
     ExpertCache* cache = experts.get();
     LayerStream* stream = layers.get();
-    m.budget =
-        std::make_unique<MemoryBudget>(path, options.mem_budget, resident, std::move(experts),
-                                       model.hp.n_expert_used, std::move(layers));
+    m.budget = std::make_unique<MemoryBudget>(path, options.mem_budget, resident, model.hp.n_vocab,
+                                              std::move(experts), model.hp.n_expert_used,
+                                              std::move(layers));
     m.file.make_resident(dense, options.map.lock);
     if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
     if (options.repack && options.repack_streamed && has_faster_layouts(m.model)) {

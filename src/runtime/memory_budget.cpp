@@ -31,12 +31,13 @@ uint64_t expert_tensor_bytes(const Model& m) {
 }
 
 uint64_t committed_bytes(const BudgetFigures& f, uint32_t n_slots) {
-    return f.resident + process_reserve(f.budget) + expert_cache_bytes(f, n_slots);
+    return f.resident + process_reserve(f.budget, f.n_vocab) + expert_cache_bytes(f, n_slots);
 }
 
-uint64_t budget_leaving(uint64_t bytes) {
-    const auto left = [](uint64_t b) { return b - std::min(b, process_reserve(b)); };
-    uint64_t b = bytes + kProcessReserve + (bytes + kProcessReserve) / 511;
+uint64_t budget_leaving(uint64_t bytes, uint32_t n_vocab) {
+    const auto left = [&](uint64_t b) { return b - std::min(b, process_reserve(b, n_vocab)); };
+    const uint64_t fixed = process_reserve(0, n_vocab);
+    uint64_t b = bytes + fixed + (bytes + fixed) / 511;
     while (left(b) < bytes) ++b;
     while (b > 0 && left(b - 1) >= bytes) --b;
     return b;
@@ -50,8 +51,8 @@ std::string load_refusal(const std::string& path, const BudgetFigures& f) {
             "{}: a memory budget of {} is too small: the weights outside the layers' matrices "
             "(embeddings, output, norms) take {}, one layer streamed from storage {}, and the "
             "process itself about {}: at least {}, before any context's KV cache and scratch",
-            path, mib(f.budget), mib(f.resident), mib(f.slot_bytes), mib(process_reserve(f.budget)),
-            mib(need));
+            path, mib(f.budget), mib(f.resident), mib(f.slot_bytes),
+            mib(process_reserve(f.budget, f.n_vocab)), mib(need));
     }
     if (f.slot_bytes > 0) {
         return fmt::format(
@@ -60,13 +61,13 @@ std::string load_refusal(const std::string& path, const BudgetFigures& f) {
             "and the process itself about {}: at least {}, before any context's KV cache and "
             "scratch",
             path, mib(f.budget), mib(f.resident), f.experts_per_token,
-            mib(expert_cache_bytes(f, 0)), mib(f.slot_bytes), mib(process_reserve(f.budget)),
-            mib(need));
+            mib(expert_cache_bytes(f, 0)), mib(f.slot_bytes),
+            mib(process_reserve(f.budget, f.n_vocab)), mib(need));
     }
     return fmt::format(
         "{}: a memory budget of {} is too small: the model's weights take {} and the process "
         "itself about {}: at least {}",
-        path, mib(f.budget), mib(f.resident), mib(process_reserve(f.budget)), mib(need));
+        path, mib(f.budget), mib(f.resident), mib(process_reserve(f.budget, f.n_vocab)), mib(need));
 }
 
 std::string context_refusal(const std::string& path, const BudgetFigures& f, uint32_t n_slots,
@@ -83,22 +84,24 @@ std::string context_refusal(const std::string& path, const BudgetFigures& f, uin
         : f.slot_bytes > 0 && n_slots > 0 ? "the expert cache"
                                           : "the experts one token needs in a layer",
         mib(f.slot_bytes > 0 ? expert_cache_bytes(f, n_slots) : 0), mib(other_contexts),
-        mib(process_reserve(f.budget)), mib(need));
+        mib(process_reserve(f.budget, f.n_vocab)), mib(need));
 }
 
 uint32_t expert_cache_slots(const BudgetFigures& f, uint64_t kv_bytes, uint64_t scratch_bytes) {
-    const uint64_t used = f.resident + process_reserve(f.budget) + kv_bytes + scratch_bytes;
+    const uint64_t used =
+        f.resident + process_reserve(f.budget, f.n_vocab) + kv_bytes + scratch_bytes;
     if (f.slot_bytes == 0 || used >= f.budget) return 0;
     const uint64_t slots = std::min((f.budget - used) / f.slot_bytes, f.experts_total);
     return uint32_t(std::min<uint64_t>(slots, UINT32_MAX));
 }
 
-MemoryBudget::MemoryBudget(std::string path, uint64_t budget, uint64_t resident,
+MemoryBudget::MemoryBudget(std::string path, uint64_t budget, uint64_t resident, uint32_t n_vocab,
                            std::unique_ptr<ExpertCache> experts, uint32_t experts_per_token,
                            std::unique_ptr<LayerStream> layers)
     : path_(std::move(path)), experts_(std::move(experts)), layers_(std::move(layers)) {
     figures_.budget = budget;
     figures_.resident = resident;
+    figures_.n_vocab = n_vocab;
     figures_.experts_per_token = experts_per_token;
     if (experts_) {
         figures_.slot_bytes = experts_->slot_bytes();

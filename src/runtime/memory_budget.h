@@ -15,16 +15,20 @@ namespace mw {
 class ExpertCache;
 class LayerStream;
 
-// What the process takes besides weights, caches and scratch: code, libraries, the tokenizer's
-// tables, thread stacks, the allocator's slack (kProcessReserve), and the kernel's page tables
-// for all of it, which a memory cgroup charges too: 8 bytes per 4 KiB page, 1/512 of the budget
-// (17 MiB of a 8.6 GiB budget: without it a qwen3-30b-a3b under 8.6 GiB was OOM-killed).
+// What the process takes besides weights, caches and scratch: code, libraries, thread stacks,
+// the allocator's slack (kProcessReserve); the tokenizer's tables, which grow with the vocabulary
+// (kReservePerToken); and the kernel's page tables for all of it, which a memory cgroup charges
+// too: 8 bytes per 4 KiB page, 1/512 of the budget. qwen3-30b-a3b (151,936 tokens) under 4.3 GiB
+// took 18 MiB more of its own than a 512-token model, grew by 10 MiB after its first context,
+// and its group charged 14 MiB of kernel memory: it was OOM-killed with the reserve of 41 MiB
+// that a fixed 32 MiB and the page tables gave.
 inline constexpr uint64_t kProcessReserve = uint64_t(32) << 20;
-inline constexpr uint64_t process_reserve(uint64_t budget) {
-    return kProcessReserve + budget / 512;
+inline constexpr uint64_t kReservePerToken = 192;
+inline constexpr uint64_t process_reserve(uint64_t budget, uint32_t n_vocab = 0) {
+    return kProcessReserve + uint64_t(n_vocab) * kReservePerToken + budget / 512;
 }
 // The smallest budget that leaves `bytes` beside its process reserve.
-uint64_t budget_leaving(uint64_t bytes);
+uint64_t budget_leaving(uint64_t bytes, uint32_t n_vocab = 0);
 
 // The weight bytes of a model's expert tensors (ffn_*_exps), from shapes alone.
 uint64_t expert_tensor_bytes(const Model& m);
@@ -40,6 +44,7 @@ struct BudgetFigures {
     uint32_t experts_per_token = 0;  // slots a token needs at least (n_expert_used; 1 layer)
     uint64_t experts_total = 0;      // slots that hold everything (layers x experts; layers)
     bool layers = false;             // the slots hold layers
+    uint32_t n_vocab = 0;            // the process reserve grows with it
 };
 // What the model holds besides its contexts: the resident weights, the process, and the expert
 // cache (`n_slots` once allocated, before that the experts one token needs in a layer).
@@ -59,7 +64,7 @@ class MemoryBudget {
     // `resident`: weight bytes kept in memory (all but the experts when `experts` serves them,
     // all but the layers' matrices when `layers` does). Throws ErrorKind::out_of_memory, with the
     // numbers, when those and the experts one token needs in a layer (or one layer) do not fit.
-    MemoryBudget(std::string path, uint64_t budget, uint64_t resident,
+    MemoryBudget(std::string path, uint64_t budget, uint64_t resident, uint32_t n_vocab,
                  std::unique_ptr<ExpertCache> experts, uint32_t experts_per_token,
                  std::unique_ptr<LayerStream> layers = nullptr);
     ~MemoryBudget();
