@@ -122,7 +122,11 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
         if (r.storage_bytes_per_token > 0 && r.storage_bytes_per_s > 0)
             r.storage_seconds_per_token = r.storage_bytes_per_token / r.storage_bytes_per_s;
     }
-    const double seconds = r.ram_seconds_per_token + r.storage_seconds_per_token;
+    // The layer stream reads the next layer while the current one computes (docs/memory-
+    // budget.md): the token takes as long as the slower of the two. An expert miss is waited for.
+    const double seconds = r.streams_layers
+                               ? std::max(r.ram_seconds_per_token, r.storage_seconds_per_token)
+                               : r.ram_seconds_per_token + r.storage_seconds_per_token;
     const bool storage_unknown = r.storage_bytes_per_token > 0 && !(r.storage_bytes_per_s > 0);
     if (seconds > 0 && !storage_unknown) r.decode_tok_s = 1 / seconds;
     return r;

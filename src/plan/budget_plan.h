@@ -11,7 +11,9 @@
 //   three matrices (wrong next-layer predictions, also read, are not counted);
 // - seconds per token = weight bytes per token / (RAM bandwidth x decode efficiency) (every
 //   expert, hit or miss, is then read from memory by the kernels, as in RAM) + miss bytes /
-//   the device's random-read rate at the size of one matrix (the expert cache's reads).
+//   the device's random-read rate at the size of one matrix (the expert cache's reads): a miss
+//   is waited for. A dense model's streamed layers are read ahead, one layer while the one
+//   before computes: the slower of the two rates, not their sum.
 #pragma once
 
 #include <cstdint>
