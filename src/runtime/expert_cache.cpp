@@ -93,7 +93,9 @@ ExpertCache::ExpertCache(const std::string& path, const Model& m, const uint8_t*
     predicted_.assign(keys, 0);
     steps_.assign(n_layer_, 0);
     predictable_.assign(n_layer_, false);
+    guessed_.assign(n_layer_, {});
     for (uint32_t il = 1; il < n_layer_; ++il) predictable_[il] = m.layers[il - 1].moe;
+    for (const Layer& l : m.layers) uses_per_token_ += l.moe ? m.hp.n_expert_used : 0;
     stats_.slot_bytes = slot_bytes_;
     stats_.experts_total = experts_total();
     stats_.direct_io = direct_;
@@ -291,7 +293,17 @@ void ExpertCache::prefetch(uint32_t il, std::span<const int32_t> experts, bool p
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (slots_.empty()) return;
-        if (!predicted) ++steps_[il];  // layer il's FFN begins: its predictions are now due
+        if (!predicted) {
+            ++steps_[il];  // layer il's FFN begins: its predictions are now due
+            for (const int v : guessed_[il]) {
+                Slot& s = slots_[size_t(v)];
+                if (!s.fresh || !s.ahead || s.key < 0 || uint32_t(s.key / n_expert_) != il)
+                    continue;  // used already, or given to another expert since
+                const int32_t e = int32_t(s.key % n_expert_);
+                if (std::find(experts.begin(), experts.end(), e) == experts.end()) s.fresh = false;
+            }
+            guessed_[il].clear();
+        }
         bool full = !options_.prefetch;
         for (int32_t e : experts) {
             if (e < 0 || uint32_t(e) >= n_expert_) continue;
@@ -306,9 +318,15 @@ void ExpertCache::prefetch(uint32_t il, std::span<const int32_t> experts, bool p
                 full = true;  // the guesses are still recorded, for the hit rate of the guess
                 continue;
             }
+            // A guess does not push out an expert the last token used: that one is likelier to
+            // be used again than the guess is to be right, and a miss costs no more than the
+            // guess's read would have. The layer's own experts (not guesses) always go ahead.
+            const Slot& out = slots_[size_t(v)];
+            if (predicted && out.key >= 0 && tick_ - out.last_use < uses_per_token_) continue;
             assign(v, k);
             slots_[size_t(v)].fresh = true;
             slots_[size_t(v)].ahead = predicted;
+            if (predicted) guessed_[il].push_back(v);
             queue_.push_back(v);
             queued = true;
         }
