@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -388,6 +390,39 @@ TEST(MemBudgetErrors, AFileTruncatedUnderAStreamedDenseModelIsAnErrorNotACrash) 
     // stories260K: five layers, of which two take turns (read again every token).
     expect_truncation_is_an_error("stories260K.wap", "dense-a.gguf", true, "layer");
     expect_truncation_is_an_error("stories260K.wap", "dense-b.gguf", false, "layer");
+}
+
+// A prediction the next layer does not use must not keep its slot: unused guesses, protected as
+// prefetches, once filled a small cache (moe-750m at 50 %: 4.8 % hits instead of 67 %).
+TEST(ExpertCachePolicy, AWrongGuessIsEvictedBeforeWhatWasUsed) {
+    const std::string path = test::shared_path("reference/models/moe-tiny-F16.gguf");
+    LoadOptions o;
+    o.mem_budget = budget_for(path, 8, 4);
+    const auto m = LoadedModel::load(path, o);
+    const Context ctx(*m, context_params(8));
+    ExpertCache& cache = *m->budget->experts();
+    ASSERT_EQ(cache.n_slots(), 4u);
+    ASSERT_GE(m->model.hp.n_expert, 4u);
+    ASSERT_GE(m->model.hp.n_layer, 2u);
+    const auto use = [&](uint32_t il, std::vector<int32_t> experts) {
+        cache.prefetch(il, experts, false);  // the layer's FFN begins with these experts
+        for (const int32_t e : experts) {
+            (void)cache.acquire(il, e);
+            cache.release(il, e);
+        }
+    };
+    const uint64_t hits0 = cache.stats().hits;
+    use(0, {0, 1});
+    const std::vector<int32_t> guess = {2, 3};
+    cache.prefetch(1, guess, true);  // a guess for layer 1, into the two free slots
+    // Read on the I/O threads: wait for them (a slot being read cannot be evicted at all).
+    for (int i = 0; i < 2000 && cache.stats().reads < 4; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(cache.stats().reads, 4u);
+    use(1, {0, 1});  // wrong: layer 1 uses others, which take the guesses' slots
+    use(0, {0, 1});  // the next token: layer 0's experts are still there
+    EXPECT_EQ(cache.stats().hits - hits0, 2u);
+    EXPECT_EQ(cache.stats().misses, 4u);  // layer 0's and layer 1's first uses, nothing more
 }
 
 TEST(ReadPartner, TakesOneShareAtATimeAndPassesItsErrorBack) {
