@@ -164,7 +164,7 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
         options.gpu.required = p.gpu_required;
         // Knobs for measuring the expert cache (docs/memory-budget.md), not for apps.
         if (const char* io = std::getenv("MEMWALL_EXPERT_IO")) {
-            options.direct_io = std::string_view(io) == "direct";
+            options.direct_io = std::string_view(io) != "pread";
         }
         if (const char* io = std::getenv("MEMWALL_LAYER_IO")) {
             options.layer_direct_io = std::string_view(io) != "pread";
