@@ -492,8 +492,13 @@ TEST(MemBudgetCli, BenchStaysUnderTheBudgetAndRecordsNothing) {
     ASSERT_TRUE(results.is_array() && !results.empty()) << r.out;
     for (const json& row : results) {
         EXPECT_EQ(row["read_bandwidth_gb_s"].get<double>(), 0.0) << row.dump();
+#ifndef MW_TEST_SANITIZED  // the sanitizers' shadow memory alone is more than this budget
         EXPECT_LE(row["peak_rss_bytes"].get<uint64_t>(), row["mem_budget_bytes"].get<uint64_t>())
             << row.dump();
+#else
+        // Still far below the probe's arrays of 1 GiB or more.
+        EXPECT_LT(row["peak_rss_bytes"].get<uint64_t>(), uint64_t(512) << 20) << row.dump();
+#endif
     }
     const auto text = test::run_command(base);
     ASSERT_EQ(text.exit_code, 0) << text.err;
