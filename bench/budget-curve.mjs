@@ -11,7 +11,9 @@
 // Beside each measurement it prints what `memwall plan --device this --mem-budget` predicts for
 // the same budget and context (plan/budget_plan.h), and the measured / predicted ratios: run
 // `memwall probe --save --storage-dir DIR` first (DIR: the model's folder) so that the plan uses
-// this machine's storage figure rather than an assumed one.
+// this machine's storage figure rather than an assumed one. In brackets: the plan's formula fed the
+// bytes the run read per token instead of its uniform-routing hit rate, which separates the
+// hit-rate model's error from the rest.
 //
 // --mmap-baseline adds, per budget, memwall without --mem-budget in the same cgroup (the mmap'd
 // experts paged by the kernel: what the budget replaces). --llamacpp adds llama.cpp (node-llama-
@@ -183,12 +185,23 @@ function planFor(limit) {
     const b = plan.budget_rows[0];
     return {fits: b.fits, refusal: b.refusal, tg: b.decode_tok_s, in_ram_tg: b.in_ram_decode_tok_s,
             hit: b.hit_rate, read_per_token: b.storage_bytes_per_token, slots: b.cache_slots,
-            storage_assumed: b.storage_assumed, storage: b.storage_source};
+            storage_assumed: b.storage_assumed, storage: b.storage_source,
+            ram_s: b.ram_seconds_per_token, storage_rate: b.storage_bytes_per_s, layers: b.streams_layers};
+}
+// The plan's speed formula fed the reads the run measured instead of its uniform-routing guess:
+// what is left of the gap is the formula's (and the storage rate's), not the hit-rate model's.
+function planAtMeasuredReads(row) {
+    const p = row.plan;
+    if (!p.fits || row.read_per_token == null || !(p.ram_s > 0)) return null;
+    const read_s = p.storage_rate > 0 ? row.read_per_token / p.storage_rate : 0;
+    return 1 / (p.layers ? Math.max(p.ram_s, read_s) : p.ram_s + read_s);
 }
 for (const row of rows) {
     row.plan = planFor(row.limit);
     row.measured_vs_plan = row.budget_tg && row.plan.tg ? row.budget_tg / row.plan.tg : null;
     row.unlimited_vs_plan = row.unlimited_tg && row.plan.in_ram_tg ? row.unlimited_tg / row.plan.in_ram_tg : null;
+    row.plan_at_measured_reads = planAtMeasuredReads(row);
+    row.measured_vs_plan_at_reads = row.budget_tg && row.plan_at_measured_reads ? row.budget_tg / row.plan_at_measured_reads : null;
 }
 
 const mib = (b) => (b / 1048576).toFixed(0);
@@ -213,14 +226,15 @@ if (opt.json) {
     }
     console.log("ratio = budget run / unlimited run (decode tok/s); hit = experts found in the cache (incl. prefetched); guess = experts used that the next-layer router prediction named");
     console.log("\nplan's prediction (memwall plan --device this --mem-budget LIMIT, the same context and threads):");
-    console.log("budget   plan slots  plan hit  plan read/token  plan tok/s  measured/plan  (unlimited: plan, measured/plan)");
+    console.log("budget   plan slots  plan hit  plan read/token  plan tok/s  measured/plan  (unlimited: plan, measured/plan)  [at the measured reads: plan, measured/plan]");
     for (const r of rows) {
         const p = r.plan;
         if (p.err || !p.fits) {
             console.log(`${String(r.fraction).padStart(4)} %  ${p.err ? "plan failed: " + p.err : "refused: " + p.refusal}`);
             continue;
         }
-        console.log(`${String(r.fraction).padStart(4)} %  ${String(p.slots).padStart(10)} ${pct(p.hit).padStart(9)} ${(mib(p.read_per_token) + " MiB").padStart(16)} ${p.tg.toFixed(2).padStart(11)} ${(r.measured_vs_plan ?? 0).toFixed(2).padStart(14)}  (${p.in_ram_tg.toFixed(2)}, ${(r.unlimited_vs_plan ?? 0).toFixed(2)})`);
+        console.log(`${String(r.fraction).padStart(4)} %  ${String(p.slots).padStart(10)} ${pct(p.hit).padStart(9)} ${(mib(p.read_per_token) + " MiB").padStart(16)} ${p.tg.toFixed(2).padStart(11)} ${(r.measured_vs_plan ?? 0).toFixed(2).padStart(14)}  (${p.in_ram_tg.toFixed(2)}, ${(r.unlimited_vs_plan ?? 0).toFixed(2)})` +
+                    (r.plan_at_measured_reads ? `  [${r.plan_at_measured_reads.toFixed(2)}, ${r.measured_vs_plan_at_reads.toFixed(2)}]` : ""));
     }
     if (rows[0]?.plan?.storage) console.log(`storage: ${rows[0].plan.storage_assumed ? "" : ""}${rows[0].plan.storage}`);
 }
