@@ -178,6 +178,7 @@ void ExpertCache::assign(int slot, int64_t k) {
     s.state = State::loading;
     s.fresh = false;
     s.ahead = false;
+    s.last_use = 0;  // the new expert's, not the slot's last occupant's
     where_[size_t(k)] = int32_t(slot);
 }
 
