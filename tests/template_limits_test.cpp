@@ -65,6 +65,23 @@ TEST(TemplateLimits, Loops) {
     EXPECT_EQ(render_error("{{ range(100001) | length }}").kind(), ErrorKind::overflow);
 }
 
+// fuzz_template: sorting a list again and again counted no iterations, so an 8 KiB template of
+// chained sorts ran for seconds within every limit. A sort now counts its comparisons.
+TEST(TemplateLimits, SortsCountTheirComparisons) {
+    Limits small;
+    small.max_iterations = 100000;
+    const std::string chars = "{% set l = ('zyxw' * 2000)|list %}";  // 8000 iterations
+    expect_limit(chars + "{{ (l|sort|sort|sort|sort|sort|sort|sort|sort)|length }}",
+                 "loop iterations", small);
+    expect_limit(chars + "{{ (l|groupby(0)|list|length) + (l|groupby(0)|list|length) }}",
+                 "loop iterations", small);
+    // What real templates sort (a few tools, a dict's keys) stays far below any limit.
+    RenderOptions options;
+    options.limits = small;
+    EXPECT_EQ(Template::parse("{{ ['b', 'a', 'c']|sort|join(',') }}", "sorted").render({}, options),
+              "a,b,c");
+}
+
 TEST(TemplateLimits, DefaultIterationLimitIsReachedQuickly) {
     expect_limit("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
                  "more than 1000000 loop iterations");

@@ -1,6 +1,8 @@
 // Shared by the filter files: argument helpers and Jinja2's attribute getter.
 #pragma once
 
+#include <bit>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -63,6 +65,13 @@ struct AttrGetter {
 // A string result with the Markup-ness of the filter's input (soft_str keeps Markup).
 inline Value like(const Value& input, std::string s) {
     return input.is_markup() ? Value::markup(std::move(s)) : Value::string(std::move(s));
+}
+
+// A sort of n items counts its comparisons (n x log2 n) against the iteration limit: a list that
+// is sorted again and again costs no loop iterations otherwise (fuzz_template: an 8 KiB template
+// of chained sorts took 0.45 s in the release build, 17 s under the sanitizers).
+inline void tick_sort(Evaluator& ev, size_t n) {
+    ev.tick(uint64_t(n) * (1 + uint64_t(std::bit_width(n))));
 }
 
 // Sort keys (make_multi_attrgetter): always a list, one value per comma-separated attribute,

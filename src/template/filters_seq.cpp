@@ -57,10 +57,10 @@ Value f_dictsort(Evaluator& ev, const Value& v, const CallArgs& args) {
         return ignore_case && x.is_string() ? Value::string(text::lower(x.str())) : x;
     };
     const bool reverse = opt_bool(a[2], false);
+    tick_sort(ev, items.size());
     std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
         return reverse ? less(key(y), key(x)) : less(key(x), key(y));
     });
-    (void)ev;
     return Value::list(std::move(items));
 }
 
@@ -80,6 +80,7 @@ Value f_groupby(Evaluator& ev, const Value& v, const CallArgs& args) {
     List items = to_list(ev, v);
     std::vector<std::pair<Value, Value>> keyed;
     for (Value& item : items) keyed.emplace_back(key(ev, item), std::move(item));
+    tick_sort(ev, keyed.size());
     std::stable_sort(keyed.begin(), keyed.end(),
                      [](const auto& x, const auto& y) { return less(x.first, y.first); });
     List out;
@@ -321,6 +322,7 @@ Value f_sort(Evaluator& ev, const Value& v, const CallArgs& args) {
     std::vector<std::pair<Value, Value>> keyed;
     for (Value& item : items)
         keyed.emplace_back(multi_key(ev, a[2], ignore_case, item), std::move(item));
+    tick_sort(ev, keyed.size());
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
         return reverse ? less(y.first, x.first) : less(x.first, y.first);
     });
