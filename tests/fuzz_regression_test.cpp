@@ -298,5 +298,30 @@ TEST(FuzzFinding, ConfigOfManyLayersPlansInLinearTime) {
     EXPECT_LT(seconds, 30.0) << "planning " << f.tensors().size() << " tensors";
 }
 
+// fuzz_hf_config: a config.json of 623 layers 67,777 wide planned with a heap of 338 MB (over
+// the target's limit): binding the header-only model decoded every norm weight into a vector of
+// zeros. A header binds no weight vectors now; the plan is the same.
+TEST(FuzzFinding, PlanningAConfigHoldsNoWeightVectors) {
+    const std::string json = R"({"model_type": "llama", "hidden_size": 67777,
+        "intermediate_size": 4864, "num_hidden_layers": 623, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "vocab_size": 128256, "rope_theta": 1000000.0})";
+    try {
+        const ModelSpec spec = spec_from_hf_config(json, "config.json");
+        const std::vector<uint8_t> header = spec_gguf_header(spec, QuantRecipe::Q4_K_M);
+        const gguf::GgufFile f =
+            gguf::GgufFile::parse(header, "config.json", {.header_only = true});
+        const ModelFacts facts = model_facts(f, "Q4_K_M");
+        ASSERT_EQ(facts.model.layers.size(), 623u);
+        for (const Layer& l : facts.model.layers) {
+            EXPECT_EQ(l.attn_norm.capacity(), 0u);
+            EXPECT_EQ(l.ffn_norm.capacity(), 0u);
+        }
+        EXPECT_GT(facts.file_bytes, uint64_t(1) << 40);  // what the plan is about: ~34 T params
+    } catch (const Error& e) {
+        // Refusing such a config outright would do too, with the file's name.
+        EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+    }
+}
+
 }  // namespace
 }  // namespace mw
