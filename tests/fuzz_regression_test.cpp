@@ -23,6 +23,7 @@
 #include "runtime/loaded_model.h"
 #include "support/tiny_model.h"
 #include "tensor/types.h"
+#include "vocab/vocab.h"
 
 namespace mw {
 namespace {
@@ -321,6 +322,26 @@ TEST(FuzzFinding, PlanningAConfigHoldsNoWeightVectors) {
         // Refusing such a config outright would do too, with the file's name.
         EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
     }
+}
+
+// fuzz_vocab_gguf: a byte-level BPE vocabulary with a 9 KB token of characters outside GPT-2's
+// byte map. llama.cpp's spelling of such a character echoes the whole token, so the piece grew
+// with the square of the token's length: 27 MB, over a second under the sanitizers. Tokens up to
+// 256 bytes are still spelled exactly as llama.cpp does; longer ones print in linear space.
+TEST(FuzzFinding, ALongTokenOfUnknownCharactersPrintsInLinearSpace) {
+    std::string long_token;
+    for (int i = 0; i < 3000; ++i) long_token += "\xE4\xB8\x80";  // U+4E00, 3 bytes
+    gguf::GgufWriter w;
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_array_strings("tokenizer.ggml.tokens", {"a", "b", "x\xE4\xB8\x80y", long_token, "ab"});
+    w.set_array_strings("tokenizer.ggml.merges", {"a b"});
+    const std::vector<uint8_t> bytes = w.to_bytes();
+    const Vocab v = Vocab::from_gguf(gguf::GgufFile::parse(bytes, "vocab.gguf"));
+    EXPECT_EQ(v.token_to_piece(2, false), "x[UNK_BYTE_0xe4b880x\xE4\xB8\x80y]y");
+    const std::string piece = v.token_to_piece(3, false);
+    std::string want;
+    for (int i = 0; i < 3000; ++i) want += "[UNK_BYTE_0xe4b880]";
+    EXPECT_EQ(piece, want);
 }
 
 }  // namespace

@@ -116,7 +116,11 @@ std::string unescape_spaces(std::string_view text) {
 }
 
 // Byte-level BPE text back to bytes. A character outside GPT-2's byte map is spelled out the
-// way llama.cpp does it.
+// way llama.cpp does it: its bytes in hex, then the whole token. For a token longer than
+// kMaxEchoedToken (no real vocabulary has one) the echo is left out: it would make the piece grow
+// with the square of the token's length (a fuzzed 9 KB token printed 27 MB).
+constexpr size_t kMaxEchoedToken = 256;
+
 std::string decode_byte_level(std::string_view text) {
     std::string out;
     for (const uint32_t cpt : unicode::decode_utf8(text)) {
@@ -127,7 +131,7 @@ std::string decode_byte_level(std::string_view text) {
         }
         out += "[UNK_BYTE_0x";
         for (const char c : unicode::encode_utf8(cpt)) out += fmt::format("{:02x}", uint8_t(c));
-        out += text;
+        if (text.size() <= kMaxEchoedToken) out += text;
         out += "]";
     }
     return out;
