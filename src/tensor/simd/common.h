@@ -256,8 +256,9 @@ constexpr int int16_adds(int max_code) {
 
 // A dot product of unsigned codes <= kMaxCode with activations, started at `init`. Sets with an
 // exact 8-bit dot product (VNNI, SDOT: V::kVnni) add into int32 directly; the others sum
-// vpmaddubsw results in int16 and fold them into int32 before they could overflow.
-template <class V, int kMaxCode>
+// vpmaddubsw results in int16 and fold them into int32 before they could overflow. kInOrder
+// (the GEMM tiles, many chains at once) keeps those int16 sums in registers, added in order.
+template <class V, int kMaxCode, bool kInOrder = false>
 struct DotChain {
     using I = typename V::I;
     static constexpr int kAdds = V::kVnni ? 1 << 30 : int16_adds(kMaxCode);
@@ -272,6 +273,7 @@ struct DotChain {
             n = 0;
         }
         d = V::dot_add(d, codes, x);
+        if constexpr (kInOrder && !V::kVnni) V::hold(d);
         ++n;
     }
     I result() const { return V::dot_end(s, d); }

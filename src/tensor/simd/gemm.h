@@ -137,7 +137,7 @@ inline void dot_sub_block(const PanelFormat& f, const uint8_t* const panel[kMaxT
             }
         }
     } else {
-        using Chain = DotChain<V, Ints::kMaxCode>;
+        using Chain = DotChain<V, Ints::kMaxCode, true>;
         Chain c[G][T];
         for (int g = 0; g < G; ++g) {
             for (int t = 0; t < T; ++t) c[g][t] = Chain(s[g][t]);
