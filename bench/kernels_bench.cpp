@@ -6,6 +6,9 @@
 //   gemv_l2/<type>/<isa>/256x2048: one token on a matrix that stays in L2: compute throughput.
 //   gemm/<type>/<isa>/<rows>x<cols>/<tokens>: prefill, reported as multiply-adds per second.
 //   peak/<isa>: the set's int8 peak, a register-only loop of its dot product (what probe reports).
+//   attn/<kernel>/<isa>: attention's inner loops (tensor/attention_kernels.h) on a block of 256
+//     cached positions, head size 128, four queries (GQA): scores, value sums, the softmax's
+//     exp, and decoding Q4_0 / F16 cache rows; reported as positions per second.
 // Packed layouts (tensor/repack.h) appear as their own type, e.g. Q4_K/x16 (avx512), Q4_K/x8.
 // Benchmarks are not tests: nothing here checks results (tests/kernels_x86_test.cpp does).
 // Example: kernels_bench --benchmark_filter='gemv/Q4_0' --benchmark_min_time=0.5
@@ -18,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/attention_kernels.h"
 #include "tensor/kernels.h"
 #include "tensor/repack.h"
 #include "tensor/types.h"
@@ -135,7 +139,69 @@ void bench_peak(benchmark::State& state, const KernelSet* set) {
     state.counters["GMAC/s"] = best * 1e-9;
 }
 
+// Attention on one block of cached positions (in L1/L2, as attention reads one block at a time).
+enum class AttnOp { scores, accumulate, exp, q4_0, f16 };
+void bench_attention(benchmark::State& state, const AttentionKernels* k, AttnOp op) {
+    constexpr int kHd = 128, kPos = 256, kQueries = 4;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> q(size_t(kQueries) * kHd), keys(size_t(kPos) * kHd),
+        s(size_t(kQueries) * kPos), acc(q.size()), out(keys.size());
+    for (float& x : q) x = normal(rng);
+    for (float& x : keys) x = normal(rng);
+    for (float& x : s) x = std::abs(normal(rng)) * 0.01f;
+    const TypeTraits& q4 = *type_traits(GgmlType::Q4_0);
+    const TypeTraits& f16 = *type_traits(GgmlType::F16);
+    std::vector<uint8_t> q4_rows(row_bytes(q4, int64_t(keys.size())));
+    std::vector<uint8_t> f16_rows(row_bytes(f16, int64_t(keys.size())));
+    q4.from_float(keys.data(), q4_rows.data(), int64_t(keys.size()));
+    f16.from_float(keys.data(), f16_rows.data(), int64_t(keys.size()));
+    for (auto _ : state) {
+        switch (op) {
+            case AttnOp::scores:
+                k->scores(q.data(), kQueries, keys.data(), kHd, kPos, kHd, s.data(), kPos);
+                break;
+            case AttnOp::accumulate:
+                k->accumulate(s.data(), kPos, kQueries, keys.data(), kHd, kPos, kHd, acc.data());
+                break;
+            case AttnOp::exp:
+                for (int i = 0; i < kQueries; ++i) {
+                    std::fill_n(s.data() + size_t(i) * kPos, kPos, -1.0f);
+                    benchmark::DoNotOptimize(k->exp_sum(s.data() + size_t(i) * kPos, kPos, 0.0f));
+                }
+                break;
+            case AttnOp::q4_0:
+                attention_row_decoder(*k, q4)(q4_rows.data(), out.data(), int64_t(out.size()));
+                break;
+            case AttnOp::f16:
+                attention_row_decoder(*k, f16)(f16_rows.data(), out.data(), int64_t(out.size()));
+                break;
+        }
+        benchmark::ClobberMemory();
+    }
+    state.counters["positions/s"] =
+        benchmark::Counter(double(kPos), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void register_attention() {
+    const std::pair<const char*, AttnOp> ops[] = {{"scores", AttnOp::scores},
+                                                  {"accumulate", AttnOp::accumulate},
+                                                  {"exp", AttnOp::exp},
+                                                  {"decode_q4_0", AttnOp::q4_0},
+                                                  {"decode_f16", AttnOp::f16}};
+    for (const AttentionKernels* k :
+         {attention_kernels_scalar(), attention_kernels_avx2(), attention_kernels_avx512()}) {
+        if (!k) continue;
+        for (const auto& [name, op] : ops) {
+            benchmark::RegisterBenchmark((std::string("attn/") + name + "/" + k->isa).c_str(),
+                                         bench_attention, k, op)
+                ->Unit(benchmark::kMicrosecond);
+        }
+    }
+}
+
 void register_all(std::vector<KernelSet>& sets) {
+    register_attention();
     for (KernelSet& isa : sets) {
         if (isa.int8_peak) {
             benchmark::RegisterBenchmark((std::string("peak/") + isa.name).c_str(), bench_peak,

@@ -56,7 +56,7 @@ constexpr AttentionKernels kScalar = {"scalar",       scores_scalar, accumulate_
 }  // namespace
 
 #if defined(__x86_64__)
-// Defined in attention_avx2.cpp / attention_avx512.cpp (compiled with their ISA flags).
+// Defined in x86/attention_avx2.cpp / x86/attention_avx512.cpp (compiled with their ISA flags).
 const AttentionKernels& attention_kernels_avx2_set();
 const AttentionKernels& attention_kernels_avx512_set();
 #endif
@@ -76,7 +76,8 @@ const AttentionKernels* attention_kernels_avx2() {
 const AttentionKernels* attention_kernels_avx512() {
 #if defined(__x86_64__)
     const CpuFeatures& cpu = cpu_features();
-    if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx2 && cpu.fma && cpu.f16c) {
+    if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq && cpu.avx2 && cpu.fma &&
+        cpu.f16c) {
         return &attention_kernels_avx512_set();
     }
 #endif

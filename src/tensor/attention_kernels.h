@@ -1,7 +1,7 @@
 // The inner loops of attention (tensor/attention.h): for a block of positions, the scores of a
 // few queries, the exponentials of the online softmax and the weighted sum of the values; and
-// decoding a cached K/V row to floats. The scalar set is the specification;
-// attention_avx2.cpp and attention_avx512.cpp provide the same functions with SIMD. Internal to
+// decoding a cached K/V row to floats. The scalar set is the specification; the SIMD sets are
+// written once (tensor/simd/attention.h) and compiled per ISA in tensor/x86/. Internal to
 // tensor/ and its tests.
 #pragma once
 

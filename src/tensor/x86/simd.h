@@ -37,6 +37,17 @@
 namespace mw::simd {
 namespace {
 
+// The 32 codes of a Q4_0 block, centred on zero: elements 0..15 in the low nibbles of qs,
+// 16..31 in the high ones.
+inline void q4_0_codes_sse(const uint8_t* qs, int8_t* codes) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i low_mask = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes),
+                     _mm_sub_epi8(_mm_and_si128(q, low_mask), eight));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + 16),
+                     _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low_mask), eight));
+}
+
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 struct V512 {
     using I = __m512i;
@@ -97,6 +108,33 @@ struct V512 {
     static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
     static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
     static float reduce(F v) { return _mm512_reduce_add_ps(v); }
+    static F maxf(F a, F b) { return _mm512_max_ps(a, b); }
+    static F round(F v) {
+        return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    static F ldexp(F p, F n) { return _mm512_scalef_ps(p, n); }
+    static void q4_0_codes(const uint8_t* qs, int8_t* codes) { q4_0_codes_sse(qs, codes); }
+    // The first n lanes (n < kLanes); the others read nothing and hold zeros.
+    static F loadf_n(const float* p, int n) {
+        return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1u), p);
+    }
+    static void storef_n(float* p, F v, int n) {
+        _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1u), v);
+    }
+    // out[i] = the sum of ai's lanes.
+    static void reduce4(F a0, F a1, F a2, F a3, float out[4]) {
+        auto half = [](F a) {
+            return _mm256_add_ps(_mm512_castps512_ps256(a),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+        };
+        const __m256 t =
+            _mm256_hadd_ps(_mm256_hadd_ps(half(a0), half(a1)), _mm256_hadd_ps(half(a2), half(a3)));
+        _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+    }
+    static F load_bf16(const uint16_t* p) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+    }
     // kLanes fp16 values, bytes, signed bytes.
     static F load_halfs(const void* p) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
@@ -250,6 +288,32 @@ struct V256 {
     }
     static F load_halfs(const void* p) {
         return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    }
+    static F maxf(F a, F b) { return _mm256_max_ps(a, b); }
+    static F round(F v) {
+        return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    }
+    // p * 2^n, 2^n through the exponent field.
+    static F ldexp(F p, F n) {
+        return _mm256_mul_ps(
+            p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                   _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+    }
+    static void q4_0_codes(const uint8_t* qs, int8_t* codes) { q4_0_codes_sse(qs, codes); }
+    // The first n lanes (n < kLanes); the others read nothing and hold zeros.
+    static __m256i first_lanes(int n) {
+        return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    }
+    static F loadf_n(const float* p, int n) { return _mm256_maskload_ps(p, first_lanes(n)); }
+    static void storef_n(float* p, F v, int n) { _mm256_maskstore_ps(p, first_lanes(n), v); }
+    // out[i] = the sum of ai's lanes.
+    static void reduce4(F a0, F a1, F a2, F a3, float out[4]) {
+        const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+        _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+    }
+    static F load_bf16(const uint16_t* p) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
     }
     static F load_u8(const uint8_t* p) {
         return _mm256_cvtepi32_ps(
