@@ -18,8 +18,8 @@
 #include "format/gguf.h"
 #include "runtime/mapped_file.h"
 #include "support/test_support.h"
-#include "tensor/quantize.h"
-#include "tensor/quantize_search.h"
+#include "tensor/quantize/quantize.h"
+#include "tensor/quantize/search.h"
 #include "tensor/types.h"
 
 namespace mw {

@@ -69,7 +69,8 @@ TEST(QuantTable, RowsMatchTheFileLayouts) {
     for (GgmlType k :
          {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         EXPECT_EQ(traits(k).vec_dot_type, GgmlType::Q8_K);
-        EXPECT_NE(traits(k).from_float, nullptr) << "the K-quant quantizers (tensor/quantize.h)";
+        EXPECT_NE(traits(k).from_float, nullptr)
+            << "the K-quant quantizers (tensor/quantize/quantize.h)";
     }
     EXPECT_EQ(traits(GgmlType::F16).vec_dot_type, GgmlType::F16);
     EXPECT_EQ(traits(GgmlType::BF16).vec_dot_type, GgmlType::BF16);

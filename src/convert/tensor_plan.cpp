@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "base/fp16.h"
 #include "format/gguf_writer.h"
-#include "tensor/quantize.h"
+#include "tensor/quantize/quantize.h"
 #include "tensor/types.h"
 
 namespace mw::convert {

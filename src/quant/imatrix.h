@@ -1,6 +1,6 @@
 // Importance matrices ("imatrix"): for every weight matrix, the sum of the squares of each input
 // column over a calibration text, and how many rows (tokens) were summed; per expert for MoE
-// tensors. quantize weighs each column's error by the mean x^2 (tensor/quantize.h).
+// tensors. quantize weighs each column's error by the mean x^2 (tensor/quantize/quantize.h).
 //
 // Files use llama.cpp's formats: GGUF (general.type = "imatrix", imatrix.datasets,
 // imatrix.chunk_count, imatrix.chunk_size; tensors NAME.in_sum2, F32 [n_cols, n_mat], and

@@ -20,7 +20,7 @@
 #include "quant/imatrix.h"
 #include "runtime/mapped_file.h"
 #include "runtime/thread_pool.h"
-#include "tensor/quantize.h"
+#include "tensor/quantize/quantize.h"
 #include "tensor/quants.h"
 #include "tensor/types.h"
 

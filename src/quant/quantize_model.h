@@ -1,7 +1,7 @@
 // Quantizing a model file: reads a GGUF, picks each tensor's type (the recipe's per-tensor rules
 // from plan/quant_mix.h, or --pure, plus --tensor-type overrides), encodes with the file
-// quantizers of tensor/quantize.h (weighted by an imatrix when given) on the thread pool, and
-// writes a GGUF with the same metadata (general.file_type and general.quantization_version
+// quantizers of tensor/quantize/quantize.h (weighted by an imatrix when given) on the thread pool,
+// and writes a GGUF with the same metadata (general.file_type and general.quantization_version
 // updated). Tensors are produced one at a time while the file is written, so memory stays at
 // about one output tensor plus the mapped input.
 #pragma once
@@ -14,7 +14,7 @@
 
 #include "format/ggml_types.h"
 #include "plan/quant_mix.h"
-#include "tensor/quantize.h"
+#include "tensor/quantize/quantize.h"
 
 namespace mw {
 

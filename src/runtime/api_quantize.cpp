@@ -8,7 +8,7 @@
 #include "quant/quantize_model.h"
 #include "runtime/api_error.h"
 #include "runtime/loaded_model.h"
-#include "tensor/quantize.h"
+#include "tensor/quantize/quantize.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "tensor/cpu_features.h"
 #include "tensor/kernels.h"
-#include "tensor/quantize.h"
+#include "tensor/quantize/quantize.h"
 #include "tensor/quants.h"
 
 namespace mw {
@@ -55,7 +55,7 @@ constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
     {T::Q8_1, "Q8_1", kQK, sizeof(BlockQ8_1), true, ref::dequantize_row_q8_1,
      ref::quantize_row_q8_1, nullptr, T::Q8_1, nullptr, "scalar", 0},
     // K-quant from_float: the file quantizer's scale search without importance weights
-    // (tensor/quantize.h); K-quants are never encoded on a hot path.
+    // (tensor/quantize/quantize.h); K-quants are never encoded on a hot path.
     {T::Q2_K, "Q2_K", kQK_K, sizeof(BlockQ2_K), true, ref::dequantize_row_q2_k, quantize_row_q2_k,
      ref::vec_dot_q2_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q2_k_q8_k>, "scalar", 0},
     {T::Q3_K, "Q3_K", kQK_K, sizeof(BlockQ3_K), true, ref::dequantize_row_q3_k, quantize_row_q3_k,

@@ -6,8 +6,8 @@
 // - to_float:   decode n elements of this type into floats (the scalar reference).
 // - from_float: encode n floats into this type with the plain round-to-nearest reference quantizer.
 //               Used for activations (Q8_0/Q8_1/Q8_K, F16, BF16) and the KV cache. The K-quants
-//               (Q2_K..Q6_K) use the model quantizer's scale search (tensor/quantize.h), which
-//               also has better-than-round-to-nearest versions of the 32-element types.
+//               (Q2_K..Q6_K) use the model quantizer's scale search (tensor/quantize/quantize.h),
+//               which also has better-than-round-to-nearest versions of the 32-element types.
 // - vec_dot:    sum_i w[i] * x[i] for one row `w` of this type and `x` already encoded in
 //               `vec_dot_type`. The integer kernels accumulate exactly like the reference.
 // - matmul:     the matrix kernel: for weight rows [r0, r1) and activation rows t < n_tokens,

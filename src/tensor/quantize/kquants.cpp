@@ -17,8 +17,8 @@
 #include <limits>
 
 #include "base/fp16.h"
-#include "tensor/quantize.h"
-#include "tensor/quantize_search.h"
+#include "tensor/quantize/quantize.h"
+#include "tensor/quantize/search.h"
 #include "tensor/quants.h"
 
 namespace mw {

@@ -1,4 +1,4 @@
-#include "tensor/quantize_search.h"
+#include "tensor/quantize/search.h"
 
 #include <algorithm>
 #include <cmath>

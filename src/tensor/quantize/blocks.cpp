@@ -2,15 +2,15 @@
 // round-to-nearest reference as a floor, so a block is never worse than llama.cpp's encoding of
 // it without an importance matrix. The fast search refits that encoding's scale (and offset) by
 // least squares and re-rounds; the thorough one runs the scale (and offset) search of
-// tensor/quantize_search.h per block and tries the fp16 neighbours of the result.
+// tensor/quantize/search.h per block and tries the fp16 neighbours of the result.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "base/fp16.h"
-#include "tensor/quantize.h"
-#include "tensor/quantize_search.h"
+#include "tensor/quantize/quantize.h"
+#include "tensor/quantize/search.h"
 #include "tensor/quants.h"
 #include "tensor/types.h"
 

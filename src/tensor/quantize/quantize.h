@@ -1,6 +1,12 @@
+// tensor/quantize/: the weight quantizers (this header), the scale searches they share
+// (search.h), the 32-element types (blocks.cpp) and the K-quants (kquants.cpp). They belong to
+// the tensor layer, not to quant/ (which decides per tensor what to write and runs these on the
+// thread pool): the type table's from_float of the K-quants, which the KV cache and tests encode
+// with, is the plain K-quant search below.
+//
 // The file quantizers: one per type, each encoding rows of floats with a search for the scales
 // that minimise the importance-weighted squared error sum_i w_i (x_i - dequantized_i)^2
-// (tensor/quantize_search.h). They write what `memwall quantize` puts in a model file.
+// (tensor/quantize/search.h). They write what `memwall quantize` puts in a model file.
 //
 // Two searches per type. The fast one (the default) is at least as accurate as llama-quantize on
 // every tensor and about as fast: the 32-element types start from llama.cpp's round-to-nearest

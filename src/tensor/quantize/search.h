@@ -1,5 +1,5 @@
-// The scale searches behind the file quantizers (tensor/quantize.h): given a group of values x
-// with importance weights w, find the scale a (and offset c) and the integer quants q that
+// The scale searches behind the file quantizers (tensor/quantize/quantize.h): given a group of
+// values x with importance weights w, find the scale a (and offset c) and the integer quants q that
 // minimise the weighted squared error sum_i w_i (x_i - a q_i - c)^2.
 //
 // For fixed quants the best scale and offset are a small least-squares problem, so the search is

@@ -1,4 +1,4 @@
-#include "tensor/quantize.h"
+#include "tensor/quantize/quantize.h"
 
 #include <algorithm>
 #include <cfloat>
