@@ -189,8 +189,8 @@ void register_attention() {
                                                   {"exp", AttnOp::exp},
                                                   {"decode_q4_0", AttnOp::q4_0},
                                                   {"decode_f16", AttnOp::f16}};
-    for (const AttentionKernels* k :
-         {attention_kernels_scalar(), attention_kernels_avx2(), attention_kernels_avx512()}) {
+    for (const AttentionKernels* k : {attention_kernels_scalar(), attention_kernels_avx2(),
+                                      attention_kernels_avx512(), attention_kernels_neon()}) {
         if (!k) continue;
         for (const auto& [name, op] : ops) {
             benchmark::RegisterBenchmark((std::string("attn/") + name + "/" + k->isa).c_str(),

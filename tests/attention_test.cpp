@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "tensor/attention.h"
 #include "tensor/attention_kernels.h"
+#include "tensor/cpu_features.h"
 #include "tensor/types.h"
 
 namespace mw {
@@ -184,10 +186,28 @@ TEST(Attention, ScratchDoesNotGrowWithTheContext) {
 
 std::vector<const AttentionKernels*> simd_sets() {
     std::vector<const AttentionKernels*> sets;
-    for (const AttentionKernels* k : {attention_kernels_avx2(), attention_kernels_avx512()}) {
+    for (const AttentionKernels* k :
+         {attention_kernels_avx2(), attention_kernels_avx512(), attention_kernels_neon()}) {
         if (k) sets.push_back(k);
     }
     return sets;
+}
+
+TEST(AttentionKernels, EachCpuGetsItsSimdSet) {
+    const CpuFeatures& cpu = cpu_features();
+#if defined(__x86_64__)
+    EXPECT_EQ(attention_kernels_avx2() != nullptr, cpu.avx2 && cpu.fma && cpu.f16c);
+    EXPECT_EQ(attention_kernels_neon(), nullptr);
+#elif defined(__aarch64__)
+    EXPECT_EQ(attention_kernels_neon() != nullptr, cpu.dotprod);
+    if (cpu.dotprod) {
+        EXPECT_STREQ(attention_kernels_neon()->isa, "neon");
+    }
+#endif
+    const char* env = std::getenv("MEMWALL_ISA");
+    if (!env && !simd_sets().empty()) {
+        EXPECT_STRNE(attention_kernels().isa, "scalar");
+    }
 }
 
 TEST(AttentionKernels, ScoresValuesAndExpMatchScalar) {

@@ -61,6 +61,11 @@ const AttentionKernels& attention_kernels_avx2_set();
 const AttentionKernels& attention_kernels_avx512_set();
 #endif
 
+#if defined(__aarch64__)
+// Defined in arm/attention_neon_dotprod.cpp.
+const AttentionKernels& attention_kernels_neon_set();
+#endif
+
 const AttentionKernels* attention_kernels_scalar() {
     return &kScalar;
 }
@@ -84,16 +89,25 @@ const AttentionKernels* attention_kernels_avx512() {
     return nullptr;
 }
 
+const AttentionKernels* attention_kernels_neon() {
+#if defined(__aarch64__)
+    if (cpu_features().dotprod) return &attention_kernels_neon_set();
+#endif
+    return nullptr;
+}
+
 const AttentionKernels& attention_kernels() {
     static const AttentionKernels* chosen = [] {
         const char* env = std::getenv("MEMWALL_ISA");
-        const bool scalar_only = env && !std::strcmp(env, "scalar");
-        const bool avx2_at_most = env && !std::strcmp(env, "avx2");
-        if (scalar_only) return attention_kernels_scalar();
-        if (!avx2_at_most) {
+        auto is = [env](const char* name) { return env && !std::strcmp(env, name); };
+        // MEMWALL_ISA caps the kernel set; attention follows: a set below AVX-512 gets the AVX2
+        // loops, and ARM's plain "neon" (what an ARMv8.0 core runs) the scalar ones.
+        if (is("scalar") || is("neon")) return attention_kernels_scalar();
+        if (!is("avx2") && !is("avxvnni")) {
             if (const AttentionKernels* k = attention_kernels_avx512()) return k;
         }
         if (const AttentionKernels* k = attention_kernels_avx2()) return k;
+        if (const AttentionKernels* k = attention_kernels_neon()) return k;
         return attention_kernels_scalar();
     }();
     return *chosen;

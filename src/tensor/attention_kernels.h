@@ -1,8 +1,8 @@
 // The inner loops of attention (tensor/attention.h): for a block of positions, the scores of a
 // few queries, the exponentials of the online softmax and the weighted sum of the values; and
 // decoding a cached K/V row to floats. The scalar set is the specification; the SIMD sets are
-// written once (tensor/simd/attention.h) and compiled per ISA in tensor/x86/. Internal to
-// tensor/ and its tests.
+// written once (tensor/simd/attention.h) and compiled per ISA in tensor/x86/ and tensor/arm/.
+// Internal to tensor/ and its tests.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,7 @@ const AttentionKernels& attention_kernels();
 const AttentionKernels* attention_kernels_scalar();
 const AttentionKernels* attention_kernels_avx2();
 const AttentionKernels* attention_kernels_avx512();
+const AttentionKernels* attention_kernels_neon();
 
 // How a row of `traits`' type becomes floats with `kernels`.
 ToFloatFn attention_row_decoder(const AttentionKernels& kernels, const TypeTraits& traits);

@@ -90,6 +90,39 @@ struct V128 {
     static F load_halfs(const void* p) {
         return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(static_cast<const uint16_t*>(p))));
     }
+    static F load_bf16(const uint16_t* p) {
+        return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+    }
+    static F maxf(F a, F b) { return vmaxq_f32(a, b); }
+    static F round(F v) { return vrndnq_f32(v); }
+    // p * 2^n, 2^n through the exponent field.
+    static F ldexp(F p, F n) {
+        const int32x4_t e = vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23);
+        return vmulq_f32(p, vreinterpretq_f32_s32(e));
+    }
+    // The first n lanes (n < kLanes); the others read nothing and hold zeros.
+    static F loadf_n(const float* p, int n) {
+        float lanes[4] = {};
+        for (int i = 0; i < n; ++i) lanes[i] = p[i];
+        return vld1q_f32(lanes);
+    }
+    static void storef_n(float* p, F v, int n) {
+        float lanes[4];
+        vst1q_f32(lanes, v);
+        for (int i = 0; i < n; ++i) p[i] = lanes[i];
+    }
+    // out[i] = the sum of ai's lanes.
+    static void reduce4(F a0, F a1, F a2, F a3, float out[4]) {
+        vst1q_f32(out, vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3)));
+    }
+    // The 32 codes of a Q4_0 block, centred on zero: elements 0..15 in the low nibbles of qs,
+    // 16..31 in the high ones.
+    static void q4_0_codes(const uint8_t* qs, int8_t* codes) {
+        const uint8x16_t q = vld1q_u8(qs);
+        const int8x16_t eight = vdupq_n_s8(8);
+        vst1q_s8(codes, vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight));
+        vst1q_s8(codes + 16, vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight));
+    }
     static uint8x8_t four_bytes(const void* p) {
         uint32_t v;
         std::memcpy(&v, p, 4);

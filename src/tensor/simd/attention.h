@@ -1,7 +1,7 @@
 // The inner loops of attention (tensor/attention_kernels.h), written once over a vector type V
-// (tensor/x86/simd.h: V256, V512) and instantiated per instruction set: scores and value sums
-// for four queries at a time, so that each key or value chunk is loaded once for the four; a
-// vector exp for the online softmax; the cache's row decoders.
+// (tensor/x86/simd.h: V256, V512; tensor/arm/simd.h: V128) and instantiated per instruction set:
+// scores and value sums for four queries at a time, so that each key or value chunk is loaded once
+// for the four; a vector exp for the online softmax; the cache's row decoders.
 //
 // The row decoders are bit-exact with the scalar reference (each conversion is exact and each
 // element is one float product). Scores and sums add in another order than the scalar set.
@@ -34,7 +34,8 @@ struct Attention {
             F a[4] = {V::zerof(), V::zerof(), V::zerof(), V::zerof()};
             for (int d = 0; d < whole; d += L) {
                 const F kv = V::loadf(kj + d);
-                for (int r = 0; r < M; ++r) a[r] = V::fmadd(V::loadf(q + size_t(r) * hd + d), kv, a[r]);
+                for (int r = 0; r < M; ++r)
+                    a[r] = V::fmadd(V::loadf(q + size_t(r) * hd + d), kv, a[r]);
             }
             if (whole < hd) {
                 const F kv = V::loadf_n(kj + whole, hd - whole);
@@ -64,8 +65,9 @@ struct Attention {
     // acc_r += sum_j p_rj v_j for M queries over `width` (<= L) lanes starting at d: each value
     // chunk is loaded once for all M, the accumulators stay in registers over the block.
     template <int M, bool kWhole>
-    [[gnu::always_inline]] static void accumulate_chunk(const float* p, int ld_p, const float* v, int ld_v, int n_v,
-                                 int hd, float* acc, int d, int width) {
+    [[gnu::always_inline]] static void accumulate_chunk(const float* p, int ld_p, const float* v,
+                                                        int ld_v, int n_v, int hd, float* acc,
+                                                        int d, int width) {
         auto load = [width](const float* x) {
             if constexpr (kWhole) {
                 (void)width;
@@ -95,7 +97,8 @@ struct Attention {
         const int whole = hd / L * L;
         for (int d = 0; d < whole; d += L)
             accumulate_chunk<M, true>(p, ld_p, v, ld_v, n_v, hd, acc, d, L);
-        if (whole < hd) accumulate_chunk<M, false>(p, ld_p, v, ld_v, n_v, hd, acc, whole, hd - whole);
+        if (whole < hd)
+            accumulate_chunk<M, false>(p, ld_p, v, ld_v, n_v, hd, acc, whole, hd - whole);
     }
 
     static void accumulate(const float* p, int ld_p, int n_q, const float* v, int ld_v, int n_v,
@@ -173,7 +176,8 @@ struct Attention {
         const BlockQ8_0* b = static_cast<const BlockQ8_0*>(src);
         for (int64_t ib = 0; ib < n / kQK; ++ib, dst += kQK) {
             const F d = V::set1(half(b[ib].d));
-            for (int j = 0; j < kQK; j += L) V::storef(dst + j, V::mul(V::load_s8(b[ib].qs + j), d));
+            for (int j = 0; j < kQK; j += L)
+                V::storef(dst + j, V::mul(V::load_s8(b[ib].qs + j), d));
         }
     }
 
