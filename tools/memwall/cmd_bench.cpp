@@ -36,12 +36,11 @@ Stats stats(const std::vector<double>& xs) {
 
 // The same pseudo-random prompt ids bench/llamacpp-bench.mjs uses: ids in [3, 500), valid in any
 // vocabulary of 500 tokens or more (which ids are used does not change the speed); a smaller
-// vocabulary gets ids in [0, n_vocab).
-std::vector<mw_token> bench_prompt(int n, int32_t n_vocab) {
+// vocabulary gets ids in [0, n_vocab). Another seed gives another sequence.
+std::vector<mw_token> bench_prompt(int n, int32_t n_vocab, uint64_t seed = 12345) {
     std::vector<mw_token> tokens(size_t(std::max(n, 1)));
     const bool small = n_vocab < 500;
     const int32_t first = small ? 0 : 3, count = small ? std::max(n_vocab, 1) : 497;
-    uint64_t seed = 12345;
     for (mw_token& t : tokens) {
         seed = (seed * 1103515245 + 12345) % 2147483648;
         t = first + std::min(count - 1, mw_token(double(seed) / 2147483648.0 * count));
@@ -231,14 +230,19 @@ void add_bench_command(CLI::App& app) {
                 if (o.n_gen > 0) {
                     reset();
                     mw_context_perf_reset(ctx.get());  // bytes read: decode steps of this test only
-                    mw_token tok = prompt[0];
+                    // Tokens of their own, other ones in each repetition, as llama-bench decodes
+                    // random ids: replaying the prompt's tokens at its positions, or the warm-up's,
+                    // would route a mixture of experts exactly as before, and an expert cache
+                    // would report hits no new text gets.
+                    const std::vector<mw_token> feed = bench_prompt(
+                        o.n_gen, mw_model_n_vocab(model.get()), uint64_t(54321 + 7919 * (rep + 2)));
                     const mw_expert_cache_stats before = expert_cache_stats(model.get());
                     const mw_layer_stream_stats layers_before = layer_stream_stats(model.get());
                     const auto start = std::chrono::steady_clock::now();
                     for (int i = 0; i < o.n_gen; ++i) {
+                        mw_token tok = feed[size_t(i)];
                         if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK)
                             fail_status(st, "bench");
-                        tok = prompt[size_t(i + 1) % prompt.size()];
                     }
                     if (rep >= 0) {
                         tg.push_back(o.n_gen / seconds_since(start));
