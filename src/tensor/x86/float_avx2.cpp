@@ -1,5 +1,6 @@
-// AVX2 activation encoders (byte-identical to the reference quantizers) and the kernels of the
-// float weight types: tiles of rows x tokens of dot products along the row.
+// AVX2 activation encoders (byte-identical to the reference quantizers), and the kernels of the
+// float weight types: tensor/simd/float_matmul.h instantiated with AVX2's V256.
+#include "tensor/simd/float_matmul.h"
 #include "tensor/x86/set.h"
 #include "tensor/x86/simd.h"
 
@@ -65,97 +66,6 @@ inline float quantize_block32(const float* src, int8_t* qs, __m256i q[4]) {
     }
     store_i8x32(qs, q[0], q[1], q[2], q[3]);
     return d;
-}
-
-// ---- Float weights ---------------------------------------------------------------------------
-
-// 8 weights as floats; the kernels handle the last n % 8 columns with scalar code.
-struct LoadF32 {
-    static __m256 load(const uint8_t* row, int64_t k) {
-        return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + k);
-    }
-    static float one(const uint8_t* row, int64_t k) {
-        return reinterpret_cast<const float*>(row)[k];
-    }
-};
-struct LoadF16 {
-    static __m256 load(const uint8_t* row, int64_t k) {
-        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k)));
-    }
-    static float one(const uint8_t* row, int64_t k) { return half(load_u16(row + 2 * k)); }
-};
-struct LoadBF16 {
-    static __m256 load(const uint8_t* row, int64_t k) {
-        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * k));
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    }
-    static float one(const uint8_t* row, int64_t k) {
-        const uint32_t bits = uint32_t(load_u16(row + 2 * k)) << 16;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        return f;
-    }
-};
-
-template <class Load, int R, int T>
-void float_tile(const MatmulArgs& a, int64_t r, const float* const* x, int64_t t0) {
-    __m256 acc[R][T];
-    for (int i = 0; i < R; ++i) {
-        for (int t = 0; t < T; ++t) acc[i][t] = _mm256_setzero_ps();
-    }
-    const uint8_t* rows[R];
-    for (int i = 0; i < R; ++i) rows[i] = a.w + size_t(r + i) * a.w_row_bytes;
-    const int64_t n8 = a.n_cols & ~int64_t(7);
-    for (int64_t k = 0; k < n8; k += 8) {
-        __m256 xv[T];
-        for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x[t] + k);
-        for (int i = 0; i < R; ++i) {
-            const __m256 w = Load::load(rows[i], k);
-            for (int t = 0; t < T; ++t) acc[i][t] = _mm256_fmadd_ps(w, xv[t], acc[i][t]);
-        }
-    }
-    for (int i = 0; i < R; ++i) {
-        for (int t = 0; t < T; ++t) {
-            float s = hsum(acc[i][t]);
-            for (int64_t k = n8; k < a.n_cols; ++k) s += Load::one(rows[i], k) * x[t][k];
-            a.y[(t0 + t) * a.ldy + r + i] = s;
-        }
-    }
-}
-
-template <class Load, int T>
-void float_rows(const MatmulArgs& a, const float* const* x, int64_t t0) {
-    int64_t r = a.r0;
-    for (; r + 4 <= a.r1; r += 4) float_tile<Load, 4, T>(a, r, x, t0);
-    for (; r < a.r1; ++r) float_tile<Load, 1, T>(a, r, x, t0);
-}
-
-template <class Load>
-void matmul_float(const MatmulArgs& a, bool act_is_f32) {
-    static thread_local ScratchBuffer buffer;
-    const size_t row_floats = align64(size_t(a.n_cols) * 4) / 4;
-    float* converted =
-        act_is_f32 ? nullptr
-                   : reinterpret_cast<float*>(buffer.get(row_floats * 4 * size_t(a.n_tokens)));
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 2) {
-        const int n = a.n_tokens - t0 < 2 ? 1 : 2;
-        const float* x[2];
-        for (int t = 0; t < n; ++t) {
-            const uint8_t* src = a.act + size_t(t0 + t) * a.act_stride;
-            if (act_is_f32) {
-                x[t] = reinterpret_cast<const float*>(src);
-                continue;
-            }
-            float* dst = converted + row_floats * size_t(t0 + t);
-            for (int64_t k = 0; k < a.n_cols; ++k) dst[k] = Load::one(src, k);
-            x[t] = dst;
-        }
-        if (n == 1) {
-            float_rows<Load, 1>(a, x, t0);
-        } else {
-            float_rows<Load, 2>(a, x, t0);
-        }
-    }
 }
 
 }  // namespace
@@ -263,15 +173,15 @@ void Set<Isa::avx2>::bf16_from_float(const float* src, void* dst, int64_t n) {
 
 template <>
 void Set<Isa::avx2>::matmul_f32(const MatmulArgs& a) {
-    matmul_float<LoadF32>(a, true);
+    simd::FloatMatmul<V256<false>, simd::LoadF32<V256<false>>>::matmul(a, true);
 }
 template <>
 void Set<Isa::avx2>::matmul_f16(const MatmulArgs& a) {
-    matmul_float<LoadF16>(a, false);
+    simd::FloatMatmul<V256<false>, simd::LoadF16<V256<false>>>::matmul(a, false);
 }
 template <>
 void Set<Isa::avx2>::matmul_bf16(const MatmulArgs& a) {
-    matmul_float<LoadBF16>(a, false);
+    simd::FloatMatmul<V256<false>, simd::LoadBF16<V256<false>>>::matmul(a, false);
 }
 
 }  // namespace mw::x86

@@ -1,9 +1,7 @@
-// AVX-512 activation encoders (byte-identical to the reference quantizers) and the kernels of the
-// float weight types (F32, F16, BF16): tiles of rows x tokens of dot products along the row.
-#include <array>
-#include <utility>
-#include <vector>
-
+// AVX-512 activation encoders (byte-identical to the reference quantizers), and the kernels of
+// the float weight types (F32, F16, BF16): tensor/simd/float_matmul.h instantiated with V512,
+// and BF16 x BF16 with AVX512_BF16's vdpbf16ps.
+#include "tensor/simd/float_matmul.h"
 #include "tensor/x86/set.h"
 #include "tensor/x86/simd.h"
 
@@ -43,209 +41,11 @@ inline float quantize_block32(const float* src, int8_t* qs, __m512* q0, __m512* 
     return d;
 }
 
-// ---- Float weights ---------------------------------------------------------------------------
-
-// 16 weights of a row as floats (masked tail: `m` lanes valid).
-struct LoadF32 {
-    static constexpr int kBytes = 4;
-    static __m512 load(const uint8_t* row, int64_t k, __mmask16 m) {
-        return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + k);
-    }
-};
-struct LoadF16 {
-    static constexpr int kBytes = 2;
-    static __m512 load(const uint8_t* row, int64_t k, __mmask16 m) {
-        return _mm512_cvtph_ps(
-            _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + k));
-    }
-};
-struct LoadBF16 {
-    static constexpr int kBytes = 2;
-    static __m512 load(const uint8_t* row, int64_t k, __mmask16 m) {
-        const __m256i h = _mm256_maskz_loadu_epi16(m, reinterpret_cast<const uint16_t*>(row) + k);
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    }
-};
-
 inline __mmask16 lanes(int64_t remaining) {
     return remaining >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << remaining) - 1);
 }
 
-// R rows x T tokens; x[t] are the tokens' activations as floats.
-template <class Load, int R, int T>
-void float_tile(const MatmulArgs& a, int64_t r, const float* const* x, int64_t t0) {
-    __m512 acc[R][T];
-    for (int i = 0; i < R; ++i) {
-        for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
-    }
-    const uint8_t* rows[R];
-    for (int i = 0; i < R; ++i) rows[i] = a.w + size_t(r + i) * a.w_row_bytes;
-    for (int64_t k = 0; k < a.n_cols; k += 16) {
-        const __mmask16 m = lanes(a.n_cols - k);
-        __m512 xv[T];
-        for (int t = 0; t < T; ++t) xv[t] = _mm512_maskz_loadu_ps(m, x[t] + k);
-        for (int i = 0; i < R; ++i) {
-            _mm_prefetch(reinterpret_cast<const char*>(rows[i] + (k + 512) * Load::kBytes),
-                         _MM_HINT_T0);
-            const __m512 w = Load::load(rows[i], k, m);
-            for (int t = 0; t < T; ++t) acc[i][t] = _mm512_fmadd_ps(w, xv[t], acc[i][t]);
-        }
-    }
-    for (int i = 0; i < R; ++i) {
-        for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r + i] = _mm512_reduce_add_ps(acc[i][t]);
-    }
-}
-
-template <class Load, int T>
-void float_rows(const MatmulArgs& a, const float* const* x, int64_t t0) {
-    constexpr int R = 4;
-    int64_t r = a.r0;
-    for (; r + R <= a.r1; r += R) float_tile<Load, R, T>(a, r, x, t0);
-    for (; r < a.r1; ++r) float_tile<Load, 1, T>(a, r, x, t0);
-}
-
-// ---- Float prefill: rows converted once into panels, then an outer-product micro-kernel ----
-
-// 16 rows as floats, interleaved per column: panel[16 * k + i] = row i, column k. Missing rows
-// are zero.
-template <class Load>
-void pack_float_panel(const MatmulArgs& a, int64_t r, int nr, float* row_buf, float* panel) {
-    const int64_t n = a.n_cols;
-    for (int i = 0; i < 16; ++i) {
-        if (i < nr) {
-            const uint8_t* row = a.w + size_t(r + i) * a.w_row_bytes;
-            for (int64_t k = 0; k < n; k += 16) {
-                _mm512_mask_storeu_ps(row_buf + k, lanes(n - k), Load::load(row, k, lanes(n - k)));
-            }
-            for (int64_t k = 0; k < n; ++k) panel[16 * k + i] = row_buf[k];
-        } else {
-            for (int64_t k = 0; k < n; ++k) panel[16 * k + i] = 0.0f;
-        }
-    }
-}
-
-// G x 16 rows times T tokens: one FMA per 16 rows and token per column.
-template <int G, int T>
-void float_gemm_tile(const float* const panel[2], int64_t n, const float* const* x, float* y,
-                     int64_t ldy, int rows_valid) {
-    __m512 acc[G][T];
-    for (int g = 0; g < G; ++g) {
-        for (int t = 0; t < T; ++t) acc[g][t] = _mm512_setzero_ps();
-    }
-    for (int64_t k = 0; k < n; ++k) {
-        __m512 w[G];
-        for (int g = 0; g < G; ++g) w[g] = _mm512_load_ps(panel[g] + 16 * k);
-        for (int t = 0; t < T; ++t) {
-            const __m512 xb = _mm512_set1_ps(x[t][k]);
-            for (int g = 0; g < G; ++g) acc[g][t] = _mm512_fmadd_ps(w[g], xb, acc[g][t]);
-        }
-    }
-    for (int g = 0; g < G; ++g) {
-        const int left = rows_valid - 16 * g;
-        const __mmask16 m =
-            left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (left > 0 ? left : 0)) - 1);
-        for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * ldy + 16 * g, m, acc[g][t]);
-    }
-}
-
-using FloatTileFn = void (*)(const float* const[2], int64_t, const float* const*, float*, int64_t,
-                             int);
-
-template <int G, size_t... Ts>
-constexpr std::array<FloatTileFn, sizeof...(Ts) + 1> float_tiles(std::index_sequence<Ts...>) {
-    return {nullptr, float_gemm_tile<G, int(Ts) + 1>...};
-}
-
-constexpr int kFloatTile = 6;  // tokens per tile: 2 x 6 accumulators + 2 weight vectors
-
-template <class Load>
-void float_gemm(const MatmulArgs& a, const float* const* x_rows) {
-    static constexpr auto tiles1 = float_tiles<1>(std::make_index_sequence<kFloatTile>());
-    static constexpr auto tiles2 = float_tiles<2>(std::make_index_sequence<kFloatTile>());
-    static thread_local ScratchBuffer panel_buf;
-    const size_t panel_floats = size_t(a.n_cols) * 16;
-    auto* base = reinterpret_cast<float*>(
-        panel_buf.get((2 * panel_floats + align64(size_t(a.n_cols) * 4) / 4) * 4));
-    const float* panel[2] = {base, base + panel_floats};
-    float* row_buf = base + 2 * panel_floats;
-    for (int64_t r = a.r0; r < a.r1; r += 32) {
-        const int rows = int(a.r1 - r < 32 ? a.r1 - r : 32);
-        const int groups = rows > 16 ? 2 : 1;
-        for (int g = 0; g < groups; ++g) {
-            const int nr = rows - 16 * g < 16 ? rows - 16 * g : 16;
-            pack_float_panel<Load>(a, r + 16 * g, nr, row_buf, base + g * panel_floats);
-        }
-        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kFloatTile) {
-            const int n = int(a.n_tokens - t0 < kFloatTile ? a.n_tokens - t0 : kFloatTile);
-            const FloatTileFn fn = groups == 2 ? tiles2[n] : tiles1[n];
-            fn(panel, a.n_cols, x_rows + t0, a.y + t0 * a.ldy + r, a.ldy, rows);
-        }
-    }
-}
-
-// From this many tokens on, the float kernels convert the rows once into panels.
-constexpr int64_t kFloatGemmMinTokens = 8;
-
-// Activations as floats: F32 rows are used in place, F16/BF16 rows converted once per call.
-template <class Load>
-void matmul_float(const MatmulArgs& a, bool act_is_f32) {
-    static thread_local ScratchBuffer buffer;
-    const size_t row_floats = align64(size_t(a.n_cols) * 4) / 4;
-    float* converted =
-        act_is_f32 ? nullptr
-                   : reinterpret_cast<float*>(buffer.get(row_floats * 4 * size_t(a.n_tokens)));
-    if (a.n_tokens >= kFloatGemmMinTokens) {
-        static thread_local std::vector<const float*> rows;
-        rows.resize(size_t(a.n_tokens));
-        for (int64_t t = 0; t < a.n_tokens; ++t) {
-            const uint8_t* src = a.act + size_t(t) * a.act_stride;
-            if (act_is_f32) {
-                rows[size_t(t)] = reinterpret_cast<const float*>(src);
-                continue;
-            }
-            float* dst = converted + row_floats * size_t(t);
-            for (int64_t k = 0; k < a.n_cols; k += 16) {
-                _mm512_mask_storeu_ps(dst + k, lanes(a.n_cols - k),
-                                      Load::load(src, k, lanes(a.n_cols - k)));
-            }
-            rows[size_t(t)] = dst;
-        }
-        float_gemm<Load>(a, rows.data());
-        return;
-    }
-    constexpr int kTile = 4;
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTile) {
-        const int n = int(a.n_tokens - t0 < kTile ? a.n_tokens - t0 : kTile);
-        const float* x[kTile];
-        for (int t = 0; t < n; ++t) {
-            const uint8_t* src = a.act + size_t(t0 + t) * a.act_stride;
-            if (act_is_f32) {
-                x[t] = reinterpret_cast<const float*>(src);
-                continue;
-            }
-            float* dst = converted + row_floats * size_t(t0 + t);
-            for (int64_t k = 0; k < a.n_cols; k += 16) {
-                _mm512_mask_storeu_ps(dst + k, lanes(a.n_cols - k),
-                                      Load::load(src, k, lanes(a.n_cols - k)));
-            }
-            x[t] = dst;
-        }
-        switch (n) {
-            case 1:
-                float_rows<Load, 1>(a, x, t0);
-                break;
-            case 2:
-                float_rows<Load, 2>(a, x, t0);
-                break;
-            case 3:
-                float_rows<Load, 3>(a, x, t0);
-                break;
-            default:
-                float_rows<Load, 4>(a, x, t0);
-                break;
-        }
-    }
-}
+using simd::kFloatGemmMinTokens;
 
 // BF16 x BF16 with vdpbf16ps: 32 products per instruction, pairs summed in float.
 template <int R, int T>
@@ -386,15 +186,15 @@ void Set<Isa::avx512>::bf16_from_float(const float* src, void* dst, int64_t n) {
 
 template <>
 void Set<Isa::avx512>::matmul_f32(const MatmulArgs& a) {
-    matmul_float<LoadF32>(a, true);
+    simd::FloatMatmul<V512, simd::LoadF32<V512>>::matmul(a, true);
 }
 template <>
 void Set<Isa::avx512>::matmul_f16(const MatmulArgs& a) {
-    matmul_float<LoadF16>(a, false);
+    simd::FloatMatmul<V512, simd::LoadF16<V512>>::matmul(a, false);
 }
 template <>
 void Set<Isa::avx512>::matmul_bf16(const MatmulArgs& a) {
-    matmul_float<LoadBF16>(a, false);
+    simd::FloatMatmul<V512, simd::LoadBF16<V512>>::matmul(a, false);
 }
 
 template <>
