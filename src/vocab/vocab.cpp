@@ -101,17 +101,19 @@ std::string escape_spaces(std::string_view text) {
     return out;
 }
 
+// Runs between escaped spaces are copied whole: detokenizing is on every generated token's path.
 std::string unescape_spaces(std::string_view text) {
+    const std::string_view escaped(kEscapedSpace);
     std::string out;
     out.reserve(text.size());
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text.compare(i, 3, kEscapedSpace) == 0) {
-            out += ' ';
-            i += 2;
-        } else {
-            out += text[i];
-        }
+    size_t from = 0;
+    for (size_t at = text.find(escaped); at != std::string_view::npos;
+         at = text.find(escaped, from)) {
+        out.append(text.substr(from, at - from));
+        out += ' ';
+        from = at + escaped.size();
     }
+    out.append(text.substr(from));
     return out;
 }
 
@@ -402,26 +404,33 @@ int utf8_sequence(const uint8_t* s, size_t n) {
     return length;
 }
 
-// Moves the complete part of `pending` to the result; at the end also the unfinished rest.
+// Moves the complete part of `pending` to the result; at the end also the unfinished rest. Runs
+// of valid sequences are copied whole.
 std::string take_complete(std::string& pending, bool at_end) {
     std::string out;
+    out.reserve(pending.size());
     const auto* s = reinterpret_cast<const uint8_t*>(pending.data());
-    size_t i = 0;
+    size_t i = 0, run = 0;  // [run, i): valid, not yet copied
     while (i < pending.size()) {
         const int r = utf8_sequence(s + i, pending.size() - i);
         if (r > 0) {
-            out.append(pending, i, size_t(r));
             i += size_t(r);
-        } else if (r < 0) {
+            continue;
+        }
+        out.append(pending, run, i - run);
+        if (r < 0) {
             out += "\xEF\xBF\xBD";
             i += size_t(-r);
         } else if (at_end) {
             out += "\xEF\xBF\xBD";
             i = pending.size();
         } else {
+            run = i;
             break;
         }
+        run = i;
     }
+    out.append(pending, run, i - run);
     pending.erase(0, i);
     return out;
 }
