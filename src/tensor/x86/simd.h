@@ -333,10 +333,8 @@ struct V256 {
             _mm256_storeu_ps(y, v);
             return;
         }
-        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        const __m256i m = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane),
-                                           _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 1)));
-        _mm256_maskstore_ps(y, m, v);
+        // Lanes below hi and not below lo.
+        _mm256_maskstore_ps(y, _mm256_andnot_si256(first_lanes(lo), first_lanes(hi)), v);
     }
     // r[i] holds 8 dwords of row i; afterwards r[e] holds dword e of the 8 rows.
     static void transpose(I r[8]) {
