@@ -408,26 +408,19 @@ int utf8_sequence(const uint8_t* s, size_t n) {
 // of valid sequences are copied whole.
 std::string take_complete(std::string& pending, bool at_end) {
     std::string out;
-    out.reserve(pending.size());
     const auto* s = reinterpret_cast<const uint8_t*>(pending.data());
+    const size_t n = pending.size();
     size_t i = 0, run = 0;  // [run, i): valid, not yet copied
-    while (i < pending.size()) {
-        const int r = utf8_sequence(s + i, pending.size() - i);
+    while (i < n) {
+        const int r = utf8_sequence(s + i, n - i);
         if (r > 0) {
             i += size_t(r);
             continue;
         }
+        if (r == 0 && !at_end) break;  // an unfinished character waits for the next piece
         out.append(pending, run, i - run);
-        if (r < 0) {
-            out += "\xEF\xBF\xBD";
-            i += size_t(-r);
-        } else if (at_end) {
-            out += "\xEF\xBF\xBD";
-            i = pending.size();
-        } else {
-            run = i;
-            break;
-        }
+        out += "\xEF\xBF\xBD";
+        i = r < 0 ? i + size_t(-r) : n;
         run = i;
     }
     out.append(pending, run, i - run);
