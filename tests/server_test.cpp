@@ -242,6 +242,14 @@ TEST(Server, BadRequestsGetA4xxNamingTheProblem) {
         const char* says;
     };
     const std::string huge_prompt(20000, 'a');
+    // 60 k levels of nesting (120 KB) overflowed the stack in a recursive copy (issue 39).
+    const std::string deep = std::string(60000, '[') + std::string(60000, ']');
+    const std::string deep_calls =
+        R"({"messages": [{"role": "assistant", "content": null, "tool_calls": )" + deep + "}]}";
+    const std::string deep_arguments =
+        R"({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"type": )"
+        R"("function", "function": {"name": "f", "arguments": )" +
+        json(deep).dump() + "}}]}]}";
     const std::vector<Bad> cases = {
         {"/v1/completions", "{\"prompt\": \"hi\"", 400, "not valid JSON (at byte"},
         {"/v1/completions", "[1, 2]", 400, "must be a JSON object"},
@@ -273,6 +281,8 @@ TEST(Server, BadRequestsGetA4xxNamingTheProblem) {
          "not supported (text only)"},
         {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "tools": []})",
          400, "'tools'"},
+        {"/v1/chat/completions", deep_calls, 400, "nests deeper than 128 levels"},
+        {"/v1/chat/completions", deep_arguments, 400, "nests deeper than 128 levels"},
         {"/v1/completions", std::string(2 << 20, ' '), 413, "larger than the server's limit"},
         {"/v1/nothing", "{}", 404, "no route"},
     };

@@ -21,6 +21,24 @@ using nlohmann::json;
     throw e;
 }
 
+// Deeper JSON than any real request holds is refused while parsing: copying, rendering and
+// dumping a value recurse once per level, and 60 k levels overflowed the stack.
+constexpr int kMaxJsonDepth = 128;
+
+// Parses client JSON, throwing ApiError (400) for nesting beyond kMaxJsonDepth. Throws
+// nlohmann's parse_error and out_of_range for what is not JSON.
+json parse_bounded(std::string_view text, const std::string& where) {
+    const json::parser_callback_t limit = [&](int depth, json::parse_event_t event, json&) {
+        if ((event == json::parse_event_t::object_start ||
+             event == json::parse_event_t::array_start) &&
+            depth >= kMaxJsonDepth) {
+            bad(where, fmt::format("{} nests deeper than {} levels", where, kMaxJsonDepth));
+        }
+        return true;
+    };
+    return json::parse(text.begin(), text.end(), limit);
+}
+
 const char* type_name(const json& v) {
     switch (v.type()) {
         case json::value_t::null:
@@ -146,9 +164,13 @@ json check_messages(const json& messages) {
             for (json& c : calls) {
                 if (c.is_object() && c.contains("function") && c["function"].is_object() &&
                     c["function"].contains("arguments") && c["function"]["arguments"].is_string()) {
-                    const json parsed =
-                        json::parse(c["function"]["arguments"].get<std::string>(), nullptr, false);
-                    if (!parsed.is_discarded()) c["function"]["arguments"] = parsed;
+                    // A string that is not JSON stays a string; one nested too deep is refused.
+                    try {
+                        c["function"]["arguments"] =
+                            parse_bounded(c["function"]["arguments"].get<std::string>(),
+                                          at + ".tool_calls[].function.arguments");
+                    } catch (const json::exception&) {
+                    }
                 }
             }
             msg["tool_calls"] = calls;
@@ -181,7 +203,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                            const RequestLimits& limits) {
     json j;
     try {
-        j = json::parse(body.begin(), body.end());
+        j = parse_bounded(body, "the body");
     } catch (const json::parse_error& e) {
         ApiError err;
         err.message = fmt::format("the body is not valid JSON (at byte {}): {}", e.byte,
