@@ -23,6 +23,8 @@ bool pending_family_runs(const std::string& id) {
     static const std::vector<std::string> kRunning = {
         // Quantization types (issue 38):
         // Architectures (issues 37, 41):
+        "qwen35-tiny-F16",    "qwen35-tiny-Q8_0",    "qwen35-tiny-Q4_K_M",
+        "qwen35moe-tiny-F16", "qwen35moe-tiny-Q8_0", "qwen35moe-tiny-Q4_K_M",
     };
     const std::string model = id.substr(0, id.find('.'));
     for (const std::string& family : kRunning) {

@@ -17,29 +17,8 @@ size_t max_matmul_scratch(const Model& m, uint32_t n) {
     };
     consider(m.output);
     for (const Layer& l : m.layers) {
-        for (const WeightMatrix* w : {&l.wq,
-                                      &l.wk,
-                                      &l.wv,
-                                      &l.wo,
-                                      &l.wqkv,
-                                      &l.wq_a,
-                                      &l.wq_b,
-                                      &l.wkv_a,
-                                      &l.ffn_gate,
-                                      &l.ffn_up,
-                                      &l.ffn_down,
-                                      &l.router,
-                                      &l.shared_gate,
-                                      &l.shared_up,
-                                      &l.shared_down,
-                                      &l.shared_router,
-                                      &l.exp_gate.first,
-                                      &l.exp_up.first,
-                                      &l.exp_down.first,
-                                      &l.wk_b.first,
-                                      &l.wv_b.first}) {
-            consider(*w);
-        }
+        for (const LayerMatrixRole& r : kLayerMatrices) consider(l.*r.member);
+        for (const LayerStackRole& r : kLayerStacks) consider((l.*r.member).first);
     }
     return bytes;
 }
@@ -52,6 +31,7 @@ namespace {
 struct ScratchSizes {
     size_t x, xb, xb2, xb3, q, k, v, qkv, attn, gate, up, rope_cs, rope_cs_swa;
     size_t mla_qa, mla_q, mla_kv, head_in, head_out;
+    size_t q_gated, attn_gate, dn_qkv, dn_conv, dn_z, dn_beta, dn_alpha, dn_o;
     size_t router_logits, moe_in, moe_out, moe_expert, moe_weight, moe_tokens, router_probs;
     size_t tok_index;  // sequence and position of each token
     size_t act_bytes;
@@ -61,7 +41,8 @@ struct ScratchSizes {
     uint64_t total_bytes() const {
         const uint64_t floats = x + xb + xb2 + xb3 + q + k + v + qkv + attn + gate + up + rope_cs +
                                 rope_cs_swa + mla_qa + mla_q + mla_kv + head_in + head_out +
-                                router_logits + moe_in + moe_out + moe_weight + router_probs;
+                                q_gated + attn_gate + dn_qkv + dn_conv + dn_z + dn_beta + dn_alpha +
+                                dn_o + router_logits + moe_in + moe_out + moe_weight + router_probs;
         return floats * sizeof(float) + (moe_expert + moe_tokens + tok_index) * sizeof(int32_t) +
                act_bytes + attn_seqs * sizeof(AttentionSeq) +
                AttentionScratch::planned_bytes(attention);
@@ -108,6 +89,16 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t max_seqs
         z.mla_kv = n * (hp.kv_lora_rank + hp.n_rot);
         z.head_in = n * std::max<size_t>(nope, hp.kv_lora_rank);
         z.head_out = n * std::max<size_t>(hp.kv_lora_rank, hp.head_dim_v_mla);
+    }
+    if (hp.attn_output_gate) {
+        z.q_gated = 2 * z.q;
+        z.attn_gate = z.attn;
+    }
+    if (hp.n_recurrent_layers() > 0) {
+        const DeltaNetShape& d = hp.delta_net;
+        z.dn_qkv = z.dn_conv = n * d.conv_channels();
+        z.dn_z = z.dn_o = n * d.inner();
+        z.dn_beta = z.dn_alpha = n * d.n_v_heads;
     }
     z.tok_index = 2 * n;
     z.router_logits = moe ? n * hp.n_expert : 0;
@@ -157,6 +148,14 @@ ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ct
     mla_kv.resize(z.mla_kv);
     head_in.resize(z.head_in);
     head_out.resize(z.head_out);
+    q_gated.resize(z.q_gated);
+    attn_gate.resize(z.attn_gate);
+    dn_qkv.resize(z.dn_qkv);
+    dn_conv.resize(z.dn_conv);
+    dn_z.resize(z.dn_z);
+    dn_beta.resize(z.dn_beta);
+    dn_alpha.resize(z.dn_alpha);
+    dn_o.resize(z.dn_o);
     tok_seq.resize(z.tok_index / 2);
     tok_pos.resize(z.tok_index / 2);
     router_logits.resize(z.router_logits);
@@ -173,11 +172,13 @@ ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ct
 
 uint64_t ForwardScratch::bytes() const {
     uint64_t floats = 0;
-    for (const auto* vec : {&x,       &xb,         &xb2,         &xb3,           &q,
-                            &k,       &v,          &qkv,         &attn,          &gate,
-                            &up,      &rope_cs,    &rope_cs_swa, &mla_qa,        &mla_q,
-                            &mla_kv,  &head_in,    &head_out,    &router_logits, &moe_in,
-                            &moe_out, &moe_weight, &router_probs}) {
+    for (const auto* vec : {&x,       &xb,         &xb2,          &xb3,           &q,
+                            &k,       &v,          &qkv,          &attn,          &gate,
+                            &up,      &rope_cs,    &rope_cs_swa,  &mla_qa,        &mla_q,
+                            &mla_kv,  &head_in,    &head_out,     &router_logits, &moe_in,
+                            &moe_out, &moe_weight, &router_probs, &q_gated,       &attn_gate,
+                            &dn_qkv,  &dn_conv,    &dn_z,         &dn_beta,       &dn_alpha,
+                            &dn_o}) {
         floats += vec->size();
     }
     return floats * sizeof(float) +
@@ -198,8 +199,8 @@ void ForwardStep::norm_rows(const float* in, const float* weight, float* out, ui
     });
 }
 
-void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, const ForwardBatch& b,
-             float* logits) {
+void forward(const Model& m, SeqMemory& mem, ForwardScratch& s, Parallel& par,
+             const ForwardBatch& b, float* logits) {
     const FlushSubnormals flush;  // pool workers flush them too (runtime/thread_pool.cpp)
     const HParams& hp = m.hp;
     const uint32_t n = b.n_tokens;
@@ -224,7 +225,8 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, cons
         rope.freq_factors = m.rope_factors_long.data();
     const bool own_swa_rope = !s.rope_cs_swa.empty();
     ForwardStep step{m,
-                     kv,
+                     mem.kv(),
+                     mem.recurrent(),
                      s,
                      par,
                      b,
@@ -254,7 +256,9 @@ void forward(const Model& m, KvCache& kv, ForwardScratch& s, Parallel& par, cons
         const Layer& l = hold.layer();
         step.layer = &l;
         step.norm_rows(x, l.attn_norm.data(), xb, n, n_embd);
-        if (hp.mla()) {
+        if (hp.kind(il) == LayerKind::delta_net) {
+            step.delta_net(il);
+        } else if (hp.mla()) {
             step.attention_mla(il);
         } else {
             step.attention(il);

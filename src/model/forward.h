@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/kv_cache.h"
 #include "model/model.h"
+#include "model/seq_memory.h"
 #include "tensor/attention.h"
 #include "tensor/parallel.h"
 
@@ -61,7 +61,7 @@ class ForwardScratch {
     MatmulObserver* observer = nullptr;  // null (the default): no observation, no cost
 
   private:
-    friend void forward(const Model&, KvCache&, ForwardScratch&, Parallel&, const ForwardBatch&,
+    friend void forward(const Model&, SeqMemory&, ForwardScratch&, Parallel&, const ForwardBatch&,
                         float*);
     friend struct ForwardStep;
     uint32_t max_batch_;
@@ -71,6 +71,10 @@ class ForwardScratch {
     // Multi-head latent attention: the Q bottleneck, the per-head queries before absorption, the
     // KV latent with its rope key, and one head's rows gathered for its k_b / v_b product.
     std::vector<float> mla_qa, mla_q, mla_kv, head_in, head_out;
+    // Gated attention (qwen35): Q with its gate as attn_q gives them, and the gates alone.
+    std::vector<float> q_gated, attn_gate;
+    // Gated DeltaNet: the conv's inputs and outputs, z, beta, the decay input, the heads' output.
+    std::vector<float> dn_qkv, dn_conv, dn_z, dn_beta, dn_alpha, dn_o;
     std::vector<uint32_t> tok_seq, tok_pos;  // sequence and position of each token
     std::vector<float> router_logits, moe_in, moe_out;
     std::vector<int32_t> moe_expert;      // per token, the selected experts
@@ -85,11 +89,12 @@ class ForwardScratch {
 };
 
 // Runs the batch's tokens at their positions, writing their keys and values into their
-// sequences' caches, and the logits of the output tokens (n_outputs x n_vocab; none when logits
-// is null). The caller checks that the batch fits the scratch (tokens <= max_batch(), sequences
+// sequences' caches (and advancing the recurrent layers' states), and the logits of the output
+// tokens (n_outputs x n_vocab; none when logits is null). The caller checks that the batch fits the
+// scratch (tokens <= max_batch(), sequences
 // <= max_seqs()) and has reserved the cache rows (KvCache::reserve); it sets the sequences'
 // lengths afterwards.
-void forward(const Model& model, KvCache& kv, ForwardScratch& scratch, Parallel& par,
+void forward(const Model& model, SeqMemory& memory, ForwardScratch& scratch, Parallel& par,
              const ForwardBatch& batch, float* logits);
 
 }  // namespace mw

@@ -33,10 +33,12 @@ void ForwardStep::attention(uint32_t il) {
     float* xb = s.xb.data();
 
     // Q, K and V projections: three matrices, or one fused (phi3) split per token below.
+    // qwen35: attn_q gives per head its query, then its output gate.
+    const bool gated = hp.attn_output_gate;
     if (l.wqkv.data) {
         matmul(l.wqkv, xb, n, s.qkv.data());
     } else {
-        matmul(l.wq, xb, n, s.q.data());
+        matmul(l.wq, xb, n, gated ? s.q_gated.data() : s.q.data());
         matmul(l.wk, xb, n, s.k.data());
         matmul(l.wv, xb, n, s.v.data());
     }
@@ -49,6 +51,14 @@ void ForwardStep::attention(uint32_t il) {
             std::copy(row, row + n_q, q);
             std::copy(row + n_q, row + n_q + n_k, k);
             std::copy(row + n_q + n_k, row + n_q + n_k + n_v, v);
+        }
+        if (gated) {
+            const float* row = s.q_gated.data() + t * 2 * n_q;
+            float* gate = s.attn_gate.data() + t * n_q;
+            for (int h = 0; h < n_head; ++h) {
+                std::copy(row + 2 * h * hd_k, row + (2 * h + 1) * hd_k, q + h * hd_k);
+                std::copy(row + (2 * h + 1) * hd_k, row + (2 * h + 2) * hd_k, gate + h * hd_k);
+            }
         }
         if (!l.bq.empty()) add_inplace(q, l.bq.data(), n_q);
         if (!l.bk.empty()) add_inplace(k, l.bk.data(), n_k);
@@ -94,6 +104,14 @@ void ForwardStep::attention(uint32_t il) {
     batch.softcap = hp.attn_softcap;
     mw::attention(par, batch, s.attention);
 
+    if (gated) {
+        const int64_t n_out = int64_t(n_head) * hd_v;  // == n_q: the loader checks hd_k == hd_v
+        for_each_token(n, n_out, [&](uint32_t t) {
+            float* out = s.attn.data() + t * n_out;
+            const float* gate = s.attn_gate.data() + t * n_out;
+            for (int64_t i = 0; i < n_out; ++i) out[i] /= 1.0f + std::exp(-gate[i]);
+        });
+    }
     matmul(l.wo, s.attn.data(), n, s.xb2.data());
 }
 

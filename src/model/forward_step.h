@@ -9,9 +9,16 @@
 
 namespace mw {
 
+// One token's gated delta-rule step of one value head (forward_delta_net.cpp): s (d x d, [key
+// i][value j]) decays, takes the write beta (v - s^T k) along k, and out = s^T q * scale. tmp
+// holds d floats.
+void delta_net_step(float* s, const float* q, const float* k, const float* v, float decay,
+                    float beta, float scale, float* out, float* tmp, int64_t d);
+
 struct ForwardStep {
     const Model& m;
     KvCache& kv;
+    RecurrentState& rs;
     ForwardScratch& s;
     Parallel& par;
     const ForwardBatch& b;
@@ -50,6 +57,7 @@ struct ForwardStep {
     // Attention of layer il on the normalised input s.xb: its output projection in s.xb2.
     void attention(uint32_t il);      // forward_attention.cpp: GQA, fused QKV, windows, caps
     void attention_mla(uint32_t il);  // multi-head latent attention (deepseek2)
+    void delta_net(uint32_t il);      // forward_delta_net.cpp: gated DeltaNet (qwen35)
     // FFN of layer il on `in` (n x n_embd), its output in `out`.
     void ffn(uint32_t il, const float* in, float* out);  // forward_ffn.cpp
     // MoE under a memory budget: asks the expert source for layer il's routed experts and the

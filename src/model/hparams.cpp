@@ -3,33 +3,10 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "model/arch/arch.h"
 
 namespace mw {
-namespace {
 
-struct ArchInfo {
-    const char* name;
-    RopeStyle rope;
-    bool moe;
-};
-
-constexpr ArchInfo kArchs[] = {
-    {"llama", RopeStyle::normal, false},     {"mistral", RopeStyle::normal, false},
-    {"qwen2", RopeStyle::neox, false},       {"qwen3", RopeStyle::neox, false},
-    {"qwen2moe", RopeStyle::neox, true},     {"qwen3moe", RopeStyle::neox, true},
-    {"gemma2", RopeStyle::neox, false},      {"gemma3", RopeStyle::neox, false},
-    {"phi3", RopeStyle::neox, false},        {"deepseek2", RopeStyle::normal, true},
-    {"command-r", RopeStyle::normal, false}, {"granite", RopeStyle::normal, false},
-};
-
-const ArchInfo* find_arch(const std::string& arch) {
-    for (const ArchInfo& a : kArchs) {
-        if (arch == a.name) return &a;
-    }
-    return nullptr;
-}
-
-// `<arch>.<key>` as u32: scalar, or a per-layer array whose entries are all equal.
 std::optional<uint32_t> get_arch_u32(const gguf::GgufFile& f, const std::string& arch,
                                      const std::string& key) {
     const std::string full = arch + "." + key;
@@ -77,6 +54,31 @@ void check_range(const gguf::GgufFile& f, const char* what, uint64_t value, uint
         fail(ErrorKind::bad_file, "{}: {} = {} is out of range [{}, {}]", f.name(), what, value, lo,
              hi);
     }
+}
+
+namespace {
+
+struct ArchInfo {
+    const char* name;
+    RopeStyle rope;
+    bool moe;
+};
+
+constexpr ArchInfo kArchs[] = {
+    {"llama", RopeStyle::normal, false},     {"mistral", RopeStyle::normal, false},
+    {"qwen2", RopeStyle::neox, false},       {"qwen3", RopeStyle::neox, false},
+    {"qwen2moe", RopeStyle::neox, true},     {"qwen3moe", RopeStyle::neox, true},
+    {"gemma2", RopeStyle::neox, false},      {"gemma3", RopeStyle::neox, false},
+    {"phi3", RopeStyle::neox, false},        {"deepseek2", RopeStyle::normal, true},
+    {"command-r", RopeStyle::normal, false}, {"granite", RopeStyle::normal, false},
+    {"qwen35", RopeStyle::neox, false},      {"qwen35moe", RopeStyle::neox, true},
+};
+
+const ArchInfo* find_arch(const std::string& arch) {
+    for (const ArchInfo& a : kArchs) {
+        if (arch == a.name) return &a;
+    }
+    return nullptr;
 }
 
 float positive_f32(const gguf::GgufFile& f, const std::string& key, float fallback) {
@@ -212,7 +214,13 @@ bool is_supported_arch(const std::string& arch) {
 
 const char* supported_archs() {
     return "llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, phi3, deepseek2, "
-           "command-r, granite";
+           "command-r, granite, qwen35, qwen35moe";
+}
+
+uint32_t HParams::n_recurrent_layers() const {
+    uint32_t n = 0;
+    for (LayerKind k : layer_kinds) n += k == LayerKind::delta_net ? 1 : 0;
+    return n;
 }
 
 HParams read_hparams(const gguf::GgufFile& f) {
@@ -309,6 +317,7 @@ HParams read_hparams(const gguf::GgufFile& f) {
     }
 
     read_arch_features(f, hp);
+    if (a == "qwen35" || a == "qwen35moe") read_qwen35(f, hp);
 
     // Mixture of experts.
     hp.n_expert = get_arch_u32(f, a, "expert_count").value_or(0);

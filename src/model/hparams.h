@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "format/gguf.h"
 
@@ -23,6 +24,30 @@ enum class NormKind {
 enum class FfnActivation { silu, gelu };  // the gate's activation: SwiGLU or GeGLU (gemma)
 
 enum class ExpertGating { softmax, sigmoid };  // router probabilities (deepseek2: either)
+
+// What a layer's token mixer is. Its FFN is the same in every kind.
+enum class LayerKind : uint8_t {
+    attention,  // softmax attention over a KV cache (full or sliding window)
+    delta_net,  // gated DeltaNet (qwen35): a fixed-size recurrent state per sequence, no KV
+};
+
+// Gated DeltaNet sizes (qwen35's `ssm.*` keys): q/k heads of `head_dim`, v heads of the same
+// size, each v head reading q/k head (v mod n_k_heads); a causal conv of conv_kernel taps over
+// the q, k and v channels first.
+struct DeltaNetShape {
+    uint32_t conv_kernel = 0;  // ssm.conv_kernel
+    uint32_t head_dim = 0;     // ssm.state_size
+    uint32_t n_k_heads = 0;    // ssm.group_count
+    uint32_t n_v_heads = 0;    // ssm.time_step_rank
+    uint32_t conv_channels() const { return (2 * n_k_heads + n_v_heads) * head_dim; }
+    uint32_t inner() const { return n_v_heads * head_dim; }
+    // Floats of one sequence's state in one layer: the conv's last conv_kernel - 1 inputs and
+    // one head_dim x head_dim matrix per v head.
+    uint64_t state_floats() const {
+        return uint64_t(conv_kernel - 1) * conv_channels() +
+               uint64_t(n_v_heads) * head_dim * head_dim;
+    }
+};
 
 struct HParams {
     std::string arch;  // general.architecture
@@ -94,6 +119,18 @@ struct HParams {
     uint32_t head_dim_v_mla = 0;
     float yarn_log_mul = 0.0f;  // deepseek2's mscale_all_dim (kq scale correction under YaRN)
     bool mla() const { return kv_lora_rank > 0; }
+
+    // Per-layer kinds (empty: every layer is attention). qwen35: three DeltaNet layers of every
+    // four, from attention.recurrent_layers (or full_attention_interval).
+    std::vector<LayerKind> layer_kinds;
+    LayerKind kind(uint32_t il) const {
+        return layer_kinds.empty() ? LayerKind::attention : layer_kinds[il];
+    }
+    bool has_kv(uint32_t il) const { return kind(il) == LayerKind::attention; }
+    uint32_t n_recurrent_layers() const;
+    DeltaNetShape delta_net;
+    // qwen35: attn_q also yields, per head, a gate: out = attention * sigmoid(gate).
+    bool attn_output_gate = false;
 
     uint32_t n_embd_k_gqa() const { return head_dim_k * n_head_kv; }
     uint32_t n_embd_v_gqa() const { return head_dim_v * n_head_kv; }

@@ -44,10 +44,18 @@ struct Layout {
     uint32_t n_ringed;
 };
 
+// Layers with a KV cache (a recurrent layer keeps its own state instead).
+uint32_t kv_layers(const HParams& hp) {
+    uint32_t n = 0;
+    for (uint32_t il = 0; il < hp.n_layer; ++il) n += hp.has_kv(il) ? 1 : 0;
+    return n;
+}
+
 Layout layout_of(const HParams& hp, uint32_t n_ctx, uint32_t n_seq, uint32_t max_batch) {
     Layout l{pool_pages(n_ctx, n_seq), 0, 0};
     uint32_t n_swa_layers = 0;
-    for (uint32_t il = 0; il < hp.n_layer; ++il) n_swa_layers += hp.swa_layer(il) ? 1 : 0;
+    for (uint32_t il = 0; il < hp.n_layer; ++il)
+        n_swa_layers += hp.has_kv(il) && hp.swa_layer(il) ? 1 : 0;
     if (n_swa_layers == 0) return l;
     const uint32_t batch = std::clamp<uint32_t>(max_batch, 1, n_ctx);
     const uint32_t ring =
@@ -80,7 +88,7 @@ uint64_t KvCache::bytes_per_position(const HParams& hp, GgmlType k_type, GgmlTyp
     const TypeTraits& vt = kv_traits(v_type, hp.head_dim_v, "values");
     check_latent_types(hp, k_type, v_type);
     const uint64_t v_bytes = hp.mla() ? 0 : row_bytes(vt, hp.n_embd_v_gqa());
-    return (row_bytes(kt, hp.n_embd_k_gqa()) + v_bytes) * hp.n_layer;
+    return (row_bytes(kt, hp.n_embd_k_gqa()) + v_bytes) * kv_layers(hp);
 }
 
 uint64_t KvCache::bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_type,
@@ -88,8 +96,10 @@ uint64_t KvCache::bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_typ
     n_ctx = std::max(1u, n_ctx);
     n_seq_max = std::max(1u, n_seq_max);
     const Layout l = layout_of(hp, n_ctx, n_seq_max, max_batch);
-    const uint64_t per_layer = bytes_per_position(hp, k_type, v_type) / hp.n_layer;
-    const uint64_t paged = uint64_t(hp.n_layer - l.n_ringed) * l.pool_pages;
+    const uint32_t n_kv = kv_layers(hp);
+    if (n_kv == 0) return 0;
+    const uint64_t per_layer = bytes_per_position(hp, k_type, v_type) / n_kv;
+    const uint64_t paged = uint64_t(n_kv - l.n_ringed) * l.pool_pages;
     const uint64_t ringed = uint64_t(l.n_ringed) * n_seq_max * l.ring_pages;
     return per_layer * (paged + ringed) * kKvPageSize;
 }
@@ -117,6 +127,12 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType
     window_ = hp.n_swa;
     uint32_t n_paged = 0, n_ringed = 0;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        has_kv_.push_back(hp.has_kv(il));
+        if (!hp.has_kv(il)) {
+            ringed_.push_back(false);
+            slot_.push_back(0);
+            continue;
+        }
         const bool ring = lay.n_ringed > 0 && hp.swa_layer(il);
         ringed_.push_back(ring);
         slot_.push_back(ring ? n_ringed++ : n_paged++);
@@ -175,7 +191,7 @@ void KvCache::release_page(uint32_t page) {
 
 void KvCache::copy_page(uint32_t from, uint32_t to) {
     for (uint32_t il = 0; il < n_layer_; ++il) {
-        if (ringed(il)) continue;
+        if (ringed(il) || !has_kv_[il]) continue;
         for (uint32_t h = 0; h < n_head_kv_; ++h) {
             std::memcpy(k_ + offset(il, h, to, 0, k_row_bytes_),
                         k_ + offset(il, h, from, 0, k_row_bytes_), kKvPageSize * k_row_bytes_);
@@ -401,6 +417,7 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
     // goes through a copy (a destination slot may be a later source's).
     std::vector<uint8_t> moved;
     for (uint32_t il = 0; il < n_layer_; ++il) {
+        if (!has_kv_[il]) continue;
         for (uint32_t h = 0; h < n_head_kv_; ++h) {
             if (ringed(il)) {
                 const uint32_t n = new_len - ring_move_from;
@@ -448,6 +465,7 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
             const int64_t layer_head = i / n_moved;
             const uint32_t layer = uint32_t(layer_head / n_head_kv_);
             const uint32_t pos = n_keep + uint32_t(i % n_moved);
+            if (!has_kv_[layer]) continue;
             if (ringed(layer) && pos < ring_move_from) continue;  // not in the ring any more
             uint8_t* row = k_row(layer, uint32_t(layer_head % n_head_kv_), seq, pos);
             k_traits_->to_float(row, key.data(), head_dim_k_);

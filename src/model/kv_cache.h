@@ -154,6 +154,7 @@ class KvCache {
     bool values_in_keys_;   // MLA: one latent row per position serves as key and value
     uint32_t rope_offset_;  // where the rotated part of a key row starts (MLA: after the latent)
     std::vector<bool> swa_layers_;
+    std::vector<bool> has_kv_;    // per layer: false for a recurrent layer (no rows at all)
     std::vector<bool> ringed_;    // per layer: keeps a ring (sliding window) or pages
     std::vector<uint32_t> slot_;  // per layer: its index among the ringed or the paged layers
     uint32_t window_ = 0;         // positions a sliding-window layer attends to

@@ -7,143 +7,12 @@
 
 #include "base/error.h"
 #include "base/fp16.h"
+#include "model/arch/arch.h"
+#include "model/binder.h"
 #include "tensor/repack.h"
 
 namespace mw {
 namespace {
-
-std::string shape_string(const gguf::TensorInfo& t) {
-    std::string s = "[";
-    for (uint32_t d = 0; d < t.n_dims; ++d) s += fmt::format("{}{}", d ? ", " : "", t.ne[d]);
-    return s + "]";
-}
-
-// Looks tensors up by name, checks their shapes, and collects every missing or malformed tensor
-// so that one error lists them all.
-class Binder {
-  public:
-    explicit Binder(const gguf::GgufFile& file) : f_(file) {}
-
-    WeightMatrix matrix(const std::string& name, int64_t n_cols, int64_t n_rows,
-                        bool required = true) {
-        const gguf::TensorInfo* t = find(name, required);
-        if (!t) return {};
-        if (!check_shape(*t, {n_cols, n_rows})) return {};
-        return make_matrix(*t, n_cols, n_rows);
-    }
-
-    ExpertWeights experts(const std::string& name, int64_t n_cols, int64_t n_rows,
-                          int64_t n_expert) {
-        const gguf::TensorInfo* t = find(name, true);
-        if (!t) return {};
-        if (!check_shape(*t, {n_cols, n_rows, n_expert})) return {};
-        ExpertWeights e;
-        e.first = make_matrix(*t, n_cols, n_rows);
-        e.expert_stride = e.first.row_bytes * size_t(n_rows);
-        return e;
-    }
-
-    // A small 1-D tensor (norm weight, bias), decoded to floats.
-    std::vector<float> vector(const std::string& name, int64_t n, bool required = true) {
-        const gguf::TensorInfo* t = find(name, required);
-        if (!t) return {};
-        if (!check_shape(*t, {n})) return {};
-        const TypeTraits* traits = type_traits(t->type);
-        if (!traits || !traits->to_float || traits->block_size != 1) {
-            problems_.push_back(
-                fmt::format("{} has type {}, expected F32/F16/BF16", name, type_name(t->type)));
-            return {};
-        }
-        // A header alone (planning from a config or a download's first bytes) has nothing to
-        // decode: holding n zeros per norm cost 338 MB for a fuzzed config of 623 layers.
-        if (!t->data) return {};
-        std::vector<float> out(size_t(n), 0.0f);
-        traits->to_float(t->data, out.data(), n);
-        return out;
-    }
-
-    bool has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
-
-    void finish(const HParams& hp) const {
-        if (missing_.empty() && problems_.empty()) return;
-        std::string msg = fmt::format("{}: cannot bind the {} model ({} layers):", f_.name(),
-                                      hp.arch, hp.n_layer);
-        if (!missing_.empty()) {
-            msg += fmt::format(" {} missing tensor{}:", missing_.size(),
-                               missing_.size() > 1 ? "s" : "");
-            for (size_t i = 0; i < missing_.size() && i < 24; ++i) msg += " " + missing_[i];
-            if (missing_.size() > 24) msg += fmt::format(" ... and {} more", missing_.size() - 24);
-            msg += ".";
-        }
-        for (const std::string& p : problems_) msg += " " + p + ".";
-        throw Error(problems_.empty() ? ErrorKind::bad_file : ErrorKind::bad_file, msg);
-    }
-
-  private:
-    static std::string type_name(uint32_t id) {
-        const auto layout = ggml_layout(id);
-        return layout ? std::string(layout->name) : fmt::format("#{}", id);
-    }
-
-    const gguf::TensorInfo* find(const std::string& name, bool required) {
-        const gguf::TensorInfo* t = f_.find_tensor(name);
-        if (!t && required) missing_.push_back(name);
-        // Weights are read in place as floats and blocks with fp16/f32 scales: a file with
-        // general.alignment below 4 can place them where such reads are undefined.
-        if (t && t->data && reinterpret_cast<uintptr_t>(t->data) % kWeightAlignment != 0) {
-            problems_.push_back(fmt::format(
-                "{} data (offset {} of the data section, general.alignment = {}) is not aligned to "
-                "{} bytes",
-                name, t->offset, f_.alignment(), kWeightAlignment));
-            return nullptr;
-        }
-        return t;
-    }
-
-    static constexpr uintptr_t kWeightAlignment = 4;
-
-    bool check_shape(const gguf::TensorInfo& t, std::initializer_list<int64_t> expected) {
-        bool ok = true;
-        size_t d = 0;
-        for (int64_t e : expected) {
-            if (int64_t(t.ne[d]) != e) ok = false;
-            ++d;
-        }
-        for (; d < gguf::kMaxDims; ++d) {
-            if (t.ne[d] != 1) ok = false;
-        }
-        if (!ok) {
-            std::string want = "[";
-            size_t i = 0;
-            for (int64_t e : expected) want += fmt::format("{}{}", i++ ? ", " : "", e);
-            problems_.push_back(
-                fmt::format("{} has shape {}, expected {}", t.name, shape_string(t), want + "]"));
-        }
-        return ok;
-    }
-
-    WeightMatrix make_matrix(const gguf::TensorInfo& t, int64_t n_cols, int64_t n_rows) {
-        const TypeTraits* traits = type_traits(t.type);
-        if (!traits || !traits->vec_dot || !traits->to_float) {
-            problems_.push_back(
-                fmt::format("{} has tensor type {}, which memwall cannot compute "
-                            "with yet",
-                            t.name, type_name(t.type)));
-            return {};
-        }
-        WeightMatrix w;
-        w.data = t.data;
-        w.traits = traits;
-        w.n_cols = n_cols;
-        w.n_rows = n_rows;
-        w.row_bytes = row_bytes(*traits, n_cols);
-        return w;
-    }
-
-    const gguf::GgufFile& f_;
-    std::vector<std::string> missing_;
-    std::vector<std::string> problems_;
-};
 
 // By shape, not data: a model bound from a header-only parse (planning) has no data.
 uint64_t matrix_bytes(const WeightMatrix& w) {
@@ -168,6 +37,38 @@ void bind_mla(Binder& b, const HParams& hp, const std::string& p, Layer& l) {
     l.wv_b = b.experts(p + "attn_v_b.weight", rank_kv, hp.head_dim_v_mla, n_head);
 }
 
+// The attention sublayer of the llama family and its variants, and the norms around it.
+void bind_attention(Binder& b, const HParams& hp, const std::string& p, Layer& l) {
+    const int64_t n_embd = hp.n_embd;
+    const int64_t n_q = int64_t(hp.n_head) * hp.head_dim_k;
+    const int64_t n_k = hp.n_embd_k_gqa(), n_v = hp.n_embd_v_gqa();
+    const int64_t n_attn_out = int64_t(hp.n_head) * hp.head_dim_v;
+    const bool command_r = hp.arch == "command-r";
+    if (hp.mla()) {
+        bind_mla(b, hp, p, l);
+    } else if (b.has(p + "attn_qkv.weight")) {
+        l.wqkv = b.matrix(p + "attn_qkv.weight", n_embd, n_q + n_k + n_v);
+    } else {
+        l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
+        l.wk = b.matrix(p + "attn_k.weight", n_embd, n_k);
+        l.wv = b.matrix(p + "attn_v.weight", n_embd, n_v);
+    }
+    const int64_t n_attn_in = hp.mla() ? int64_t(hp.n_head) * hp.head_dim_v_mla : n_attn_out;
+    l.wo = b.matrix(p + "attn_output.weight", n_attn_in, n_embd);
+    l.bq = b.vector(p + "attn_q.bias", n_q, false);
+    l.bk = b.vector(p + "attn_k.bias", n_k, false);
+    l.bv = b.vector(p + "attn_v.bias", n_v, false);
+    const bool qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3moe" || hp.arch == "gemma3";
+    l.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim_k, qk_norm);
+    l.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim_k, qk_norm);
+    if (hp.post_norms) {
+        l.post_attn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
+        l.post_ffn_norm = b.vector(p + "post_ffw_norm.weight", n_embd);
+    }
+    // command-r's FFN reads the attention's norm (parallel block): no ffn_norm.
+    if (!command_r) l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+}
+
 }  // namespace
 
 Model Model::bind(const gguf::GgufFile& file) {
@@ -189,9 +90,6 @@ Model Model::bind(const gguf::GgufFile& file) {
     }
 
     const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab;
-    const int64_t n_q = int64_t(hp.n_head) * hp.head_dim_k;
-    const int64_t n_k = hp.n_embd_k_gqa(), n_v = hp.n_embd_v_gqa();
-    const int64_t n_attn_out = int64_t(hp.n_head) * hp.head_dim_v;
 
     m.tok_embd = b.matrix("token_embd.weight", n_embd, n_vocab);
     m.output_norm = b.vector("output_norm.weight", n_embd);
@@ -211,34 +109,17 @@ Model Model::bind(const gguf::GgufFile& file) {
              file.tensors().size());
     }
     m.layers.resize(hp.n_layer);
+    const bool qwen35 = !hp.layer_kinds.empty();
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         Layer& l = m.layers[i];
         const std::string p = fmt::format("blk.{}.", i);
-        const bool command_r = hp.arch == "command-r";
         l.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
-        if (hp.mla()) {
-            bind_mla(b, hp, p, l);
-        } else if (b.has(p + "attn_qkv.weight")) {
-            l.wqkv = b.matrix(p + "attn_qkv.weight", n_embd, n_q + n_k + n_v);
+        if (qwen35) {
+            bind_qwen35_mixer(b, hp, i, l);
+            l.ffn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
         } else {
-            l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
-            l.wk = b.matrix(p + "attn_k.weight", n_embd, n_k);
-            l.wv = b.matrix(p + "attn_v.weight", n_embd, n_v);
+            bind_attention(b, hp, p, l);
         }
-        const int64_t n_attn_in = hp.mla() ? int64_t(hp.n_head) * hp.head_dim_v_mla : n_attn_out;
-        l.wo = b.matrix(p + "attn_output.weight", n_attn_in, n_embd);
-        l.bq = b.vector(p + "attn_q.bias", n_q, false);
-        l.bk = b.vector(p + "attn_k.bias", n_k, false);
-        l.bv = b.vector(p + "attn_v.bias", n_v, false);
-        const bool qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3moe" || hp.arch == "gemma3";
-        l.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim_k, qk_norm);
-        l.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim_k, qk_norm);
-        if (hp.post_norms) {
-            l.post_attn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
-            l.post_ffn_norm = b.vector(p + "post_ffw_norm.weight", n_embd);
-        }
-        // command-r's FFN reads the attention's norm (parallel block): no ffn_norm.
-        if (!command_r) l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
         l.moe = moe && i >= hp.n_layer_dense_lead;
         if (!l.moe) {
             if (!b.has(p + "ffn_gate.weight") && b.has(p + "ffn_up.weight") && hp.arch == "phi3") {
@@ -254,7 +135,7 @@ Model Model::bind(const gguf::GgufFile& file) {
             l.exp_gate = b.experts(p + "ffn_gate_exps.weight", n_embd, nf, ne);
             l.exp_up = b.experts(p + "ffn_up_exps.weight", n_embd, nf, ne);
             l.exp_down = b.experts(p + "ffn_down_exps.weight", nf, n_embd, ne);
-            if (hp.arch == "qwen2moe") {
+            if (hp.arch == "qwen2moe" || hp.arch == "qwen35moe") {
                 const int64_t ns = hp.n_ff_shared_expert ? hp.n_ff_shared_expert : hp.n_ff;
                 l.shared_router = b.matrix(p + "ffn_gate_inp_shexp.weight", n_embd, 1);
                 l.shared_gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, ns);
@@ -312,25 +193,16 @@ Model Model::bind(const gguf::GgufFile& file) {
     uint64_t per_token =
         m.tok_embd.row_bytes + matrix_bytes(m.output) + m.output_norm.size() * sizeof(float);
     for (const Layer& l : m.layers) {
-        per_token +=
-            matrix_bytes(l.wq) + matrix_bytes(l.wk) + matrix_bytes(l.wv) + matrix_bytes(l.wo);
-        per_token += matrix_bytes(l.wqkv) + matrix_bytes(l.wq_a) + matrix_bytes(l.wq_b) +
-                     matrix_bytes(l.wkv_a);
-        per_token += (matrix_bytes(l.wk_b.first) + matrix_bytes(l.wv_b.first)) * hp.n_head;
-        per_token += matrix_bytes(l.ffn_gate) + matrix_bytes(l.ffn_up) + matrix_bytes(l.ffn_down);
-        per_token += matrix_bytes(l.router) + matrix_bytes(l.shared_router);
-        per_token +=
-            matrix_bytes(l.shared_gate) + matrix_bytes(l.shared_up) + matrix_bytes(l.shared_down);
-        if (l.moe) {
-            const uint64_t one_expert = matrix_bytes(l.exp_gate.first) +
-                                        matrix_bytes(l.exp_up.first) +
-                                        matrix_bytes(l.exp_down.first);
-            per_token += one_expert * hp.n_expert_used;
+        for (const LayerMatrixRole& r : kLayerMatrices) per_token += matrix_bytes(l.*r.member);
+        for (const LayerStackRole& r : kLayerStacks) {
+            const uint64_t one = matrix_bytes((l.*r.member).first);
+            if (!r.experts) {
+                per_token += one * hp.n_head;
+            } else if (l.moe) {
+                per_token += one * hp.n_expert_used;
+            }
         }
-        per_token += (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() +
-                      l.bv.size() + l.q_norm.size() + l.k_norm.size() + l.post_attn_norm.size() +
-                      l.post_ffn_norm.size() + l.q_a_norm.size() + l.kv_a_norm.size()) *
-                     sizeof(float);
+        for (auto v : kLayerVectors) per_token += (l.*v).size() * sizeof(float);
     }
     m.bytes_per_token = per_token;
     return m;
@@ -345,16 +217,12 @@ void for_each_matrix(ModelT& m, F&& f) {
     f(m.tok_embd, int64_t(1), size_t(0), false);
     f(m.output, int64_t(1), size_t(0), false);
     for (auto& l : m.layers) {
-        for (auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.wqkv, &l.wq_a, &l.wq_b, &l.wkv_a,
-                        &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.router, &l.shared_gate,
-                        &l.shared_up, &l.shared_down, &l.shared_router}) {
-            f(*w, int64_t(1), size_t(0), false);
-        }
-        for (auto* x : {&l.exp_gate, &l.exp_up, &l.exp_down}) {
-            f(x->first, int64_t(m.hp.n_expert), x->expert_stride, true);
-        }
-        for (auto* x : {&l.wk_b, &l.wv_b}) {
-            f(x->first, int64_t(m.hp.n_head), x->expert_stride, false);
+        for (const LayerMatrixRole& r : kLayerMatrices)
+            f(l.*r.member, int64_t(1), size_t(0), false);
+        for (const LayerStackRole& r : kLayerStacks) {
+            auto& x = l.*r.member;
+            f(x.first, int64_t(r.experts ? m.hp.n_expert : m.hp.n_head), x.expert_stride,
+              r.experts);
         }
     }
 }

@@ -56,6 +56,63 @@ struct Layer {
     WeightMatrix shared_gate, shared_up, shared_down;  // qwen2moe / deepseek2 shared expert
     WeightMatrix shared_router;  // qwen2moe: its sigmoid gate (1 output); deepseek2: none
     bool moe = false;            // this layer's FFN is the mixture of experts
+    // Gated DeltaNet (qwen35; LayerKind::delta_net): wqkv gives the conv's q, k, v channels, wo
+    // is ssm_out; the output gate z, the per-v-head write strength beta and decay input alpha.
+    WeightMatrix ssm_z, ssm_beta, ssm_alpha;
+    std::vector<float> ssm_conv;     // conv_kernel taps per channel, the current token last
+    std::vector<float> ssm_dt_bias;  // per v head
+    std::vector<float> ssm_a;        // per v head: -exp(A_log)
+    std::vector<float> ssm_norm;     // head_dim: the gated RMSNorm of each head's output
+};
+
+// Every weight matrix a layer may have, in one list that binding's checks, repacking, the layer
+// stream, GPU placement, the budget plan and scratch sizing read: a new matrix is one line here.
+// `gguf` is its tensor name after "blk.N." (the DeltaNet's wqkv and wo reuse attention's
+// members under other names; gpu placement and reports use the name of the member's first
+// role).
+struct LayerMatrixRole {
+    const char* gguf;
+    WeightMatrix Layer::*member;
+};
+inline constexpr LayerMatrixRole kLayerMatrices[] = {
+    {"attn_q", &Layer::wq},
+    {"attn_k", &Layer::wk},
+    {"attn_v", &Layer::wv},
+    {"attn_output", &Layer::wo},
+    {"attn_qkv", &Layer::wqkv},
+    {"attn_q_a", &Layer::wq_a},
+    {"attn_q_b", &Layer::wq_b},
+    {"attn_kv_a_mqa", &Layer::wkv_a},
+    {"attn_gate", &Layer::ssm_z},
+    {"ssm_beta", &Layer::ssm_beta},
+    {"ssm_alpha", &Layer::ssm_alpha},
+    {"ffn_gate", &Layer::ffn_gate},
+    {"ffn_up", &Layer::ffn_up},
+    {"ffn_down", &Layer::ffn_down},
+    {"ffn_gate_inp", &Layer::router},
+    {"ffn_gate_shexp", &Layer::shared_gate},
+    {"ffn_up_shexp", &Layer::shared_up},
+    {"ffn_down_shexp", &Layer::shared_down},
+    {"ffn_gate_inp_shexp", &Layer::shared_router},
+};
+// Stacks of equally-shaped matrices in one 3-D tensor: the routed experts (one per expert), and
+// MLA's per-head k_b / v_b (one per query head).
+struct LayerStackRole {
+    const char* gguf;
+    ExpertWeights Layer::*member;
+    bool experts;  // true: n_expert routed experts; false: one per query head
+};
+inline constexpr LayerStackRole kLayerStacks[] = {
+    {"ffn_gate_exps", &Layer::exp_gate, true}, {"ffn_up_exps", &Layer::exp_up, true},
+    {"ffn_down_exps", &Layer::exp_down, true}, {"attn_k_b", &Layer::wk_b, false},
+    {"attn_v_b", &Layer::wv_b, false},
+};
+// The small float vectors of a layer (norms, biases, DeltaNet's per-head constants).
+inline constexpr std::vector<float> Layer::*kLayerVectors[] = {
+    &Layer::attn_norm,     &Layer::bq,          &Layer::bk,        &Layer::bv,
+    &Layer::q_norm,        &Layer::k_norm,      &Layer::ffn_norm,  &Layer::post_attn_norm,
+    &Layer::post_ffn_norm, &Layer::q_a_norm,    &Layer::kv_a_norm, &Layer::expert_bias,
+    &Layer::ssm_conv,      &Layer::ssm_dt_bias, &Layer::ssm_a,     &Layer::ssm_norm,
 };
 
 struct Model {

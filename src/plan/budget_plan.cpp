@@ -105,9 +105,8 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
             if (turns > 0 && il >= r.layers_pinned) read += bytes;
         }
         for (const Layer& l : m.layers) {
-            for (const WeightMatrix* w :
-                 {&l.wq, &l.wk, &l.wv, &l.wo, &l.wqkv, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
-                matrices += w->traits ? 1 : 0;
+            for (const LayerMatrixRole& role : kLayerMatrices)
+                matrices += (l.*role.member).traits ? 1 : 0;
         }
         r.hit_rate = layer_bytes ? 1 - double(read) / double(layer_bytes) : 1;
         r.storage_bytes_per_token = double(read);

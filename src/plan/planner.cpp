@@ -10,6 +10,7 @@
 #include "format/gguf_writer.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
+#include "model/recurrent_state.h"
 #include "net/remote_header.h"
 #include "plan/catalogue.h"
 #include "plan/device_cache.h"
@@ -563,6 +564,7 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
     m.weights_bytes = f.weights_bytes;
     const uint32_t n_seq = std::max(1u, run.n_seq);
     m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v, n_seq, n_batch);
+    m.state_bytes = RecurrentState::bytes_needed(f.hp, n_seq);
     // A decode step of every sequence keeps a row of logits for each.
     m.compute_bytes = ForwardScratch::planned_bytes(f.model, n_batch, m.n_ctx, n_threads, n_seq) +
                       uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq;

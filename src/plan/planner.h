@@ -55,12 +55,15 @@ struct RunSettings {
 
 struct MemoryPlan {
     uint32_t n_ctx = 0;
-    uint64_t weights_bytes = 0;   // all of it becomes resident as decoding reads every weight
-    uint64_t kv_bytes = 0;        // the KV cache at full context
+    uint64_t weights_bytes = 0;  // all of it becomes resident as decoding reads every weight
+    uint64_t kv_bytes = 0;       // the KV cache at full context (attention layers only)
+    // Recurrent layers (qwen35's DeltaNet): each sequence's state, constant in the context, and
+    // its checkpoints (RecurrentState::kDefaultCheckpoints per sequence).
+    uint64_t state_bytes = 0;
     uint64_t compute_bytes = 0;   // forward scratch + one row of logits
     uint64_t overhead_bytes = 0;  // process, file header, vocabulary, decoded norms, threads
     uint64_t total_bytes() const {
-        return weights_bytes + kv_bytes + compute_bytes + overhead_bytes;
+        return weights_bytes + kv_bytes + state_bytes + compute_bytes + overhead_bytes;
     }
 };
 MemoryPlan plan_memory(const ModelFacts& facts, const RunSettings& run);

@@ -52,19 +52,19 @@ int pool_size(const ContextParams& p) {
 Context::Context(const LoadedModel& model, const ContextParams& params)
     : model_(model),
       pool_(pool_size(params)),
-      kv_(model.model.hp, resolve_n_ctx(model, params), std::max(1u, params.n_seq_max),
-          params.type_k, params.type_v,
-          std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
-                               resolve_n_ctx(model, params))),
+      mem_(model.model.hp, resolve_n_ctx(model, params), std::max(1u, params.n_seq_max),
+           params.type_k, params.type_v,
+           std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
+                                resolve_n_ctx(model, params))),
       scratch_(model.model,
                std::clamp<uint32_t>(params.n_batch ? params.n_batch : 512, 1,
                                     resolve_n_ctx(model, params)),
                resolve_n_ctx(model, params), pool_.n_threads(), std::max(1u, params.n_seq_max)),
-      lease_(model.budget.get(), kv_.bytes(),
+      lease_(model.budget.get(), mem_.bytes(),
              scratch_.bytes() + uint64_t(model.model.hp.n_vocab) * sizeof(float)) {
     logits_.reserve(model.model.hp.n_vocab);
-    seq_tokens_.resize(kv_.n_seq_max());
-    seq_count_.resize(kv_.n_seq_max());
+    seq_tokens_.resize(mem_.kv().n_seq_max());
+    seq_count_.resize(mem_.kv().n_seq_max());
     const Model& m = model.model;
     expert_bytes_ = one_expert_bytes(m);
     dense_bytes_per_token_ =
@@ -76,7 +76,7 @@ void Context::tune_threads() {
     // A few single-token decode steps from an empty cache for each candidate: decoding is what
     // the thread count matters most for (it is memory-bound, and more threads can be slower).
     constexpr uint32_t kWarmup = 1, kSteps = 4;
-    if (kv_.n_ctx() < kWarmup + kSteps) return;
+    if (mem_.kv().n_ctx() < kWarmup + kSteps) return;
     const int32_t token = model_.vocab->bos() >= 0 ? model_.vocab->bos() : 0;
     int best = pool_.max_threads();
     double best_rate = 0.0;
@@ -111,7 +111,7 @@ void Context::decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits) 
 
 void Context::decode(std::span<const BatchToken> batch) {
     const HParams& hp = model_.model.hp;
-    const uint32_t n_seq = kv_.n_seq_max();
+    const uint32_t n_seq = mem_.kv().n_seq_max();
     if (batch.empty()) fail(ErrorKind::invalid_argument, "decode: empty batch");
     if (batch.size() > UINT32_MAX / 2) fail(ErrorKind::invalid_argument, "decode: batch too large");
     const uint32_t n = uint32_t(batch.size());
@@ -130,7 +130,7 @@ void Context::decode(std::span<const BatchToken> batch) {
                  "decode: batch index {} is for sequence {}, this context has {} (0..{})", i, b.seq,
                  n_seq, n_seq - 1);
         }
-        const uint32_t expected = kv_.seq_len(b.seq) + seq_count_[b.seq];
+        const uint32_t expected = mem_.kv().seq_len(b.seq) + seq_count_[b.seq];
         if (b.pos >= 0 && uint32_t(b.pos) != expected) {
             fail(ErrorKind::invalid_argument,
                  "decode: batch index {} puts a token at position {} of sequence {}, whose next "
@@ -145,22 +145,28 @@ void Context::decode(std::span<const BatchToken> batch) {
     for (uint32_t s = 0; s < n_seq; ++s) {
         if (seq_count_[s] == 0) continue;
         single_steps = single_steps && seq_count_[s] == 1;
-        if (uint64_t(kv_.seq_len(s)) + seq_count_[s] > kv_.n_ctx()) {
+        if (uint64_t(mem_.kv().seq_len(s)) + seq_count_[s] > mem_.kv().n_ctx()) {
             fail(ErrorKind::context_full,
                  "context full: {} tokens cached + {} new exceed the context size of {} tokens",
-                 kv_.seq_len(s), seq_count_[s], kv_.n_ctx());
+                 mem_.kv().seq_len(s), seq_count_[s], mem_.kv().n_ctx());
         }
-        pages += kv_.pages_needed(s, seq_count_[s]);
+        pages += mem_.kv().pages_needed(s, seq_count_[s]);
     }
-    if (pages > kv_.pages_free()) {
+    if (pages > mem_.kv().pages_free()) {
         fail(ErrorKind::context_full,
              "context full: the batch needs {} more KV cache positions, {} are free ({} "
              "sequences share {} positions)",
-             pages * kKvPageSize, uint64_t(kv_.pages_free()) * kKvPageSize, n_seq,
+             pages * kKvPageSize, uint64_t(mem_.kv().pages_free()) * kKvPageSize, n_seq,
              kv_positions_total());
     }
     for (uint32_t s = 0; s < n_seq; ++s) {
-        if (seq_count_[s] > 0) kv_.reserve(s, seq_count_[s]);
+        if (seq_count_[s] > 0) mem_.kv().reserve(s, seq_count_[s]);
+    }
+    // The sequences that take several tokens (a prompt) keep a checkpoint of their recurrent
+    // state at its end (the counts are reused below).
+    prompt_seqs_.clear();
+    for (uint32_t s = 0; s < n_seq; ++s) {
+        if (seq_count_[s] > 1) prompt_seqs_.push_back(s);
     }
 
     // The batch in sequence order (a stable counting sort), and the logits row of each token
@@ -203,6 +209,7 @@ void Context::decode(std::span<const BatchToken> batch) {
     for (uint32_t k = 0; k < n; ++k) {
         seq_tokens_[batch[order_[k]].seq].push_back(sorted_tokens_[k]);
     }
+    for (uint32_t s : prompt_seqs_) mem_.checkpoint(s);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!single_steps) {
@@ -226,7 +233,7 @@ void Context::run_chunk(std::span<const BatchToken> batch, uint32_t begin, uint3
     for (uint32_t k = begin; k < end; ++k) {
         const BatchToken& b = batch[order_[k]];
         if (runs_.empty() || runs_.back().seq != b.seq) {
-            runs_.push_back({b.seq, k - begin, 0, kv_.seq_len(b.seq)});
+            runs_.push_back({b.seq, k - begin, 0, mem_.kv().seq_len(b.seq)});
         }
         ++runs_.back().n_tokens;
         if (logit_row_[order_[k]] >= 0) {
@@ -243,8 +250,8 @@ void Context::run_chunk(std::span<const BatchToken> batch, uint32_t begin, uint3
     fb.n_outputs = uint32_t(outputs_.size());
     float* out =
         first_row < 0 ? nullptr : logits_.data() + size_t(first_row) * model_.model.hp.n_vocab;
-    forward(model_.model, kv_, scratch_, pool_, fb, out);
-    for (const ForwardSeq& r : runs_) kv_.set_len(r.seq, r.pos0 + r.n_tokens);
+    forward(model_.model, mem_, scratch_, pool_, fb, out);
+    for (const ForwardSeq& r : runs_) mem_.kv().set_len(r.seq, r.pos0 + r.n_tokens);
 }
 
 const float* Context::logits(int32_t i) const {
@@ -256,7 +263,7 @@ const float* Context::logits(int32_t i) const {
 }
 
 std::span<const int32_t> Context::seq_tokens(uint32_t seq) const {
-    kv_.seq_len(seq);  // checks the id
+    mem_.kv().seq_len(seq);  // checks the id
     return seq_tokens_[seq];
 }
 
@@ -268,12 +275,12 @@ uint32_t Context::seq_common_prefix(uint32_t seq, std::span<const int32_t> token
 }
 
 void Context::seq_truncate(uint32_t seq, uint32_t n_keep) {
-    kv_.truncate(seq, n_keep);
+    mem_.truncate(seq, n_keep);
     seq_tokens_[seq].resize(n_keep);
 }
 
 void Context::seq_copy(uint32_t src, uint32_t dst, uint32_t n) {
-    kv_.copy(src, dst, n);
+    mem_.copy(src, dst, n);
     if (src != dst) {
         seq_tokens_[dst].assign(seq_tokens_[src].begin(), seq_tokens_[src].begin() + n);
     } else {
@@ -282,7 +289,7 @@ void Context::seq_copy(uint32_t src, uint32_t dst, uint32_t n) {
 }
 
 void Context::seq_shift(uint32_t seq, uint32_t n_keep, uint32_t n_discard) {
-    kv_.discard(seq, n_keep, n_discard, model_.model.rope, model_.model.rope_swa, pool_);
+    mem_.discard(seq, n_keep, n_discard, model_.model.rope, model_.model.rope_swa, pool_);
     std::vector<int32_t>& t = seq_tokens_[seq];
     t.erase(t.begin() + n_keep, t.begin() + n_keep + n_discard);
 }

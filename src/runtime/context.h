@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/forward.h"
-#include "model/kv_cache.h"
+#include "model/seq_memory.h"
 #include "runtime/loaded_model.h"
 #include "runtime/thread_pool.h"
 
@@ -58,15 +58,17 @@ class Context {
     const float* logits(int32_t i) const;
 
     // Sequences: their length, the tokens they hold, and editing them.
-    uint32_t n_seq_max() const { return kv_.n_seq_max(); }
-    uint32_t seq_len(uint32_t seq) const { return kv_.seq_len(seq); }
+    uint32_t n_seq_max() const { return mem_.kv().n_seq_max(); }
+    uint32_t seq_len(uint32_t seq) const { return mem_.kv().seq_len(seq); }
     std::span<const int32_t> seq_tokens(uint32_t seq) const;
     // How many leading tokens of `tokens` sequence `seq` already holds (what need not be
     // decoded again).
     uint32_t seq_common_prefix(uint32_t seq, std::span<const int32_t> tokens) const;
     // The most of a sequence's first n tokens it can be truncated or copied to: n, or 0 when a
-    // sliding-window layer no longer holds the window there (KvCache::keepable).
-    uint32_t seq_keepable(uint32_t seq, uint32_t n) const { return kv_.keepable(seq, n); }
+    // sliding-window layer no longer holds the window there (KvCache::keepable), or what a
+    // A hybrid model's recurrent layers can go back only to checkpoints (SeqMemory::keepable):
+    // each prompt's end is one.
+    uint32_t seq_keepable(uint32_t seq, uint32_t n) const { return mem_.keepable(seq, n); }
     void seq_truncate(uint32_t seq, uint32_t n_keep);
     // dst becomes the first n tokens of src, sharing their cache pages (nothing recomputed).
     void seq_copy(uint32_t src, uint32_t dst, uint32_t n);
@@ -75,23 +77,25 @@ class Context {
     // seq_len() - n_discard.
     void seq_shift(uint32_t seq, uint32_t n_keep, uint32_t n_discard);
     // KV use: positions held in pages (shared pages once) and the pool's positions.
-    uint32_t kv_positions_used() const { return kv_.pages_used() * kKvPageSize; }
-    uint32_t kv_positions_total() const { return kv_.n_pages() * kKvPageSize; }
+    uint32_t kv_positions_used() const { return mem_.kv().pages_used() * kKvPageSize; }
+    uint32_t kv_positions_total() const { return mem_.kv().n_pages() * kKvPageSize; }
 
     // Sequence 0 (the single-sequence calls).
     void truncate(uint32_t n_keep) { seq_truncate(0, n_keep); }
     void shift(uint32_t n_keep, uint32_t n_discard) { seq_shift(0, n_keep, n_discard); }
 
     const LoadedModel& model() const { return model_; }
-    uint32_t n_ctx() const { return kv_.n_ctx(); }
-    uint32_t n_past() const { return kv_.seq_len(0); }
+    uint32_t n_ctx() const { return mem_.kv().n_ctx(); }
+    uint32_t n_past() const { return mem_.kv().seq_len(0); }
     int n_threads() const { return pool_.n_threads(); }
     // Threads the pool was created with; set_threads() uses 1 to that many (pacing backs off).
     int max_threads() const { return pool_.max_threads(); }
     void set_threads(int n) { pool_.set_active(n); }
-    GgmlType type_k() const { return kv_.k_traits().type; }
-    GgmlType type_v() const { return kv_.v_traits().type; }
-    uint64_t kv_bytes() const { return kv_.bytes(); }
+    GgmlType type_k() const { return mem_.kv().k_traits().type; }
+    GgmlType type_v() const { return mem_.kv().v_traits().type; }
+    // Whether seq_shift works (not over a recurrent state).
+    bool can_shift() const { return mem_.can_shift(); }
+    uint64_t kv_bytes() const { return mem_.bytes(); }
     uint64_t scratch_bytes() const { return scratch_.bytes() + logits_.capacity() * sizeof(float); }
     Perf& perf() { return perf_; }
     const Perf& perf() const { return perf_; }
@@ -107,7 +111,7 @@ class Context {
 
     const LoadedModel& model_;
     ThreadPool pool_;
-    KvCache kv_;
+    SeqMemory mem_;  // the KV cache and the recurrent state
     ForwardScratch scratch_;
     BudgetLease lease_;  // under a memory budget: this context's KV cache and scratch in it
     std::vector<float> logits_;
@@ -119,8 +123,9 @@ class Context {
     std::vector<int32_t> sorted_tokens_;
     std::vector<ForwardSeq> runs_;
     std::vector<uint32_t> outputs_;
-    std::vector<BatchToken> single_;   // decode(tokens, n, all_logits) as a batch
-    std::vector<uint32_t> seq_count_;  // tokens of each sequence in the batch
+    std::vector<BatchToken> single_;     // decode(tokens, n, all_logits) as a batch
+    std::vector<uint32_t> seq_count_;    // tokens of each sequence in the batch
+    std::vector<uint32_t> prompt_seqs_;  // sequences with several tokens in the batch
     Perf perf_;
     std::vector<std::pair<int, double>> thread_trials_;
     uint64_t dense_bytes_per_token_ = 0;  // weights every token reads (all but the experts)

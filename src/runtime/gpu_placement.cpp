@@ -14,26 +14,12 @@ namespace {
 // for now (their products are per expert slice).
 std::vector<std::pair<std::string, const WeightMatrix*>> layer_matrices(const Layer& l,
                                                                         uint32_t il) {
-    const std::pair<const char*, const WeightMatrix*> roles[] = {
-        {"attn_q", &l.wq},
-        {"attn_k", &l.wk},
-        {"attn_v", &l.wv},
-        {"attn_output", &l.wo},
-        {"attn_qkv", &l.wqkv},
-        {"attn_q_a", &l.wq_a},
-        {"attn_q_b", &l.wq_b},
-        {"attn_kv_a_mqa", &l.wkv_a},
-        {"ffn_gate", &l.ffn_gate},
-        {"ffn_up", &l.ffn_up},
-        {"ffn_down", &l.ffn_down},
-        {"ffn_gate_inp", &l.router},
-        {"ffn_gate_shexp", &l.shared_gate},
-        {"ffn_up_shexp", &l.shared_up},
-        {"ffn_down_shexp", &l.shared_down},
-    };
     std::vector<std::pair<std::string, const WeightMatrix*>> out;
-    for (const auto& [name, w] : roles) {
-        if (w->data) out.push_back({fmt::format("blk.{}.{}", il, name), w});
+    for (const LayerMatrixRole& r : kLayerMatrices) {
+        const WeightMatrix* w = &(l.*r.member);
+        // The shared expert's one-row sigmoid gate stays on the CPU.
+        if (w->data && r.member != &Layer::shared_router)
+            out.push_back({fmt::format("blk.{}.{}", il, r.gguf), w});
     }
     return out;
 }

@@ -27,29 +27,22 @@ struct MatrixRef {
     int64_t count;
     size_t stride;
 };
-constexpr size_t kLayerMatrices = 18;
+// Dense layers only: the routed experts are an expert cache's (kLayerStacks' per-head stacks
+// are streamed with the layer).
+constexpr size_t kStreamedMatrices = std::size(kLayerMatrices) + 2;
 
 template <class L>
-std::array<MatrixRef, kLayerMatrices> layer_matrices(L& l, uint32_t n_head) {
+std::array<MatrixRef, kStreamedMatrices> layer_matrices(L& l, uint32_t n_head) {
     auto* x = const_cast<Layer*>(&l);
-    return {{{&x->wq, 1, 0},
-             {&x->wk, 1, 0},
-             {&x->wv, 1, 0},
-             {&x->wo, 1, 0},
-             {&x->wqkv, 1, 0},
-             {&x->wq_a, 1, 0},
-             {&x->wq_b, 1, 0},
-             {&x->wkv_a, 1, 0},
-             {&x->ffn_gate, 1, 0},
-             {&x->ffn_up, 1, 0},
-             {&x->ffn_down, 1, 0},
-             {&x->router, 1, 0},
-             {&x->shared_gate, 1, 0},
-             {&x->shared_up, 1, 0},
-             {&x->shared_down, 1, 0},
-             {&x->shared_router, 1, 0},
-             {&x->wk_b.first, n_head, x->wk_b.expert_stride},
-             {&x->wv_b.first, n_head, x->wv_b.expert_stride}}};
+    std::array<MatrixRef, kStreamedMatrices> out{};
+    size_t i = 0;
+    for (const LayerMatrixRole& r : kLayerMatrices) out[i++] = {&(x->*r.member), 1, 0};
+    for (const LayerStackRole& r : kLayerStacks) {
+        if (r.experts) continue;
+        ExpertWeights& e = x->*r.member;
+        out[i++] = {&e.first, n_head, e.expert_stride};
+    }
+    return out;
 }
 
 uint64_t tensor_bytes(const MatrixRef& r) {
