@@ -160,7 +160,10 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchedDecode,
                          testing::Values(ModelCase{"models/stories260K.gguf", 1e-4},
                                          ModelCase{"reference/models/moe-tiny-Q4_K_M.gguf", 3e-3},
                                          ModelCase{"reference/models/qwen2-tiny-Q8_0.gguf", 3e-3},
-                                         ModelCase{"reference/models/kq-tiny-F16.gguf", 3e-3}),
+                                         ModelCase{"reference/models/kq-tiny-F16.gguf", 3e-3},
+                                         ModelCase{"reference/models/qwen35-tiny-Q8_0.gguf", 3e-3},
+                                         ModelCase{"reference/models/qwen35moe-tiny-F16.gguf",
+                                                   3e-3}),
                          [](const testing::TestParamInfo<ModelCase>& p) {
                              std::string name = p.param.path;
                              name = name.substr(name.rfind('/') + 1);

@@ -1,0 +1,282 @@
+// Qwen3.5's hybrid layers beyond the reference cases (reference_test.cpp): the recurrent state
+// continues exactly across decode calls and sequences, goes back to its checkpoints only, is
+// refused a context shift, is planned at a size constant in the context; the delta-rule step
+// against an fp64 reference; and files with inconsistent recurrent metadata or tensors give
+// errors naming the key or tensor.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "model/forward_step.h"
+#include "model/recurrent_state.h"
+#include "plan/planner.h"
+#include "runtime/context.h"
+#include "runtime/loaded_model.h"
+#include "support/test_support.h"
+
+namespace mw {
+namespace {
+
+const char* kDense = "reference/models/qwen35-tiny-F16.gguf";
+const char* kMoe = "reference/models/qwen35moe-tiny-F16.gguf";
+
+std::unique_ptr<LoadedModel> load(const std::string& relative) {
+    return LoadedModel::load(test::shared_path(relative), LoadOptions{});
+}
+
+std::vector<int32_t> text_tokens(const LoadedModel& m, size_t start, size_t n) {
+    const std::string text =
+        test::read_text(test::shared_path("testdata/text/war-and-peace.txt")).substr(start, 800);
+    std::vector<int32_t> t = m.vocab->tokenize(text, start == 0, false);
+    t.resize(std::min(t.size(), n));
+    return t;
+}
+
+ContextParams params(uint32_t n_seq = 1) {
+    ContextParams p;
+    p.n_ctx = 512;
+    p.n_threads = 2;
+    p.n_seq_max = n_seq;
+    return p;
+}
+
+std::vector<float> last_logits(const Context& ctx, const LoadedModel& m) {
+    const float* l = ctx.logits(-1);
+    EXPECT_NE(l, nullptr);
+    return l ? std::vector<float>(l, l + m.model.hp.n_vocab) : std::vector<float>{};
+}
+
+std::vector<float> fresh(const LoadedModel& m, const std::vector<int32_t>& tokens) {
+    Context ctx(m, params());
+    ctx.decode(tokens.data(), uint32_t(tokens.size()), false);
+    return last_logits(ctx, m);
+}
+
+std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+}
+
+// A prompt, then single-token steps, then a new part in one call (a chat's next turn): the
+// state carried across the calls gives the logits of one fresh pass over all of it.
+TEST(Qwen35, StateCarriedAcrossCallsMatchesOneFreshPass) {
+    for (const char* path : {kDense, kMoe}) {
+        SCOPED_TRACE(path);
+        const auto m = load(path);
+        const auto a = text_tokens(*m, 0, 40), b = text_tokens(*m, 3000, 25);
+        Context ctx(*m, params());
+        ctx.decode(a.data(), uint32_t(a.size()), false);
+        std::vector<int32_t> all = a;
+        for (int i = 0; i < 6; ++i) {
+            const int32_t t = b[size_t(i)];
+            ctx.decode(&t, 1, false);
+            all.push_back(t);
+        }
+        ctx.decode(b.data() + 6, uint32_t(b.size() - 6), false);
+        all.insert(all.end(), b.begin() + 6, b.end());
+        const auto got = last_logits(ctx, *m);
+        const auto want = fresh(*m, all);
+        EXPECT_LT(test::rel_rms(got.data(), want.data(), got.size()), 3e-3);
+    }
+}
+
+// Each prompt's end is a checkpoint: truncating to it (prefix reuse) and continuing another way
+// gives a fresh pass's logits; a length between checkpoints is not keepable, the checkpoint
+// below it is.
+TEST(Qwen35, TruncationGoesBackToAPromptCheckpointExactly) {
+    const auto m = load(kDense);
+    const auto a = text_tokens(*m, 0, 30), b = text_tokens(*m, 2000, 20),
+               c = text_tokens(*m, 4000, 15);
+    Context ctx(*m, params());
+    ctx.decode(a.data(), uint32_t(a.size()), false);
+    ctx.decode(b.data(), uint32_t(b.size()), false);
+    const uint32_t n_a = uint32_t(a.size());
+    EXPECT_EQ(ctx.seq_keepable(0, n_a + 5), n_a);  // between checkpoints: the one below
+    EXPECT_EQ(ctx.seq_keepable(0, n_a), n_a);
+    EXPECT_EQ(ctx.seq_keepable(0, n_a - 1), 0u);  // nothing kept below the first prompt
+    EXPECT_EQ(ctx.seq_keepable(0, 1000), n_a + b.size());
+    EXPECT_THROW(ctx.seq_truncate(0, n_a + 5), Error);
+    EXPECT_EQ(ctx.seq_len(0), n_a + b.size());  // the refused truncation changed nothing
+    ctx.seq_truncate(0, n_a);
+    ctx.decode(c.data(), uint32_t(c.size()), false);
+    const auto got = last_logits(ctx, *m);
+    const auto want = fresh(*m, concat(a, c));
+    EXPECT_LT(test::rel_rms(got.data(), want.data(), got.size()), 3e-3);
+    // Back to nothing, then the same prompt again: the state starts from zero.
+    ctx.seq_truncate(0, 0);
+    ctx.decode(c.data(), uint32_t(c.size()), false);
+    const auto again = last_logits(ctx, *m);
+    const auto want_c = fresh(*m, c);
+    EXPECT_LT(test::rel_rms(again.data(), want_c.data(), again.size()), 3e-3);
+}
+
+// A copied sequence takes the source's state (at its end or at a checkpoint) and goes on alone.
+TEST(Qwen35, CopiedSequenceContinuesFromTheSourceState) {
+    const auto m = load(kMoe);
+    const auto a = text_tokens(*m, 0, 33), b = text_tokens(*m, 1000, 12),
+               c = text_tokens(*m, 5000, 9);
+    Context ctx(*m, params(3));
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < a.size(); ++i) batch.push_back({a[i], 0, -1, false});
+    ctx.decode(batch);
+    batch.clear();
+    for (size_t i = 0; i < b.size(); ++i) batch.push_back({b[i], 0, -1, i + 1 == b.size()});
+    ctx.decode(batch);
+    ctx.seq_copy(0, 1, uint32_t(a.size() + b.size()));  // the end
+    ctx.seq_copy(0, 2, uint32_t(a.size()));             // a checkpoint
+    batch.clear();
+    for (uint32_t s = 1; s <= 2; ++s) {
+        for (size_t i = 0; i < c.size(); ++i) batch.push_back({c[i], s, -1, i + 1 == c.size()});
+    }
+    ctx.decode(batch);
+    const uint32_t n_vocab = m->model.hp.n_vocab;
+    const float* l1 = ctx.logits(int32_t(c.size() - 1));
+    const float* l2 = ctx.logits(int32_t(2 * c.size() - 1));
+    ASSERT_TRUE(l1 && l2);
+    const auto want1 = fresh(*m, concat(concat(a, b), c));
+    const auto want2 = fresh(*m, concat(a, c));
+    EXPECT_LT(test::rel_rms(l1, want1.data(), n_vocab), 3e-3);
+    EXPECT_LT(test::rel_rms(l2, want2.data(), n_vocab), 3e-3);
+    EXPECT_THROW(ctx.seq_copy(0, 1, uint32_t(a.size()) + 3), Error);
+}
+
+TEST(Qwen35, ContextShiftOverRecurrentLayersIsRefusedClearly) {
+    const auto m = load(kDense);
+    const auto a = text_tokens(*m, 0, 40);
+    Context ctx(*m, params());
+    ctx.decode(a.data(), uint32_t(a.size()), false);
+    EXPECT_FALSE(ctx.can_shift());
+    try {
+        ctx.seq_shift(0, 4, 10);
+        FAIL() << "the shift was not refused";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("recurrent layers"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ctx.seq_len(0), a.size());
+}
+
+// KV only for the one attention layer; the DeltaNet state per sequence is constant in the
+// context: 3 layers x ((4 - 1) x 512 conv floats + 4 x 64 x 64 state floats) x 4 bytes.
+TEST(Qwen35, PlanCountsKvOnAttentionLayersAndAConstantState) {
+    const auto m = load(kDense);
+    const HParams& hp = m->model.hp;
+    ASSERT_EQ(hp.n_recurrent_layers(), 3u);
+    const uint64_t per_seq = 3ull * (3 * 512 + 4 * 64 * 64) * 4;
+    EXPECT_EQ(RecurrentState::bytes_per_sequence(hp), per_seq);
+    EXPECT_EQ(RecurrentState::bytes_needed(hp, 4),
+              4 * per_seq * (1 + RecurrentState::kDefaultCheckpoints));
+    // One layer of 1 KV head x 256 (F16 K and V): 1 KiB per position.
+    EXPECT_EQ(KvCache::bytes_per_position(hp, GgmlType::F16, GgmlType::F16), 1024u);
+    Context ctx(*m, params());
+    EXPECT_EQ(ctx.kv_bytes(), KvCache::bytes_needed(hp, 512, GgmlType::F16, GgmlType::F16) +
+                                  RecurrentState::bytes_per_sequence(hp));
+}
+
+// The delta-rule step against a double-precision transcription of its definition, on sizes
+// that are not multiples of any vector width.
+TEST(Qwen35, DeltaNetStepMatchesAnFp64Reference) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (int64_t d : {1, 7, 64, 67}) {
+        SCOPED_TRACE(d);
+        const size_t n = static_cast<size_t>(d);
+        std::vector<float> s(n * n), q(n), k(n), v(n), out(n), tmp(n);
+        for (float& x : s) x = nd(rng);
+        std::vector<double> sd(s.begin(), s.end());
+        for (int step = 0; step < 5; ++step) {
+            for (size_t i = 0; i < size_t(d); ++i) q[i] = nd(rng), k[i] = nd(rng), v[i] = nd(rng);
+            const float decay = 0.9f, beta = 0.6f, scale = 0.25f;
+            delta_net_step(s.data(), q.data(), k.data(), v.data(), decay, beta, scale, out.data(),
+                           tmp.data(), d);
+            std::vector<double> delta(size_t(d), 0.0), want(size_t(d), 0.0);
+            for (auto& x : sd) x *= decay;
+            for (int64_t j = 0; j < d; ++j) {
+                double ks = 0;
+                for (int64_t i = 0; i < d; ++i) ks += sd[size_t(i * d + j)] * k[size_t(i)];
+                delta[size_t(j)] = beta * (v[size_t(j)] - ks);
+            }
+            for (int64_t i = 0; i < d; ++i) {
+                for (int64_t j = 0; j < d; ++j)
+                    sd[size_t(i * d + j)] += k[size_t(i)] * delta[size_t(j)];
+            }
+            for (int64_t j = 0; j < d; ++j) {
+                for (int64_t i = 0; i < d; ++i)
+                    want[size_t(j)] += sd[size_t(i * d + j)] * q[size_t(i)] * scale;
+            }
+            for (int64_t j = 0; j < d; ++j) {
+                EXPECT_NEAR(out[size_t(j)], want[size_t(j)],
+                            1e-4 * (1 + std::abs(want[size_t(j)])));
+            }
+        }
+    }
+}
+
+// A copy of qwen35-tiny with `edit` applied to the writer (metadata and tensors copied first).
+std::string edited_copy(const std::string& name, const std::function<void(gguf::GgufWriter&)>& edit,
+                        const std::string& drop_tensor = "") {
+    static std::vector<uint8_t> bytes = test::read_file(test::shared_path(kDense));
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "qwen35-tiny");
+    gguf::GgufWriter w(f.alignment());
+    for (const gguf::KeyValue& kv : f.metadata()) {
+        if (kv.key != "general.alignment") w.set_value(kv.key, kv.value);
+    }
+    for (const gguf::TensorInfo& t : f.tensors()) {
+        if (t.name == drop_tensor) continue;
+        w.add_tensor(t.name, GgmlType(t.type),
+                     std::vector<uint64_t>(t.ne, t.ne + std::max(1u, t.n_dims)),
+                     std::span<const uint8_t>(t.data, t.n_bytes));
+    }
+    edit(w);
+    const std::string path = test::temp_dir() + "/" + name + ".gguf";
+    w.write_file(path);
+    return path;
+}
+
+void expect_load_error(const std::string& path, const std::vector<std::string>& says) {
+    try {
+        LoadedModel::load(path, LoadOptions{});
+        ADD_FAILURE() << path << " loaded";
+    } catch (const Error& e) {
+        for (const std::string& s : says) {
+            EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
+                << "'" << s << "' not in: " << e.what();
+        }
+    }
+}
+
+TEST(Qwen35, InconsistentRecurrentFilesAreClearErrors) {
+    expect_load_error(
+        edited_copy("conv0", [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.conv_kernel", 0); }),
+        {"ssm.conv_kernel = 0"});
+    expect_load_error(
+        edited_copy("inner", [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.inner_size", 300); }),
+        {"ssm.inner_size = 300"});
+    expect_load_error(
+        edited_copy("heads",
+                    [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.time_step_rank", 3); }),
+        {"time_step_rank = 3"});
+    expect_load_error(edited_copy(
+                          "missing", [](gguf::GgufWriter&) {}, "blk.1.ssm_a"),
+                      {"missing tensor", "blk.1.ssm_a"});
+    // A pattern that makes layer 1 an attention layer: its attention tensors are missing.
+    expect_load_error(edited_copy("pattern",
+                                  [](gguf::GgufWriter& w) {
+                                      w.remove("qwen35.attention.recurrent_layers");
+                                      w.set_u32("qwen35.full_attention_interval", 2);
+                                  }),
+                      {"blk.1.attn_q.weight"});
+    // A conv kernel of 3 taps where the tensor has 4.
+    expect_load_error(
+        edited_copy("taps", [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.conv_kernel", 3); }),
+        {"blk.0.ssm_conv1d.weight has shape [4, 512], expected [3, 512]"});
+}
+
+}  // namespace
+}  // namespace mw
