@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -249,6 +250,26 @@ void expect_load_error(const std::string& path, const std::vector<std::string>& 
                 << "'" << s << "' not in: " << e.what();
         }
     }
+}
+
+// A file with an MTP block after the four that run (block_count 5, nextn_predict_layers 1, its
+// tensors present): the block is skipped, the logits are the same.
+TEST(Qwen35, MtpBlocksAreSkipped) {
+    const std::string path = edited_copy("mtp", [](gguf::GgufWriter& w) {
+        w.set_u32("qwen35.block_count", 5);
+        w.set_u32("qwen35.nextn_predict_layers", 1);
+        w.remove("qwen35.attention.recurrent_layers");  // the interval pattern: 3 of 4
+        w.add_tensor("blk.4.nextn.eh_proj.weight", GgmlType::F32, {512, 256},
+                     [](uint8_t* dst) { std::memset(dst, 0, 512 * 256 * 4); });
+    });
+    const auto m = LoadedModel::load(path, LoadOptions{});
+    EXPECT_EQ(m->model.hp.n_layer, 4u);
+    EXPECT_EQ(m->model.hp.n_nextn_layers, 1u);
+    EXPECT_NE(m->desc.find("1 MTP layer skipped"), std::string::npos) << m->desc;
+    const auto base = load(kDense);
+    const auto tokens = text_tokens(*base, 0, 20);
+    const auto a = fresh(*m, tokens), b = fresh(*base, tokens);
+    EXPECT_EQ(a, b);
 }
 
 TEST(Qwen35, InconsistentRecurrentFilesAreClearErrors) {

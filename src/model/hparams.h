@@ -129,6 +129,9 @@ struct HParams {
     bool has_kv(uint32_t il) const { return kind(il) == LayerKind::attention; }
     uint32_t n_recurrent_layers() const;
     DeltaNetShape delta_net;
+    // Multi-token-prediction (next-n) blocks after the n_layer that run: block_count counts
+    // them; memwall skips them (their tensors stay unbound).
+    uint32_t n_nextn_layers = 0;
     // qwen35: attn_q also yields, per head, a gate: out = attention * sigmoid(gate).
     bool attn_output_gate = false;
 

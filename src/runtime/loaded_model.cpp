@@ -40,8 +40,15 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
     }
     if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
     const HParams& hp = m.model.hp;
-    m.desc = fmt::format("{}{}{} ({} layers, {} embd, {:.2f} M params, {}, {:.2f} MiB)", hp.name,
-                         hp.name.empty() ? "" : ": ", hp.arch, hp.n_layer, hp.n_embd,
+    // A hybrid model says how its layers divide; MTP (next-n) blocks are not run.
+    std::string layers = fmt::format("{} layers", hp.n_layer);
+    if (const uint32_t r = hp.n_recurrent_layers(); r > 0)
+        layers += fmt::format(" ({} DeltaNet, {} attention)", r, hp.n_layer - r);
+    if (hp.n_nextn_layers > 0)
+        layers += fmt::format(", {} MTP layer{} skipped", hp.n_nextn_layers,
+                              hp.n_nextn_layers > 1 ? "s" : "");
+    m.desc = fmt::format("{}{}{} ({}, {} embd, {:.2f} M params, {}, {:.2f} MiB)", hp.name,
+                         hp.name.empty() ? "" : ": ", hp.arch, layers, hp.n_embd,
                          double(m.model.n_params) / 1e6, m.model.type_summary,
                          double(m.model.weight_bytes) / (1 << 20));
 }

@@ -33,6 +33,12 @@ void read_qwen35(const gguf::GgufFile& f, HParams& hp) {
              a, *inner, d.n_v_heads, d.head_dim, d.inner());
     }
 
+    // MTP (next-n) blocks come after the ones that run, counted in block_count: skipped.
+    hp.n_nextn_layers = get_arch_u32(f, a, "nextn_predict_layers").value_or(0);
+    check_range(f, "nextn_predict_layers", hp.n_nextn_layers, 0, hp.n_layer - 1);
+    const uint32_t n_blocks = hp.n_layer;
+    hp.n_layer -= hp.n_nextn_layers;
+
     // Which layers are recurrent: the converter's bool array, else every full_attention_interval-th
     // layer is attention.
     hp.layer_kinds.assign(hp.n_layer, LayerKind::attention);
@@ -41,9 +47,9 @@ void read_qwen35(const gguf::GgufFile& f, HParams& hp) {
         if (v->type != gguf::ValueType::array || v->elem_type != gguf::ValueType::boolean) {
             fail(ErrorKind::bad_file, "{}: {} must be an array of booleans", f.name(), key);
         }
-        if (v->count != hp.n_layer) {
+        if (v->count != n_blocks && v->count != hp.n_layer) {
             fail(ErrorKind::bad_file, "{}: {} has {} entries for {} layers (block_count)", f.name(),
-                 key, v->count, hp.n_layer);
+                 key, v->count, n_blocks);
         }
         for (uint32_t il = 0; il < hp.n_layer; ++il) {
             if (v->data[il] != 0) hp.layer_kinds[il] = LayerKind::delta_net;
