@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "model/forward_step.h"
+#include "tensor/attention_kernels.h"
 
 namespace mw {
 namespace {
@@ -35,31 +36,6 @@ void l2_normalize(float* x, int64_t n, float eps) {
 }
 
 }  // namespace
-
-// One token's step of one value head: decay, delta-rule write, read. s is [key i][value j].
-void delta_net_step(float* s, const float* q, const float* k, const float* v, float decay,
-                    float beta, float scale, float* out, float* tmp, int64_t d) {
-    // kS[j] = sum_i decay S[i][j] k[i], with the decay applied to S on the way.
-    std::fill(tmp, tmp + d, 0.0f);
-    for (int64_t i = 0; i < d; ++i) {
-        float* row = s + i * d;
-        const float ki = k[i];
-        for (int64_t j = 0; j < d; ++j) {
-            row[j] *= decay;
-            tmp[j] += row[j] * ki;
-        }
-    }
-    for (int64_t j = 0; j < d; ++j) tmp[j] = beta * (v[j] - tmp[j]);  // delta
-    std::fill(out, out + d, 0.0f);
-    for (int64_t i = 0; i < d; ++i) {
-        float* row = s + i * d;
-        const float ki = k[i], qi = q[i] * scale;
-        for (int64_t j = 0; j < d; ++j) {
-            row[j] += ki * tmp[j];
-            out[j] += row[j] * qi;
-        }
-    }
-}
 
 void ForwardStep::delta_net(uint32_t il) {
     const HParams& hp = m.hp;
@@ -124,6 +100,7 @@ void ForwardStep::delta_net(uint32_t il) {
 
     // The recurrence, one (sequence, value head) pair per task.
     const float scale = 1.0f / std::sqrt(float(hd));
+    const auto step = attention_kernels().delta_step;
     const int64_t tasks = int64_t(b.n_seqs) * nv;
     parallel_for_work(par, int64_t(n) * nv * hd * hd, [&](int ith, int nth) {
         std::vector<float> tmp(static_cast<size_t>(hd));
@@ -135,9 +112,9 @@ void ForwardStep::delta_net(uint32_t il) {
             for (uint32_t i = 0; i < fs.n_tokens; ++i) {
                 const int64_t t = fs.first_token + i;
                 const float* row = conv + t * channels;
-                delta_net_step(st, row + kh * hd, row + (nk + kh) * hd, row + (2 * nk + h) * hd,
-                               alpha[t * nv + h], beta[t * nv + h], scale, o + t * inner + h * hd,
-                               tmp.data(), hd);
+                step(st, row + kh * hd, row + (nk + kh) * hd, row + (2 * nk + h) * hd,
+                     alpha[t * nv + h], beta[t * nv + h], scale, o + t * inner + h * hd, tmp.data(),
+                     int(hd));
             }
         }
     });

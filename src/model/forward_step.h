@@ -9,12 +9,6 @@
 
 namespace mw {
 
-// One token's gated delta-rule step of one value head (forward_delta_net.cpp): s (d x d, [key
-// i][value j]) decays, takes the write beta (v - s^T k) along k, and out = s^T q * scale. tmp
-// holds d floats.
-void delta_net_step(float* s, const float* q, const float* k, const float* v, float decay,
-                    float beta, float scale, float* out, float* tmp, int64_t d);
-
 struct ForwardStep {
     const Model& m;
     KvCache& kv;

@@ -49,9 +49,30 @@ void scale_scalar(float a, float* y, int n) {
     for (int i = 0; i < n; ++i) y[i] *= a;
 }
 
-constexpr AttentionKernels kScalar = {"scalar",       scores_scalar, accumulate_scalar,
-                                      exp_sum_scalar, scale_scalar,  nullptr,
-                                      nullptr,        nullptr,       nullptr};
+// The specification: S = decay S; delta = beta (v - S^T k); S += k delta^T; out = S^T q scale.
+// The decay is applied on the fly: the first pass only reads the state.
+void delta_step_scalar(float* s, const float* q, const float* k, const float* v, float decay,
+                       float beta, float scale, float* out, float* tmp, int d) {
+    for (int j = 0; j < d; ++j) tmp[j] = 0.0f;
+    for (int i = 0; i < d; ++i) {
+        const float* row = s + size_t(i) * d;
+        for (int j = 0; j < d; ++j) tmp[j] += row[j] * k[i];
+    }
+    for (int j = 0; j < d; ++j) tmp[j] = beta * (v[j] - decay * tmp[j]);
+    for (int j = 0; j < d; ++j) out[j] = 0.0f;
+    for (int i = 0; i < d; ++i) {
+        float* row = s + size_t(i) * d;
+        const float qi = q[i] * scale;
+        for (int j = 0; j < d; ++j) {
+            row[j] = decay * row[j] + k[i] * tmp[j];
+            out[j] += row[j] * qi;
+        }
+    }
+}
+
+constexpr AttentionKernels kScalar = {
+    "scalar", scores_scalar, accumulate_scalar, exp_sum_scalar, scale_scalar,
+    nullptr,  nullptr,       nullptr,           nullptr,        delta_step_scalar};
 
 }  // namespace
 

@@ -29,6 +29,11 @@ struct AttentionKernels {
     ToFloatFn bf16_to_float;
     ToFloatFn q8_0_to_float;
     ToFloatFn q4_0_to_float;
+    // Linear attention's gated delta rule (qwen35's DeltaNet), one token of one head: the state
+    // s (d x d, [key i][value j]) decays, takes the write beta (v - decay s^T k) along k, and
+    // out = s^T q * scale with the updated s. tmp holds d floats.
+    void (*delta_step)(float* s, const float* q, const float* k, const float* v, float decay,
+                       float beta, float scale, float* out, float* tmp, int d);
 };
 
 // The set this CPU runs (chosen once; MEMWALL_ISA=scalar forces the scalar set).

@@ -191,9 +191,54 @@ struct Attention {
         }
     }
 
+    // The gated delta rule (attention_kernels.h): per chunk of L value lanes, the state's column
+    // chunk is read once for S^T k (all rows, one accumulator) and once to write the updated
+    // state and accumulate the read-out.
+    template <bool kWhole>
+    [[gnu::always_inline]] static void delta_chunk(float* s, const float* q, const float* k,
+                                                   const float* v, F decay, float beta, float scale,
+                                                   float* out, int d, int j, int width) {
+        auto load = [width](const float* x) {
+            if constexpr (kWhole) {
+                (void)width;
+                return V::loadf(x);
+            } else {
+                return V::loadf_n(x, width);
+            }
+        };
+        auto store = [width](float* x, F val) {
+            if constexpr (kWhole) {
+                (void)width;
+                V::storef(x, val);
+            } else {
+                V::storef_n(x, val, width);
+            }
+        };
+        F ks = V::zerof();
+        for (int i = 0; i < d; ++i) ks = V::fmadd(load(s + size_t(i) * d + j), V::set1(k[i]), ks);
+        const F delta = V::mul(V::set1(beta), V::fnmadd(decay, ks, load(v + j)));
+        F o = V::zerof();
+        for (int i = 0; i < d; ++i) {
+            float* row = s + size_t(i) * d + j;
+            const F updated = V::fmadd(V::set1(k[i]), delta, V::mul(decay, load(row)));
+            store(row, updated);
+            o = V::fmadd(updated, V::set1(q[i] * scale), o);
+        }
+        store(out + j, o);
+    }
+
+    static void delta_step(float* s, const float* q, const float* k, const float* v, float decay,
+                           float beta, float scale, float* out, float* tmp, int d) {
+        (void)tmp;
+        const F dec = V::set1(decay);
+        int j = 0;
+        for (; j + L <= d; j += L) delta_chunk<true>(s, q, k, v, dec, beta, scale, out, d, j, L);
+        if (j < d) delta_chunk<false>(s, q, k, v, dec, beta, scale, out, d, j, d - j);
+    }
+
     static constexpr AttentionKernels kernels(const char* isa) {
-        return {isa,          scores,        accumulate,    exp_sum,      scale,
-                f16_to_float, bf16_to_float, q8_0_to_float, q4_0_to_float};
+        return {isa,          scores,        accumulate,    exp_sum,       scale,
+                f16_to_float, bf16_to_float, q8_0_to_float, q4_0_to_float, delta_step};
     }
 };
 
