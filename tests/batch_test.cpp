@@ -132,6 +132,9 @@ void expect_same(const std::vector<Steps>& a, const std::vector<Steps>& b, doubl
     }
 }
 
+// (smollm3-tiny is left out: a llama block but for its NoPE layers, and a chaotic random model,
+// whose Q4_K_M logits move by 1-5 % under the batched kernels' other rounding and whose F16 greedy
+// text meets a near tie within 12 steps; its reference cases have the widest tolerances.)
 struct ModelCase {
     const char* path;
     // Products of several rows run other kernels than one row's (GEMM tiles instead of GEMV,
@@ -163,7 +166,9 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchedDecode,
                                          ModelCase{"reference/models/kq-tiny-F16.gguf", 3e-3},
                                          ModelCase{"reference/models/qwen35-tiny-Q8_0.gguf", 3e-3},
                                          ModelCase{"reference/models/qwen35moe-tiny-F16.gguf",
-                                                   3e-3}),
+                                                   3e-3},
+                                         ModelCase{"reference/models/lfm2-tiny-F16.gguf", 3e-3},
+                                         ModelCase{"reference/models/lfm2moe-tiny-F16.gguf", 3e-3}),
                          [](const testing::TestParamInfo<ModelCase>& p) {
                              std::string name = p.param.path;
                              name = name.substr(name.rfind('/') + 1);

@@ -78,20 +78,24 @@ TEST(Chat, SecondTurnDecodesOnlyTheNewPartAndRepliesAsAFreshChat) {
 // first left, at least the checkpoint at the end of its prompt (all of the first turn when its
 // reply re-tokenizes the same, which this random model's garbage text does not), and replies as
 // a fresh chat does.
-TEST(Chat, SecondTurnReusesTheRecurrentStateOfAHybridModel) {
-    Model m("reference/models/qwen35-tiny-F16.gguf");
-    mw_chat_reply r1{}, r2{}, f1{}, f2{};
-    std::string reply2;
-    {
-        Chat chat(m.model, 1024, 12);
-        chat.send("Tell me about a cat.", &r1);
-        reply2 = chat.send("And a dog?", &r2);
-        EXPECT_GE(r2.n_reused_tokens, r1.n_prompt_tokens);
-        EXPECT_LT(r2.n_prompt_tokens - r2.n_reused_tokens, r2.n_prompt_tokens / 2);
+TEST(Chat, SecondTurnReusesTheRecurrentStateOfHybridModels) {
+    for (const char* path :
+         {"reference/models/qwen35-tiny-F16.gguf", "reference/models/lfm2-tiny-F16.gguf"}) {
+        SCOPED_TRACE(path);
+        Model m(path);
+        mw_chat_reply r1{}, r2{}, f1{}, f2{};
+        std::string reply2;
+        {
+            Chat chat(m.model, 1024, 12);
+            chat.send("Tell me about a cat.", &r1);
+            reply2 = chat.send("And a dog?", &r2);
+            EXPECT_GE(r2.n_reused_tokens, r1.n_prompt_tokens);
+            EXPECT_LT(r2.n_prompt_tokens - r2.n_reused_tokens, r2.n_prompt_tokens / 2);
+        }
+        Chat fresh(m.model, 1024, 12);
+        fresh.send("Tell me about a cat.", &f1);
+        EXPECT_EQ(fresh.send("And a dog?", &f2), reply2);
     }
-    Chat fresh(m.model, 1024, 12);
-    fresh.send("Tell me about a cat.", &f1);
-    EXPECT_EQ(fresh.send("And a dog?", &f2), reply2);
 }
 
 TEST(Chat, OldestTurnsAreDroppedWhenTheContextIsFull) {

@@ -181,6 +181,16 @@ void shrink_window(LoadedModel& m) {
     m.model.hp.n_swa = 16;
 }
 
+// smollm3's NoPE layers cache keys without RoPE: a shift must move them without rotating them.
+// Every layer made NoPE here, so a rotation anywhere would show.
+TEST(ContextShift, NopeLayersAreMovedNotRotated) {
+    auto m = load("reference/models/smollm3-tiny-F16.gguf");
+    keep_one_layer(*m);
+    m->model.hp.nope_interval = 1;
+    EXPECT_FALSE(m->model.hp.rope_layer(0));
+    EXPECT_LT(shift_vs_recompute(*m, {120, 3, 57, GgmlType::F32, GgmlType::F32}), 2e-3);
+}
+
 TEST(ContextShift, SlidingWindowLayersMatchRecomputing) {
     for (const char* name :
          {"reference/models/gemma2-tiny-F16.gguf", "reference/models/gemma3-tiny-F16.gguf"}) {

@@ -20,12 +20,24 @@ using nlohmann::json;
 // The families of ../shared/reference/index-pending.json that memwall runs now (the model name
 // before the first '.' of a case id, e.g. "qwen35-tiny-F16"): one line per family as it lands.
 bool pending_family_runs(const std::string& id) {
+    // clang-format off
     static const std::vector<std::string> kRunning = {
         // Quantization types (issue 38):
         // Architectures (issues 37, 41):
-        "qwen35-tiny-F16",    "qwen35-tiny-Q8_0",    "qwen35-tiny-Q4_K_M",
-        "qwen35moe-tiny-F16", "qwen35moe-tiny-Q8_0", "qwen35moe-tiny-Q4_K_M",
+        "qwen35-tiny-F16",
+        "qwen35-tiny-Q8_0",
+        "qwen35-tiny-Q4_K_M",
+        "qwen35moe-tiny-F16",
+        "qwen35moe-tiny-Q8_0",
+        "qwen35moe-tiny-Q4_K_M",
+        "lfm2-tiny-F16",
+        "lfm2-tiny-Q4_K_M",
+        "lfm2moe-tiny-F16",
+        "lfm2moe-tiny-Q4_K_M",
+        "smollm3-tiny-F16",
+        "smollm3-tiny-Q4_K_M",
     };
+    // clang-format on
     const std::string model = id.substr(0, id.find('.'));
     for (const std::string& family : kRunning) {
         if (model == family) return true;

@@ -94,7 +94,10 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t max_seqs
         z.q_gated = 2 * z.q;
         z.attn_gate = z.attn;
     }
-    if (hp.n_recurrent_layers() > 0) {
+    if (hp.shortconv_l_cache > 0) {
+        z.dn_qkv = n * 3 * hp.n_embd;
+        z.dn_conv = n * hp.n_embd;
+    } else if (hp.n_recurrent_layers() > 0) {
         const DeltaNetShape& d = hp.delta_net;
         z.dn_qkv = z.dn_conv = n * d.conv_channels();
         z.dn_z = z.dn_o = n * d.inner();
@@ -258,6 +261,8 @@ void forward(const Model& m, SeqMemory& mem, ForwardScratch& s, Parallel& par,
         step.norm_rows(x, l.attn_norm.data(), xb, n, n_embd);
         if (hp.kind(il) == LayerKind::delta_net) {
             step.delta_net(il);
+        } else if (hp.kind(il) == LayerKind::short_conv) {
+            step.short_conv(il);
         } else if (hp.mla()) {
             step.attention_mla(il);
         } else {

@@ -72,8 +72,10 @@ void ForwardStep::attention(uint32_t il) {
         }
         // Rotary position embedding of Q and K (the sliding layers' own, if they have one).
         const float* cs = cs_all + size_t(t) * hp.n_rot;
-        rope_apply(rope, cs, q, n_head, hd_k);
-        rope_apply(rope, cs, k, n_head_kv, hd_k);
+        if (hp.rope_layer(il)) {  // smollm3: not on its NoPE layers
+            rope_apply(rope, cs, q, n_head, hd_k);
+            rope_apply(rope, cs, k, n_head_kv, hd_k);
+        }
         // Append K and V at this token's position in its sequence's cache.
         for (int h = 0; h < n_head_kv; ++h) {
             kv.k_traits().from_float(k + h * hd_k,

@@ -52,6 +52,7 @@ struct ForwardStep {
     void attention(uint32_t il);      // forward_attention.cpp: GQA, fused QKV, windows, caps
     void attention_mla(uint32_t il);  // multi-head latent attention (deepseek2)
     void delta_net(uint32_t il);      // forward_delta_net.cpp: gated DeltaNet (qwen35)
+    void short_conv(uint32_t il);     // forward_short_conv.cpp: gated short conv (lfm2)
     // FFN of layer il on `in` (n x n_embd), its output in `out`.
     void ffn(uint32_t il, const float* in, float* out);  // forward_ffn.cpp
     // MoE under a memory budget: asks the expert source for layer il's routed experts and the

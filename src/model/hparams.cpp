@@ -1,5 +1,6 @@
 #include "model/hparams.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -72,6 +73,8 @@ constexpr ArchInfo kArchs[] = {
     {"phi3", RopeStyle::neox, false},        {"deepseek2", RopeStyle::normal, true},
     {"command-r", RopeStyle::normal, false}, {"granite", RopeStyle::normal, false},
     {"qwen35", RopeStyle::neox, false},      {"qwen35moe", RopeStyle::neox, true},
+    {"lfm2", RopeStyle::neox, false},        {"lfm2moe", RopeStyle::neox, true},
+    {"smollm3", RopeStyle::normal, false},
 };
 
 const ArchInfo* find_arch(const std::string& arch) {
@@ -214,13 +217,49 @@ bool is_supported_arch(const std::string& arch) {
 
 const char* supported_archs() {
     return "llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, phi3, deepseek2, "
-           "command-r, granite, qwen35, qwen35moe";
+           "command-r, granite, qwen35, qwen35moe, lfm2, lfm2moe, smollm3";
 }
 
 uint32_t HParams::n_recurrent_layers() const {
     uint32_t n = 0;
-    for (LayerKind k : layer_kinds) n += k == LayerKind::delta_net ? 1 : 0;
+    for (LayerKind k : layer_kinds) n += k != LayerKind::attention ? 1 : 0;
     return n;
+}
+
+uint64_t HParams::recurrent_conv_floats() const {
+    if (shortconv_l_cache > 0) return uint64_t(shortconv_l_cache - 1) * n_embd;
+    return delta_net.conv_kernel > 0
+               ? uint64_t(delta_net.conv_kernel - 1) * delta_net.conv_channels()
+               : 0;
+}
+
+uint64_t HParams::recurrent_state_floats() const {
+    return shortconv_l_cache > 0 ? recurrent_conv_floats() : delta_net.state_floats();
+}
+
+std::vector<uint32_t> get_arch_u32_per_layer(const gguf::GgufFile& f, const std::string& arch,
+                                             const std::string& key, uint32_t n_layer) {
+    const std::string full = arch + "." + key;
+    const gguf::Value* v = f.find(full);
+    if (!v) return {};
+    if (v->type != gguf::ValueType::array) {
+        const auto one = f.get_u32(full);
+        return std::vector<uint32_t>(n_layer, one.value_or(0));
+    }
+    const gguf::Value* a = f.get_array(full, gguf::ValueType::u32);
+    if (a->count != n_layer) {
+        fail(ErrorKind::bad_file, "{}: {} has {} entries for {} layers (block_count)", f.name(),
+             full, a->count, n_layer);
+    }
+    std::vector<uint32_t> out(n_layer);
+    for (uint32_t i = 0; i < n_layer; ++i) {
+        const int64_t e = a->elem_i64(i);
+        if (e < 0 || e > int64_t(UINT32_MAX)) {
+            fail(ErrorKind::bad_file, "{}: {}[{}] = {} is out of range", f.name(), full, i, e);
+        }
+        out[i] = uint32_t(e);
+    }
+    return out;
 }
 
 HParams read_hparams(const gguf::GgufFile& f) {
@@ -241,7 +280,15 @@ HParams read_hparams(const gguf::GgufFile& f) {
     hp.n_embd = require_u32(f, a, "embedding_length");
     hp.n_layer = require_u32(f, a, "block_count");
     hp.n_head = require_u32(f, a, "attention.head_count");
-    hp.n_head_kv = get_arch_u32(f, a, "attention.head_count_kv").value_or(hp.n_head);
+    if (a == "lfm2" || a == "lfm2moe") {
+        // Per layer: 0 marks a short-convolution layer (arch/lfm2.cpp); the attention layers
+        // share one count.
+        hp.n_head_kv = 0;
+        for (uint32_t kv : get_arch_u32_per_layer(f, a, "attention.head_count_kv", hp.n_layer))
+            hp.n_head_kv = std::max(hp.n_head_kv, kv);
+    } else {
+        hp.n_head_kv = get_arch_u32(f, a, "attention.head_count_kv").value_or(hp.n_head);
+    }
     hp.n_ctx_train = get_arch_u32(f, a, "context_length").value_or(2048);
     hp.n_ff = get_arch_u32(f, a, "feed_forward_length").value_or(0);
 
@@ -317,7 +364,6 @@ HParams read_hparams(const gguf::GgufFile& f) {
     }
 
     read_arch_features(f, hp);
-    if (a == "qwen35" || a == "qwen35moe") read_qwen35(f, hp);
 
     // Mixture of experts.
     hp.n_expert = get_arch_u32(f, a, "expert_count").value_or(0);
@@ -339,6 +385,10 @@ HParams read_hparams(const gguf::GgufFile& f) {
         fail(ErrorKind::bad_file, "{}: required metadata \"{}.feed_forward_length\" is missing",
              f.name(), hp.arch);
     }
+    // The architectures with a home of their own (model/arch/).
+    if (a == "qwen35" || a == "qwen35moe") read_qwen35(f, hp);
+    if (a == "lfm2" || a == "lfm2moe") read_lfm2(f, hp);
+    if (a == "smollm3") hp.nope_interval = 4;  // llama.cpp's fixed interval: no GGUF key
     return hp;
 }
 

@@ -27,8 +27,9 @@ enum class ExpertGating { softmax, sigmoid };  // router probabilities (deepseek
 
 // What a layer's token mixer is. Its FFN is the same in every kind.
 enum class LayerKind : uint8_t {
-    attention,  // softmax attention over a KV cache (full or sliding window)
-    delta_net,  // gated DeltaNet (qwen35): a fixed-size recurrent state per sequence, no KV
+    attention,   // softmax attention over a KV cache (full or sliding window)
+    delta_net,   // gated DeltaNet (qwen35): a fixed-size recurrent state per sequence, no KV
+    short_conv,  // gated short convolution (lfm2): the last few inputs per sequence, no KV
 };
 
 // Gated DeltaNet sizes (qwen35's `ssm.*` keys): q/k heads of `head_dim`, v heads of the same
@@ -127,8 +128,19 @@ struct HParams {
         return layer_kinds.empty() ? LayerKind::attention : layer_kinds[il];
     }
     bool has_kv(uint32_t il) const { return kind(il) == LayerKind::attention; }
+    // Layers with a per-sequence recurrent state instead of a KV cache.
     uint32_t n_recurrent_layers() const;
     DeltaNetShape delta_net;
+    uint32_t shortconv_l_cache = 0;  // lfm2: taps of the short convolution
+    // Floats of one recurrent layer's state per sequence: the conv's kept inputs, and (DeltaNet)
+    // the state matrices after them.
+    uint64_t recurrent_conv_floats() const;
+    uint64_t recurrent_state_floats() const;
+    // smollm3: every nope_interval-th layer ((il + 1) % interval == 0) has no RoPE (0: none).
+    uint32_t nope_interval = 0;
+    bool rope_layer(uint32_t il) const {
+        return nope_interval == 0 || (il + 1) % nope_interval != 0;
+    }
     // Multi-token-prediction (next-n) blocks after the n_layer that run: block_count counts
     // them; memwall skips them (their tensors stay unbound).
     uint32_t n_nextn_layers = 0;

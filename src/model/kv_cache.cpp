@@ -117,7 +117,10 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType
       v_row_bytes_(row_bytes(*v_traits_, hp.head_dim_v)),
       values_in_keys_(hp.mla()),
       rope_offset_(hp.mla() ? hp.kv_lora_rank : 0) {
-    for (uint32_t il = 0; il < hp.n_layer; ++il) swa_layers_.push_back(hp.swa_layer(il));
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        swa_layers_.push_back(hp.swa_layer(il));
+        rotated_.push_back(hp.rope_layer(il));
+    }
     check_latent_types(hp, k_type, v_type);
     if (n_ctx == 0) fail(ErrorKind::invalid_argument, "context size must be at least 1");
     if (n_seq_max == 0) fail(ErrorKind::invalid_argument, "a context needs at least 1 sequence");
@@ -465,7 +468,7 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
             const int64_t layer_head = i / n_moved;
             const uint32_t layer = uint32_t(layer_head / n_head_kv_);
             const uint32_t pos = n_keep + uint32_t(i % n_moved);
-            if (!has_kv_[layer]) continue;
+            if (!has_kv_[layer] || !rotated_[layer]) continue;    // no rows; no RoPE (NoPE)
             if (ringed(layer) && pos < ring_move_from) continue;  // not in the ring any more
             uint8_t* row = k_row(layer, uint32_t(layer_head % n_head_kv_), seq, pos);
             k_traits_->to_float(row, key.data(), head_dim_k_);

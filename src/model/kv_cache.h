@@ -155,6 +155,7 @@ class KvCache {
     uint32_t rope_offset_;  // where the rotated part of a key row starts (MLA: after the latent)
     std::vector<bool> swa_layers_;
     std::vector<bool> has_kv_;    // per layer: false for a recurrent layer (no rows at all)
+    std::vector<bool> rotated_;   // per layer: its keys carry RoPE (false: a NoPE layer)
     std::vector<bool> ringed_;    // per layer: keeps a ring (sliding window) or pages
     std::vector<uint32_t> slot_;  // per layer: its index among the ringed or the paged layers
     uint32_t window_ = 0;         // positions a sliding-window layer attends to

@@ -92,7 +92,9 @@ Model Model::bind(const gguf::GgufFile& file) {
     const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab;
 
     m.tok_embd = b.matrix("token_embd.weight", n_embd, n_vocab);
-    m.output_norm = b.vector("output_norm.weight", n_embd);
+    // lfm2 stores its final norm as token_embd_norm.
+    const bool lfm2 = hp.arch == "lfm2" || hp.arch == "lfm2moe";
+    m.output_norm = b.vector(lfm2 ? "token_embd_norm.weight" : "output_norm.weight", n_embd);
     m.output = b.has("output.weight") ? b.matrix("output.weight", n_embd, n_vocab) : m.tok_embd;
     if (b.has("rope_freqs.weight"))
         m.rope_freq_factors = b.vector("rope_freqs.weight", hp.n_rot / 2);
@@ -101,7 +103,9 @@ Model Model::bind(const gguf::GgufFile& file) {
     // Every block has at least 9 tensors (phi3, with fused QKV and gate/up, 6; command-r, with
     // one norm, 8): a block count the tensors cannot back
     // is refused before anything is sized by it.
-    const uint64_t min_tensors_per_block = hp.arch == "phi3" ? 6 : hp.arch == "command-r" ? 8 : 9;
+    const uint64_t min_tensors_per_block = hp.arch == "phi3"                ? 6
+                                           : hp.arch == "command-r" || lfm2 ? 8
+                                                                            : 9;
     if (uint64_t(hp.n_layer) * min_tensors_per_block > file.tensors().size()) {
         fail(ErrorKind::bad_file,
              "{}: {}.block_count = {} needs at least {} tensors, the file has {}", file.name(),
@@ -109,7 +113,7 @@ Model Model::bind(const gguf::GgufFile& file) {
              file.tensors().size());
     }
     m.layers.resize(hp.n_layer);
-    const bool qwen35 = !hp.layer_kinds.empty();
+    const bool qwen35 = hp.arch == "qwen35" || hp.arch == "qwen35moe";
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         Layer& l = m.layers[i];
         const std::string p = fmt::format("blk.{}.", i);
@@ -117,6 +121,9 @@ Model Model::bind(const gguf::GgufFile& file) {
         if (qwen35) {
             bind_qwen35_mixer(b, hp, i, l);
             l.ffn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
+        } else if (lfm2) {
+            bind_lfm2_mixer(b, hp, i, l);
+            l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
         } else {
             bind_attention(b, hp, p, l);
         }
@@ -141,6 +148,8 @@ Model Model::bind(const gguf::GgufFile& file) {
                 l.shared_gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, ns);
                 l.shared_up = b.matrix(p + "ffn_up_shexp.weight", n_embd, ns);
                 l.shared_down = b.matrix(p + "ffn_down_shexp.weight", ns, n_embd);
+            } else if (hp.arch == "lfm2moe") {
+                l.expert_bias = b.vector(p + "exp_probs_b.bias", ne);
             } else if (hp.arch == "deepseek2") {
                 l.expert_bias = b.vector(p + "exp_probs_b.bias", ne, false);
                 if (hp.n_expert_shared > 0) {

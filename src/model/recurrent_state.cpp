@@ -7,7 +7,7 @@
 namespace mw {
 
 uint64_t RecurrentState::bytes_per_sequence(const HParams& hp) {
-    return uint64_t(hp.n_recurrent_layers()) * hp.delta_net.state_floats() * sizeof(float);
+    return uint64_t(hp.n_recurrent_layers()) * hp.recurrent_state_floats() * sizeof(float);
 }
 
 uint64_t RecurrentState::bytes_needed(const HParams& hp, uint32_t n_seq_max,
@@ -20,12 +20,11 @@ RecurrentState::RecurrentState(const HParams& hp, uint32_t n_seq_max, uint32_t m
     n_seq_max = std::max(1u, n_seq_max);
     slot_.assign(hp.n_layer, 0);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        if (hp.kind(il) == LayerKind::delta_net) slot_[il] = n_recurrent_++;
+        if (hp.kind(il) != LayerKind::attention) slot_[il] = n_recurrent_++;
     }
     if (n_recurrent_ == 0) return;
-    const DeltaNetShape& d = hp.delta_net;
-    conv_floats_ = size_t(d.conv_kernel - 1) * d.conv_channels();
-    layer_floats_ = size_t(d.state_floats());
+    conv_floats_ = size_t(hp.recurrent_conv_floats());
+    layer_floats_ = size_t(hp.recurrent_state_floats());
     seq_floats_ = layer_floats_ * n_recurrent_;
     try {
         live_.assign(seq_floats_ * n_seq_max, 0.0f);

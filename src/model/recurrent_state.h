@@ -1,6 +1,7 @@
-// The recurrent layers' memory of every sequence of a context (gated DeltaNet, qwen35): per layer
-// and sequence, the causal conv's last conv_kernel - 1 inputs and one head_dim x head_dim state
-// matrix per value head. Its size does not grow with the context.
+// The recurrent layers' memory of every sequence of a context: per layer and sequence, a causal
+// conv's last inputs (qwen35's DeltaNet: conv_kernel - 1 rows of its q/k/v channels, then one
+// head_dim x head_dim state matrix per value head; lfm2's short conv: l_cache - 1 rows). Its size
+// does not grow with the context.
 //
 // Unlike a KV cache it holds one point of a sequence: the state after its last token. Going back
 // (prefix reuse, a chat's next turn, a rejected draft) needs a copy of an earlier state, so it
