@@ -68,6 +68,18 @@ constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
      ref::vec_dot_q6_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q6_k_q8_k>, "scalar", 0},
     {T::Q8_K, "Q8_K", kQK_K, sizeof(BlockQ8_K), true, ref::dequantize_row_q8_k,
      ref::quantize_row_q8_k, nullptr, T::Q8_K, nullptr, "scalar", 0},
+    // Non-linear and microscaled 4-bit types and the ternary types (issue 38); their encoders are
+    // the file quantizer's (tensor/quantize/quantize.h).
+    {T::IQ4_NL, "IQ4_NL", kQK, sizeof(BlockIQ4_NL), true, ref::dequantize_row_iq4_nl, nullptr,
+     ref::vec_dot_iq4_nl_q8_0, T::Q8_0, matmul_by_rows<ref::vec_dot_iq4_nl_q8_0>, "scalar", 0},
+    {T::IQ4_XS, "IQ4_XS", kQK_K, sizeof(BlockIQ4_XS), true, ref::dequantize_row_iq4_xs, nullptr,
+     ref::vec_dot_iq4_xs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq4_xs_q8_k>, "scalar", 0},
+    {T::MXFP4, "MXFP4", kQK, sizeof(BlockMXFP4), true, ref::dequantize_row_mxfp4, nullptr,
+     ref::vec_dot_mxfp4_q8_0, T::Q8_0, matmul_by_rows<ref::vec_dot_mxfp4_q8_0>, "scalar", 0},
+    {T::TQ1_0, "TQ1_0", kQK_K, sizeof(BlockTQ1_0), true, ref::dequantize_row_tq1_0, nullptr,
+     ref::vec_dot_tq1_0_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_tq1_0_q8_k>, "scalar", 0},
+    {T::TQ2_0, "TQ2_0", kQK_K, sizeof(BlockTQ2_0), true, ref::dequantize_row_tq2_0, nullptr,
+     ref::vec_dot_tq2_0_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_tq2_0_q8_k>, "scalar", 0},
 }};
 
 // Parses MEMWALL_ISA; unknown values are ignored (the best available set is used).

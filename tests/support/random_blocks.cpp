@@ -26,6 +26,13 @@ std::vector<HalfField> half_fields(GgmlType type) {
             return {{offsetof(BlockQ3_K, d), false}};
         case GgmlType::Q6_K:
             return {{offsetof(BlockQ6_K, d), false}};
+        case GgmlType::IQ4_NL:
+        case GgmlType::IQ4_XS:
+            return {{0, false}};
+        case GgmlType::TQ1_0:
+            return {{offsetof(BlockTQ1_0, d), false}};
+        case GgmlType::TQ2_0:
+            return {{offsetof(BlockTQ2_0, d), false}};
         default:
             return {};
     }
@@ -59,6 +66,8 @@ std::vector<uint8_t> random_weight_rows(const TypeTraits& t, int64_t n_rows, int
             const uint16_t h = f32_to_fp16(value);
             std::memcpy(m.data() + block * t.type_size + field.offset, &h, sizeof h);
         }
+        // MXFP4's E8M0 exponent: scales 2^-12 .. 2^-5, as the fp16 scales above.
+        if (t.type == GgmlType::MXFP4) m[block * t.type_size] = uint8_t(115 + rng() % 8);
     }
     return m;
 }

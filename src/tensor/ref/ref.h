@@ -61,6 +61,18 @@ float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
 
+// Non-linear, microscaled and ternary types (iquants_ref.cpp).
+void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n);
+void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
+void dequantize_row_mxfp4(const void* src, float* dst, int64_t n);
+void dequantize_row_tq1_0(const void* src, float* dst, int64_t n);
+void dequantize_row_tq2_0(const void* src, float* dst, int64_t n);
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_tq1_0_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_tq2_0_q8_k(int64_t n, const void* w, const void* x);
+
 }  // namespace ref
 
 }  // namespace mw

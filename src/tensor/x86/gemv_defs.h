@@ -5,6 +5,7 @@
 #include "tensor/simd/packed.h"
 #include "tensor/x86/blocks_avx512.h"
 #include "tensor/x86/gemv.h"
+#include "tensor/x86/gemv_iquants.h"
 #include "tensor/x86/set.h"
 
 namespace mw::x86 {
@@ -71,6 +72,27 @@ void Set<I>::gemv_q5_k(const MatmulArgs& a) {
 template <Isa I>
 void Set<I>::gemv_q6_k(const MatmulArgs& a) {
     gemv_kquant<typename VecOf<I>::type, KQ6>(a);
+}
+
+template <Isa I>
+void Set<I>::gemv_iq4_nl(const MatmulArgs& a) {
+    gemv_nl32<DecodeIQ4_NL>(a);
+}
+template <Isa I>
+void Set<I>::gemv_mxfp4(const MatmulArgs& a) {
+    gemv_nl32<DecodeMXFP4>(a);
+}
+template <Isa I>
+void Set<I>::gemv_iq4_xs(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeIQ4_XS>(a);
+}
+template <Isa I>
+void Set<I>::gemv_tq1_0(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeTQ1_0>(a);
+}
+template <Isa I>
+void Set<I>::gemv_tq2_0(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeTQ2_0>(a);
 }
 
 template <Isa I>
