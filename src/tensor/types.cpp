@@ -75,11 +75,13 @@ constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
     {T::IQ4_XS, "IQ4_XS", kQK_K, sizeof(BlockIQ4_XS), true, ref::dequantize_row_iq4_xs, nullptr,
      ref::vec_dot_iq4_xs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq4_xs_q8_k>, "scalar", 0},
     {T::MXFP4, "MXFP4", kQK, sizeof(BlockMXFP4), true, ref::dequantize_row_mxfp4, nullptr,
-     ref::vec_dot_mxfp4_q8_0, T::Q8_0, matmul_by_rows<ref::vec_dot_mxfp4_q8_0>, "scalar", 0},
+     ref::vec_dot_mxfp4_q8_0, T::Q8_0, matmul_by_rows<ref::vec_dot_mxfp4_q8_0>, "scalar", 0,
+     ref::check_block_mxfp4},
     {T::TQ1_0, "TQ1_0", kQK_K, sizeof(BlockTQ1_0), true, ref::dequantize_row_tq1_0, nullptr,
      ref::vec_dot_tq1_0_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_tq1_0_q8_k>, "scalar", 0},
     {T::TQ2_0, "TQ2_0", kQK_K, sizeof(BlockTQ2_0), true, ref::dequantize_row_tq2_0, nullptr,
-     ref::vec_dot_tq2_0_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_tq2_0_q8_k>, "scalar", 0},
+     ref::vec_dot_tq2_0_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_tq2_0_q8_k>, "scalar", 0,
+     ref::check_block_tq2_0},
 }};
 
 // Parses MEMWALL_ISA; unknown values are ignored (the best available set is used).

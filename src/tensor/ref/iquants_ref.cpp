@@ -175,4 +175,18 @@ float vec_dot_tq2_0_q8_k(int64_t n, const void* w, const void* x) {
     return sum;
 }
 
+const char* check_block_mxfp4(const void* block) {
+    return static_cast<const BlockMXFP4*>(block)->e == 0xFF
+               ? "its E8M0 scale is 0xFF, which the OCP MX format defines as NaN"
+               : nullptr;
+}
+
+const char* check_block_tq2_0(const void* block) {
+    for (uint8_t byte : static_cast<const BlockTQ2_0*>(block)->qs) {
+        // A code 3 in any of the four 2-bit fields: both bits set.
+        if (byte & (byte >> 1) & 0x55) return "it holds code 3, which is not a ternary value";
+    }
+    return nullptr;
+}
+
 }  // namespace mw::ref

@@ -72,6 +72,10 @@ float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* x);
 float vec_dot_tq1_0_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_tq2_0_q8_k(int64_t n, const void* w, const void* x);
+// Invalid blocks (TypeTraits::check_block): E8M0 scale 0xFF (NaN in the OCP MX format, which
+// ggml would decode as 2^127); a TQ2_0 code 3 (decodes to 2 d, not a ternary value).
+const char* check_block_mxfp4(const void* block);
+const char* check_block_tq2_0(const void* block);
 
 }  // namespace ref
 
