@@ -178,6 +178,14 @@ TEST(IQuantRealData, DecodingIsBitIdenticalToGgml) {
         {"kq-tiny-MXFP4.gguf", 0x62e1270f127a89bdull},
         {"kq-tiny-TQ1_0.gguf", 0x32d1b622f5b4fba1ull},
         {"kq-tiny-TQ2_0.gguf", 0x32d1b622f5b4fba1ull},
+        // The lattice types (IQ2_XXS and IQ2_XS files hold one Q2_K tensor, token_embd).
+        {"kq-tiny-IQ3_S.gguf", 0x0ad5cabbb56e38a0ull},
+        {"kq-tiny-IQ3_XXS.gguf", 0x5ae80396440f119aull},
+        {"kq-tiny-IQ2_XXS.gguf", 0xb6aa5bdefae584d7ull},
+        {"kq-tiny-IQ2_XS.gguf", 0xbf460e43c67edad1ull},
+        {"kq-tiny-IQ2_S.gguf", 0x54ec62d9817955e8ull},
+        {"kq-tiny-IQ1_S.gguf", 0xa02940aba59fdcebull},
+        {"kq-tiny-IQ1_M.gguf", 0x70863668e1445adbull},
     };
     for (const auto& [name, hash] : files) {
         const auto q = load(name);
@@ -188,15 +196,19 @@ TEST(IQuantRealData, DecodingIsBitIdenticalToGgml) {
 // Relative RMS error against the F16 originals (what the format can hold of N(0, 0.1^2) data).
 // Measured: IQ4_NL 7.57 %, IQ4_XS 7.63 %, MXFP4 11.8 %, TQ1_0 = TQ2_0 80.7 % (ternary with the
 // block's absolute maximum as its scale rounds most of a Gaussian to 0; llama-quantize writes
-// the same values in both).
+// the same values in both), IQ3_S 14.2 %, IQ3_XXS 19.0 %, IQ2_S 25.5 %, IQ2_XS 30.6 %, IQ2_XXS
+// 34.7 % (its token_embd in Q2_K), IQ1_M 47.8 %, IQ1_S 48.7 %.
 TEST(IQuantRealData, DequantizedWeightsMatchTheF16Originals) {
     const auto f16 = load("kq-tiny-F16.gguf");
     // Bounds about 15 % above the measured error (printed); the lower bound catches comparing
     // the wrong thing.
     const std::pair<const char*, double> files[] = {
-        {"kq-tiny-IQ4_NL.gguf", 0.087}, {"kq-tiny-IQ4_XS.gguf", 0.088},
-        {"kq-tiny-MXFP4.gguf", 0.135},  {"kq-tiny-TQ1_0.gguf", 0.93},
-        {"kq-tiny-TQ2_0.gguf", 0.93},
+        {"kq-tiny-IQ4_NL.gguf", 0.087},  {"kq-tiny-IQ4_XS.gguf", 0.088},
+        {"kq-tiny-MXFP4.gguf", 0.135},   {"kq-tiny-TQ1_0.gguf", 0.93},
+        {"kq-tiny-TQ2_0.gguf", 0.93},    {"kq-tiny-IQ3_S.gguf", 0.164},
+        {"kq-tiny-IQ3_XXS.gguf", 0.218}, {"kq-tiny-IQ2_XXS.gguf", 0.40},
+        {"kq-tiny-IQ2_XS.gguf", 0.352},  {"kq-tiny-IQ2_S.gguf", 0.293},
+        {"kq-tiny-IQ1_S.gguf", 0.56},    {"kq-tiny-IQ1_M.gguf", 0.55},
     };
     for (const auto& [name, bound] : files) {
         const auto q = load(name);
@@ -223,7 +235,9 @@ TEST(IQuantRealData, VecDotOnLlamaQuantizedRows) {
     std::mt19937 rng(9);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (const char* name : {"kq-tiny-IQ4_NL.gguf", "kq-tiny-IQ4_XS.gguf", "kq-tiny-MXFP4.gguf",
-                             "kq-tiny-TQ1_0.gguf", "kq-tiny-TQ2_0.gguf"}) {
+                             "kq-tiny-TQ1_0.gguf", "kq-tiny-TQ2_0.gguf", "kq-tiny-IQ3_S.gguf",
+                             "kq-tiny-IQ3_XXS.gguf", "kq-tiny-IQ2_XXS.gguf", "kq-tiny-IQ2_XS.gguf",
+                             "kq-tiny-IQ2_S.gguf", "kq-tiny-IQ1_S.gguf", "kq-tiny-IQ1_M.gguf"}) {
         const auto q = load(name);
         int rows = 0;
         for (const gguf::TensorInfo& t : q->file.tensors()) {

@@ -159,6 +159,65 @@ struct BlockTQ2_0 {
     uint16_t d;
 };
 
+// ---- Lattice i-quants: groups of 8 (4 for IQ3) values are a point of a grid (tensor/iq_grids.h)
+// times a sub-block scale, with one sign bit per value. IQ2_XXS and IQ3_XXS store 7 sign bits per
+// 8 values, the 8th making the count of minus signs even. Layouts and scales (s the stored
+// integer): tensor/ref/iq_lattice_ref.cpp.
+
+// Sub-block of 32 (j < 8): qs[4j..4j+3] (as bytes: 8j..8j+7): four 8-bit grid indices, then 4 x 7
+// sign bits and a 4-bit scale s in the top bits; scale d * (2s + 1) / 8.
+struct BlockIQ2_XXS {
+    uint16_t d;
+    uint16_t qs[kQK_K / 8];
+};
+
+// qs[4j + l]: 9-bit grid index, 7 sign bits; scales[j]: 4-bit scales of the two halves.
+struct BlockIQ2_XS {
+    uint16_t d;
+    uint16_t qs[kQK_K / 8];
+    uint8_t scales[kQK_K / 32];
+};
+
+// qs[0..31]: low 8 bits of the 10-bit grid indices, qs[32..63]: one sign byte per 8 values; qh[j]:
+// the high 2 bits of sub-block j's four indices.
+struct BlockIQ2_S {
+    uint16_t d;
+    uint8_t qs[kQK_K / 4];
+    uint8_t qh[kQK_K / 32];
+    uint8_t scales[kQK_K / 32];
+};
+
+// qs[0..63]: 8-bit indices into a grid of 4-value points; qs[64 + 4j..]: as IQ2_XXS's second word.
+struct BlockIQ3_XXS {
+    uint16_t d;
+    uint8_t qs[3 * kQK_K / 8];
+};
+
+// 9-bit indices of 4-value points (low bits in qs, the 9th in qh), a sign byte per 8 values.
+struct BlockIQ3_S {
+    uint16_t d;
+    uint8_t qs[kQK_K / 4];
+    uint8_t qh[kQK_K / 32];
+    uint8_t signs[kQK_K / 8];
+    uint8_t scales[kQK_K / 64];
+};
+
+// Values -1, 0, 1 (grid) plus or minus 1/8; 11-bit indices (8 in qs, 3 in qh), qh[j] also holds
+// sub-block j's 3-bit scale and the sign of its delta.
+struct BlockIQ1_S {
+    uint16_t d;
+    uint8_t qs[kQK_K / 8];
+    uint16_t qh[kQK_K / 32];
+};
+
+// As IQ1_S with a scale per 16 values and a delta sign per 8; the fp16 d is spread over the top
+// nibbles of the four scale words.
+struct BlockIQ1_M {
+    uint8_t qs[kQK_K / 8];
+    uint8_t qh[kQK_K / 16];
+    uint8_t scales[kQK_K / 32];
+};
+
 // The IQ4 code book (signed 8-bit integers, the scale multiplies them) and the E2M1 values of
 // MXFP4, doubled: 0, 0.5, 1, 1.5, 2, 3, 4, 6, then the same negated.
 inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -196,6 +255,13 @@ static_assert(sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockTQ1_0) == 54);
 static_assert(sizeof(BlockTQ2_0) == 66);
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+static_assert(sizeof(BlockIQ2_XS) == 74);
+static_assert(sizeof(BlockIQ2_S) == 82);
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+static_assert(sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ1_S) == 50);
+static_assert(sizeof(BlockIQ1_M) == 56);
 
 // Scale j (0..15) of a Q3_K block, in 0..63 (the format subtracts 32). Low 4 bits: the low
 // nibbles of bytes 0-7 for j < 8, their high nibbles for j >= 8; high 2 bits: bits 2*(j/4) of

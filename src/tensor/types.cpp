@@ -82,6 +82,21 @@ constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
     {T::TQ2_0, "TQ2_0", kQK_K, sizeof(BlockTQ2_0), true, ref::dequantize_row_tq2_0, nullptr,
      ref::vec_dot_tq2_0_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_tq2_0_q8_k>, "scalar", 0,
      ref::check_block_tq2_0},
+    // Lattice i-quants (issue 38): decode kernels only.
+    {T::IQ2_XXS, "IQ2_XXS", kQK_K, sizeof(BlockIQ2_XXS), true, ref::dequantize_row_iq2_xxs, nullptr,
+     ref::vec_dot_iq2_xxs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq2_xxs_q8_k>, "scalar", 0},
+    {T::IQ2_XS, "IQ2_XS", kQK_K, sizeof(BlockIQ2_XS), true, ref::dequantize_row_iq2_xs, nullptr,
+     ref::vec_dot_iq2_xs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq2_xs_q8_k>, "scalar", 0},
+    {T::IQ2_S, "IQ2_S", kQK_K, sizeof(BlockIQ2_S), true, ref::dequantize_row_iq2_s, nullptr,
+     ref::vec_dot_iq2_s_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq2_s_q8_k>, "scalar", 0},
+    {T::IQ3_XXS, "IQ3_XXS", kQK_K, sizeof(BlockIQ3_XXS), true, ref::dequantize_row_iq3_xxs, nullptr,
+     ref::vec_dot_iq3_xxs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq3_xxs_q8_k>, "scalar", 0},
+    {T::IQ3_S, "IQ3_S", kQK_K, sizeof(BlockIQ3_S), true, ref::dequantize_row_iq3_s, nullptr,
+     ref::vec_dot_iq3_s_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq3_s_q8_k>, "scalar", 0},
+    {T::IQ1_S, "IQ1_S", kQK_K, sizeof(BlockIQ1_S), true, ref::dequantize_row_iq1_s, nullptr,
+     ref::vec_dot_iq1_s_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq1_s_q8_k>, "scalar", 0},
+    {T::IQ1_M, "IQ1_M", kQK_K, sizeof(BlockIQ1_M), true, ref::dequantize_row_iq1_m, nullptr,
+     ref::vec_dot_iq1_m_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq1_m_q8_k>, "scalar", 0},
 }};
 
 // Parses MEMWALL_ISA; unknown values are ignored (the best available set is used).

@@ -177,6 +177,21 @@ struct DecodeTQ1_0 {
     }
 };
 
+// The lattice i-quants: each super-block unpacked by the reference (ref::lattice_unpack), the
+// product written once over V as for the types above.
+template <GgmlType kType, class BlockT>
+struct DecodeLattice {
+    using Block = BlockT;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        ref::LatticeBlock u;
+        ref::lattice_unpack(kType, &b, &u);
+        for (int v = 0; v < 8; ++v) w[v] = load256(u.w + 32 * v);
+        *words = load256(u.scale);
+        return u.factor;
+    }
+};
+
 template <class V, class D, int T>
 void signed_rows(const MatmulArgs& a, int64_t t0) {
     using I = typename V::I;
