@@ -489,6 +489,21 @@ TEST(GgufCorrupt, RowLengthNotMultipleOfBlockSize) {
     f.tensors[0].ne = {128, 2};
     EXPECT_GGUF_ERROR(f.build(),
                       {"tensor \"a\" of type Q4_K has row length ne[0] = 128", "block size 256"});
+    // The types of issue 38: llama.cpp falls back to IQ4_NL for such rows; a file that has them
+    // in a 256-element type anyway is refused by name.
+    for (GgmlType type : {GgmlType::IQ4_XS, GgmlType::TQ1_0, GgmlType::TQ2_0}) {
+        f.tensors[0].type = static_cast<uint32_t>(type);
+        f.tensors[0].ne = {160, 2};
+        const std::string name(ggml_layout(uint32_t(type))->name);
+        EXPECT_GGUF_ERROR(
+            f.build(),
+            {"tensor \"a\" of type " + name + " has row length ne[0] = 160", "block size 256"});
+    }
+    for (GgmlType type : {GgmlType::IQ4_NL, GgmlType::MXFP4}) {
+        f.tensors[0].type = static_cast<uint32_t>(type);
+        f.tensors[0].ne = {48};
+        EXPECT_GGUF_ERROR(f.build(), {"has row length ne[0] = 48", "block size 32"});
+    }
 }
 
 TEST(GgufCorrupt, TensorDataOutsideFile) {

@@ -37,10 +37,13 @@ std::vector<float> decode_block(GgmlType type, const Block& b) {
 // ---- The table ----------------------------------------------------------------------------
 
 TEST(QuantTable, RowsMatchTheFileLayouts) {
-    const GgmlType computed[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
-                                 GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                                 GgmlType::Q8_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                                 GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::Q8_K};
+    const GgmlType computed[] = {
+        GgmlType::F32,     GgmlType::F16,    GgmlType::BF16,  GgmlType::Q4_0,    GgmlType::Q4_1,
+        GgmlType::Q5_0,    GgmlType::Q5_1,   GgmlType::Q8_0,  GgmlType::Q8_1,    GgmlType::Q2_K,
+        GgmlType::Q3_K,    GgmlType::Q4_K,   GgmlType::Q5_K,  GgmlType::Q6_K,    GgmlType::Q8_K,
+        GgmlType::IQ4_NL,  GgmlType::IQ4_XS, GgmlType::MXFP4, GgmlType::TQ1_0,   GgmlType::TQ2_0,
+        GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S,
+        GgmlType::IQ1_S,   GgmlType::IQ1_M};
     for (GgmlType type : computed) {
         const TypeTraits* t = type_traits(type);
         ASSERT_NE(t, nullptr) << uint32_t(type);
@@ -66,6 +69,11 @@ TEST(QuantTable, RowsMatchTheFileLayouts) {
     EXPECT_EQ(traits(GgmlType::Q8_0).vec_dot_type, GgmlType::Q8_0);
     EXPECT_EQ(traits(GgmlType::Q4_1).vec_dot_type, GgmlType::Q8_1);
     EXPECT_EQ(traits(GgmlType::Q5_1).vec_dot_type, GgmlType::Q8_1);
+    EXPECT_EQ(traits(GgmlType::IQ4_NL).vec_dot_type, GgmlType::Q8_0);
+    EXPECT_EQ(traits(GgmlType::MXFP4).vec_dot_type, GgmlType::Q8_0);
+    for (GgmlType k : {GgmlType::IQ4_XS, GgmlType::TQ1_0, GgmlType::TQ2_0}) {
+        EXPECT_EQ(traits(k).vec_dot_type, GgmlType::Q8_K);
+    }
     for (GgmlType k :
          {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
         EXPECT_EQ(traits(k).vec_dot_type, GgmlType::Q8_K);
@@ -79,10 +87,8 @@ TEST(QuantTable, RowsMatchTheFileLayouts) {
 }
 
 TEST(QuantTable, TypesWithoutKernelsHaveNoRow) {
-    for (GgmlType type : {GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ3_XXS, GgmlType::IQ1_S,
-                          GgmlType::IQ4_NL, GgmlType::IQ3_S, GgmlType::IQ2_S, GgmlType::IQ4_XS,
-                          GgmlType::I8, GgmlType::I16, GgmlType::I32, GgmlType::I64, GgmlType::F64,
-                          GgmlType::IQ1_M, GgmlType::TQ1_0, GgmlType::TQ2_0, GgmlType::MXFP4}) {
+    for (GgmlType type :
+         {GgmlType::I8, GgmlType::I16, GgmlType::I32, GgmlType::I64, GgmlType::F64}) {
         EXPECT_EQ(type_traits(type), nullptr) << uint32_t(type);
     }
     EXPECT_EQ(type_traits(4u), nullptr);  // removed Q4_2

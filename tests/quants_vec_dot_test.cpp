@@ -59,10 +59,12 @@ DotCheck check_dot(const TypeTraits& w, const uint8_t* wrow, const std::vector<f
 }
 
 TEST(QuantVecDot, EveryWeightTypeMatchesDoublePrecision) {
-    const GgmlType weights[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
-                                GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                                GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                                GgmlType::Q6_K};
+    const GgmlType weights[] = {
+        GgmlType::F32,   GgmlType::F16,     GgmlType::BF16,  GgmlType::Q4_0,    GgmlType::Q4_1,
+        GgmlType::Q5_0,  GgmlType::Q5_1,    GgmlType::Q8_0,  GgmlType::Q2_K,    GgmlType::Q3_K,
+        GgmlType::Q4_K,  GgmlType::Q5_K,    GgmlType::Q6_K,  GgmlType::IQ4_NL,  GgmlType::IQ4_XS,
+        GgmlType::MXFP4, GgmlType::TQ1_0,   GgmlType::TQ2_0, GgmlType::IQ2_XXS, GgmlType::IQ2_XS,
+        GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S,   GgmlType::IQ1_M};
     std::mt19937 rng(42);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (GgmlType type : weights) {

@@ -23,6 +23,9 @@ bool pending_family_runs(const std::string& id) {
     // clang-format off
     static const std::vector<std::string> kRunning = {
         // Quantization types (issue 38):
+        "kq-tiny-IQ4_NL", "kq-tiny-IQ4_XS", "kq-tiny-MXFP4",   "kq-tiny-TQ1_0",
+        "kq-tiny-TQ2_0",  "kq-tiny-IQ3_S",  "kq-tiny-IQ3_XXS", "kq-tiny-IQ2_XXS",
+        "kq-tiny-IQ2_XS", "kq-tiny-IQ2_S",  "kq-tiny-IQ1_S",   "kq-tiny-IQ1_M",
         // Architectures (issues 37, 41):
         "qwen35-tiny-F16",
         "qwen35-tiny-Q8_0",

@@ -184,6 +184,63 @@ TEST(Verify, NonFiniteValuesAndScalesAreFoundPerTensor) {
     EXPECT_EQ(status(r, "model"), "fail");
 }
 
+// The types of issue 38: a non-finite fp16 scale shows in the decoded values; bit patterns that
+// decode to finite numbers but that no writer produces (MXFP4's NaN exponent 0xFF, a TQ2_0 code
+// 3) are reported per tensor with the first block and what is wrong with it.
+TEST(Verify, InvalidBlocksOfTheNewTypesAreFoundPerTensor) {
+    gguf::GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    // IQ4_XS: 2 blocks of 136 bytes (f16 d first); block 1's d is NaN.
+    std::vector<uint8_t> iq4xs(2 * 136, 0x21);
+    for (int b = 0; b < 2; ++b) {
+        const uint16_t d = b == 1 ? 0x7e00 : f32_to_fp16(0.01f);
+        std::memcpy(iq4xs.data() + b * 136, &d, 2);
+    }
+    // MXFP4: 4 blocks of (E8M0 e, 16 nibble bytes) with codes 0 and 1 only (finite even at
+    // 2^127); block 3's exponent is 0xFF.
+    std::vector<uint8_t> mxfp4(4 * 17, 0x10);
+    for (int b = 0; b < 4; ++b) mxfp4[size_t(b) * 17] = b == 3 ? 0xFF : 120;
+    // TQ2_0: 3 blocks of (64 code bytes, f16 d); codes 0-2 (0x24 = codes 0, 1, 2, 0) except one
+    // byte of block 1 with a code 3 in its top field.
+    std::vector<uint8_t> tq2(3 * 66, 0x24);
+    for (int b = 0; b < 3; ++b) {
+        const uint16_t d = f32_to_fp16(0.5f);
+        std::memcpy(tq2.data() + b * 66 + 64, &d, 2);
+    }
+    tq2[66 + 17] = 0xE4;
+    w.add_tensor("a.iq4_xs", GgmlType::IQ4_XS, {256, 2}, iq4xs);
+    w.add_tensor("b.mxfp4", GgmlType::MXFP4, {128}, mxfp4);
+    w.add_tensor("c.tq2_0", GgmlType::TQ2_0, {256, 3}, tq2);
+    const std::string path = write_temp(w.to_bytes(), "invalid_blocks.gguf");
+    const json r = verify(path);
+    SCOPED_TRACE(r.dump(1));
+    EXPECT_FALSE(r["ok"].get<bool>());
+    EXPECT_EQ(status(r, "values"), "fail");
+    const json& bad = r["non_finite"];
+    ASSERT_EQ(bad.size(), 1u);
+    EXPECT_EQ(bad[0]["name"], "a.iq4_xs");
+    EXPECT_EQ(bad[0]["blocks"], 1);
+    EXPECT_EQ(bad[0]["first_element"], 256);
+    const json& invalid = r["invalid_blocks"];
+    ASSERT_EQ(invalid.size(), 2u);
+    EXPECT_EQ(invalid[0]["name"], "b.mxfp4");
+    EXPECT_EQ(invalid[0]["blocks"], 1);
+    EXPECT_EQ(invalid[0]["first_block"], 3);
+    EXPECT_NE(invalid[0]["problem"].get<std::string>().find("0xFF"), std::string::npos);
+    EXPECT_EQ(invalid[1]["name"], "c.tq2_0");
+    EXPECT_EQ(invalid[1]["first_block"], 1);
+    const std::vector<uint8_t> bytes = test::read_file(path);
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, path);
+    EXPECT_EQ(invalid[1]["first_offset"].get<uint64_t>(),
+              f.data_offset() + f.find_tensor("c.tq2_0")->offset + 66);
+    const std::string d = detail(r, "values");
+    EXPECT_NE(d.find("tensor \"a.iq4_xs\" (IQ4_XS)"), std::string::npos) << d;
+    EXPECT_NE(d.find("tensor \"b.mxfp4\" (MXFP4): 1 block, the first at byte"), std::string::npos)
+        << d;
+    EXPECT_NE(d.find("2 tensors with blocks no writer of the format produces"), std::string::npos)
+        << d;
+}
+
 TEST(Verify, Sha256IsComparedWhenGiven) {
 #if !MEMWALL_NET
     GTEST_SKIP() << "memwall was built with MEMWALL_NET=OFF: no SHA-256 (OpenSSL)";

@@ -18,15 +18,29 @@ struct RecipeRow {
 
 // Ordered from the largest to the smallest per weight.
 constexpr RecipeRow kRecipes[] = {
-    {R::F32, "F32", 0, T::F32},         {R::F16, "F16", 1, T::F16},
-    {R::BF16, "BF16", 32, T::BF16},     {R::Q8_0, "Q8_0", 7, T::Q8_0},
-    {R::Q6_K, "Q6_K", 18, T::Q6_K},     {R::Q5_K_M, "Q5_K_M", 17, T::Q5_K},
-    {R::Q5_K_S, "Q5_K_S", 16, T::Q5_K}, {R::Q5_1, "Q5_1", 9, T::Q5_1},
-    {R::Q5_0, "Q5_0", 8, T::Q5_0},      {R::Q4_K_M, "Q4_K_M", 15, T::Q4_K},
-    {R::Q4_K_S, "Q4_K_S", 14, T::Q4_K}, {R::Q4_1, "Q4_1", 3, T::Q4_1},
-    {R::Q4_0, "Q4_0", 2, T::Q4_0},      {R::Q3_K_L, "Q3_K_L", 13, T::Q3_K},
-    {R::Q3_K_M, "Q3_K_M", 12, T::Q3_K}, {R::Q3_K_S, "Q3_K_S", 11, T::Q3_K},
-    {R::Q2_K, "Q2_K", 10, T::Q2_K},     {R::Q2_K_S, "Q2_K_S", 21, T::Q2_K},
+    {R::F32, "F32", 0, T::F32},
+    {R::F16, "F16", 1, T::F16},
+    {R::BF16, "BF16", 32, T::BF16},
+    {R::Q8_0, "Q8_0", 7, T::Q8_0},
+    {R::Q6_K, "Q6_K", 18, T::Q6_K},
+    {R::Q5_K_M, "Q5_K_M", 17, T::Q5_K},
+    {R::Q5_K_S, "Q5_K_S", 16, T::Q5_K},
+    {R::Q5_1, "Q5_1", 9, T::Q5_1},
+    {R::Q5_0, "Q5_0", 8, T::Q5_0},
+    {R::Q4_K_M, "Q4_K_M", 15, T::Q4_K},
+    {R::Q4_K_S, "Q4_K_S", 14, T::Q4_K},
+    {R::Q4_1, "Q4_1", 3, T::Q4_1},
+    {R::Q4_0, "Q4_0", 2, T::Q4_0},
+    {R::IQ4_NL, "IQ4_NL", 25, T::IQ4_NL},
+    {R::IQ4_XS, "IQ4_XS", 30, T::IQ4_XS},
+    {R::MXFP4_MOE, "MXFP4_MOE", 38, T::MXFP4},  // MoE experts; other matrices Q8_0
+    {R::Q3_K_L, "Q3_K_L", 13, T::Q3_K},
+    {R::Q3_K_M, "Q3_K_M", 12, T::Q3_K},
+    {R::Q3_K_S, "Q3_K_S", 11, T::Q3_K},
+    {R::Q2_K, "Q2_K", 10, T::Q2_K},
+    {R::Q2_K_S, "Q2_K_S", 21, T::Q2_K},
+    {R::TQ2_0, "TQ2_0", 37, T::TQ2_0},
+    {R::TQ1_0, "TQ1_0", 36, T::TQ1_0},
 };
 
 const RecipeRow& row_of(QuantRecipe recipe) {
@@ -76,7 +90,12 @@ GgmlType fit_row_length(GgmlType t, int64_t ne0) {
     switch (t) {
         case T::Q2_K:
         case T::Q3_K:
+        case T::IQ4_XS:
             fallback = T::IQ4_NL;
+            break;
+        case T::TQ1_0:
+        case T::TQ2_0:
+            fallback = T::Q4_0;
             break;
         case T::Q4_K:
             fallback = T::Q5_0;
@@ -107,6 +126,8 @@ GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer) {
         t = T::Q6_K;
     } else if (recipe == R::Q4_K_S && layer < 4) {
         t = T::Q5_K;
+    } else if ((recipe == R::IQ4_NL || recipe == R::IQ4_XS) && gqa >= 4) {
+        t = T::Q5_K;
     }
     // The 70B models share each V head among 8 query heads: attn_v is small, more bits are cheap.
     if (m.is_70b_class && (t == T::Q3_K || t == T::Q4_K)) t = T::Q5_K;
@@ -133,6 +154,9 @@ GgmlType ffn_down_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer,
             return more_bits(layer, n) ? T::Q6_K : t;
         case R::Q4_K_S:
             return !falcon && layer < n / 8 ? T::Q5_K : t;
+        case R::IQ4_NL:
+        case R::IQ4_XS:
+            return layer < n / 8 && !m.has_imatrix ? T::Q5_K : t;
         default:
             return t;
     }
@@ -142,7 +166,8 @@ GgmlType attn_output_type(R recipe, GgmlType t, const QuantModelInfo& m, bool fa
     if (falcon) return recipe == R::Q3_K_L ? T::Q4_K : t;
     if (m.n_expert == 8) {
         const bool bump = recipe == R::Q2_K || recipe == R::Q3_K_S || recipe == R::Q3_K_M ||
-                          recipe == R::Q4_K_S || recipe == R::Q4_K_M;
+                          recipe == R::Q4_K_S || recipe == R::Q4_K_M || recipe == R::IQ4_NL ||
+                          recipe == R::IQ4_XS;
         return bump ? T::Q5_K : t;
     }
     switch (recipe) {
@@ -253,13 +278,15 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
     GgmlType t = base;
     if (name == "output.weight" || (!m.has_output && name == "token_embd.weight")) {
         // The output projection decides the logits: Q6_K at least, Q8_0 when rows do not fit.
-        if (falcon || ne0 % block_size(base) != 0) {
+        if (recipe == R::MXFP4_MOE || falcon || ne0 % block_size(base) != 0) {
             t = T::Q8_0;
         } else if (base != T::Q8_0) {
             t = T::Q6_K;
         }
+    } else if (recipe == R::MXFP4_MOE) {
+        t = n_dims >= 3 ? T::MXFP4 : T::Q8_0;  // experts, and everything else
     } else if (name == "token_embd.weight") {
-        // The recipes here keep the base type for the embedding (only IQ recipes change it).
+        if (recipe == R::TQ1_0 || recipe == R::TQ2_0) t = T::Q4_K;
     } else if (contains(name, "attn_v.weight")) {
         t = attn_v_type(recipe, t, m, layer);
     } else if (contains(name, "attn_k.weight")) {

@@ -33,6 +33,11 @@ enum class QuantRecipe {
     Q5_K_S,
     Q5_K_M,
     Q6_K,
+    IQ4_NL,
+    IQ4_XS,
+    MXFP4_MOE,  // MoE experts MXFP4, the other matrices Q8_0 (gpt-oss)
+    TQ2_0,
+    TQ1_0,
 };
 
 // "Q4_K_M" (as llama.cpp names it).
@@ -56,6 +61,7 @@ struct QuantModelInfo {
     uint32_t n_expert = 0;      // 0 or 1 for dense models
     bool has_output = true;     // a separate output.weight (otherwise token_embd doubles as it)
     bool is_70b_class = false;  // llama.cpp's "70B" model type, see model_is_70b_class()
+    bool has_imatrix = false;   // quantizing with an importance matrix (IQ4 recipes differ)
 };
 
 // llama.cpp gives attn_v of its "70B" model type more bits: llama/qwen2-family models with 80
@@ -69,14 +75,15 @@ bool is_quantizable_tensor(std::string_view name, uint32_t n_dims);
 
 // The type the tensor gets under the recipe. `current` is its type in the source file (kept when
 // the tensor is not quantizable); ne0 is its row length (k-quants need a multiple of 256 and fall
-// back to a 32-block type otherwise). The layer comes from the "blk.N." prefix of the name.
+// back to a 32-block type otherwise). The layer comes from the "blk.N." prefix of the name. A 3-D
+// tensor is a stack of MoE experts (MXFP4_MOE puts those, and only those, in MXFP4).
 GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& model, std::string_view name,
                          uint32_t n_dims, int64_t ne0, GgmlType current);
 
 // The type a tensor with rows of ne0 elements gets instead of `type` when ne0 is not a multiple of
-// its block size (llama-quantize's fallbacks: Q2_K/Q3_K -> IQ4_NL, Q4_K -> Q5_0, Q5_K -> Q5_1,
-// Q6_K -> Q8_0, F16 when even that does not fit); `type` itself when the rows fit. For the
-// quantizer's --pure and --tensor-type types, which bypass tensor_type_for.
+// its block size (llama-quantize's fallbacks: Q2_K/Q3_K/IQ4_XS -> IQ4_NL, TQ1_0/TQ2_0 -> Q4_0,
+// Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, F16 when even that does not fit); `type` itself when
+// the rows fit. For the quantizer's --pure and --tensor-type types, which bypass tensor_type_for.
 GgmlType row_length_fallback(GgmlType type, int64_t ne0);
 
 }  // namespace mw

@@ -77,6 +77,7 @@ class Planner {
         : file_(file), options_(options), imatrix_(imatrix), on_event_(on_event) {
         arch_ = std::string(file.get_string("general.architecture").value_or(""));
         info_ = model_info(file, arch_);
+        info_.has_imatrix = imatrix != nullptr;
         for (const TensorTypeOverride& o : options.overrides) {
             try {
                 patterns_.emplace_back(o.pattern);
@@ -109,16 +110,8 @@ class Planner {
             }
         }
         if (!file_quantizer(p.to)) {
-            if (p.to != T::IQ4_NL) {
-                fail(ErrorKind::unsupported, "{}: memwall cannot write tensors of type {}", t.name,
-                     type_name(p.to));
-            }
-            // llama.cpp's fallback for Q2_K/Q3_K rows; Q4_0 has the same block and size.
-            note(t.name,
-                 fmt::format("{}: memwall cannot write IQ4_NL (the fallback for rows of {}); "
-                             "using Q4_0, which has the same size",
-                             t.name, ne0));
-            p.to = T::Q4_0;
+            fail(ErrorKind::unsupported, "{}: memwall cannot write tensors of type {}", t.name,
+                 type_name(p.to));
         }
         if (p.to == p.from) return p;
 

@@ -44,6 +44,9 @@ struct ChunkResult {
     uint64_t values = 0;
     uint64_t blocks = 0;
     uint64_t first_element = UINT64_MAX;
+    uint64_t invalid_blocks = 0;  // TypeTraits::check_block found a problem
+    uint64_t first_invalid = UINT64_MAX;
+    const char* problem = nullptr;  // of the first
 };
 
 struct Checked {
@@ -66,6 +69,14 @@ ChunkResult check_chunk(const Chunk& chunk, const Checked& t, std::vector<uint8_
         const size_t bytes = size_t(nb) * tr.type_size;
         std::memcpy(raw.data(), t.info->data + size_t(first_block) * tr.type_size, bytes);
         tr.to_float(raw.data(), values.data(), nb * bs);
+        for (int64_t k = 0; k < nb && tr.check_block; ++k) {
+            const char* problem = tr.check_block(raw.data() + size_t(k) * tr.type_size);
+            if (!problem) continue;
+            if (r.invalid_blocks++ == 0) {
+                r.first_invalid = uint64_t(first_block + k);
+                r.problem = problem;
+            }
+        }
         for (int64_t k = 0; k < nb; ++k) {
             uint64_t bad = 0;
             for (int64_t i = 0; i < bs; ++i) {
@@ -105,6 +116,7 @@ class Verifier {
     void check_size();
     void check_tensors();
     void check_values();
+    std::string invalid_blocks_sentence() const;
     void check_model();
     void report(uint64_t done, uint64_t total, const char* pass);
 
@@ -242,15 +254,29 @@ void Verifier::check_values() {
 
     // Per tensor, in file order.
     std::vector<NonFiniteTensor> bad(tensors.size());
+    std::vector<InvalidBlocksTensor> invalid(tensors.size());
     for (size_t c = 0; c < chunks.size(); ++c) {
         const ChunkResult& cr = results[c];
         NonFiniteTensor& b = bad[chunks[c].tensor];
         b.values += cr.values;
         b.blocks += cr.blocks;
         if (cr.values && b.values == cr.values) b.first_element = cr.first_element;
+        InvalidBlocksTensor& v = invalid[chunks[c].tensor];
+        v.blocks += cr.invalid_blocks;
+        if (cr.invalid_blocks && v.blocks == cr.invalid_blocks) {
+            v.first_block = cr.first_invalid;
+            v.problem = cr.problem;
+        }
     }
     for (size_t i = 0; i < tensors.size(); ++i) {
         const Checked& t = tensors[i];
+        if (invalid[i].blocks) {
+            invalid[i].name = std::string(t.info->name);
+            invalid[i].type = t.traits->name;
+            invalid[i].first_offset = full_->data_offset() + t.info->offset +
+                                      invalid[i].first_block * t.traits->type_size;
+            r_.invalid_blocks.push_back(invalid[i]);
+        }
         r_.values_checked += t.info->n_elements;
         if (bad[i].values == 0) continue;
         bad[i].name = std::string(t.info->name);
@@ -260,10 +286,14 @@ void Verifier::check_values() {
         r_.non_finite.push_back(bad[i]);
     }
     r_.tensors_checked = tensors.size();
-    if (r_.non_finite.empty()) {
+    if (r_.non_finite.empty() && r_.invalid_blocks.empty()) {
         add(r_, "values", "pass",
             fmt::format("{} values of {} tensors decoded, all finite", r_.values_checked,
                         r_.tensors_checked));
+        return;
+    }
+    if (r_.non_finite.empty()) {
+        add(r_, "values", "fail", fmt::format("{}: {}", path_, invalid_blocks_sentence()));
         return;
     }
     const NonFiniteTensor& b = r_.non_finite.front();
@@ -278,9 +308,19 @@ void Verifier::check_values() {
                           b.first_offset);
     add(r_, "values", "fail",
         fmt::format("{}: {} tensor{} with values that are not finite (inf or NaN); tensor \"{}\" "
-                    "({}): {}",
+                    "({}): {}{}",
                     path_, r_.non_finite.size(), r_.non_finite.size() == 1 ? "" : "s", b.name,
-                    b.type, where));
+                    b.type, where,
+                    r_.invalid_blocks.empty() ? "" : "; and " + invalid_blocks_sentence()));
+}
+
+std::string Verifier::invalid_blocks_sentence() const {
+    const InvalidBlocksTensor& v = r_.invalid_blocks.front();
+    return fmt::format(
+        "{} tensor{} with blocks no writer of the format produces; tensor \"{}\" ({}): {} "
+        "block{}, the first at byte {} (block {}: {})",
+        r_.invalid_blocks.size(), r_.invalid_blocks.size() == 1 ? "" : "s", v.name, v.type,
+        v.blocks, v.blocks == 1 ? "" : "s", v.first_offset, v.first_block, v.problem);
 }
 
 void Verifier::check_model() {
@@ -378,7 +418,15 @@ VerifyReport verify_file(const std::string& path, const VerifyOptions& options) 
 
 std::string verify_report_to_json(const VerifyReport& r) {
     using nlohmann::json;
-    json checks = json::array(), non_finite = json::array();
+    json checks = json::array(), non_finite = json::array(), invalid = json::array();
+    for (const InvalidBlocksTensor& t : r.invalid_blocks) {
+        invalid.push_back({{"name", t.name},
+                           {"type", t.type},
+                           {"blocks", t.blocks},
+                           {"first_block", t.first_block},
+                           {"first_offset", t.first_offset},
+                           {"problem", t.problem}});
+    }
     for (const VerifyCheck& c : r.checks) {
         checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}});
     }
@@ -406,6 +454,7 @@ std::string verify_report_to_json(const VerifyReport& r) {
                     {"tensors_checked", r.tensors_checked},
                     {"values_checked", r.values_checked},
                     {"non_finite", non_finite},
+                    {"invalid_blocks", invalid},
                     {"unchecked_types", r.unchecked},
                     {"sha256", r.sha256},
                     {"sha256_expected", r.sha256_expected}};

@@ -35,6 +35,16 @@ struct NonFiniteTensor {
     uint64_t first_offset = 0;  // file offset of the block of the first
 };
 
+// A tensor with blocks that no writer of its format produces (TypeTraits::check_block).
+struct InvalidBlocksTensor {
+    std::string name;
+    std::string type;
+    uint64_t blocks = 0;
+    uint64_t first_block = 0;
+    uint64_t first_offset = 0;  // file offset of that block
+    std::string problem;        // what is wrong with it
+};
+
 struct VerifyReport {
     std::string path;
     uint64_t file_bytes = 0;
@@ -52,6 +62,7 @@ struct VerifyReport {
     uint64_t tensors_checked = 0;  // through the value pass
     uint64_t values_checked = 0;
     std::vector<NonFiniteTensor> non_finite;
+    std::vector<InvalidBlocksTensor> invalid_blocks;
     std::vector<std::string> unchecked;  // "IQ2_XXS x12": types memwall cannot decode
     std::string sha256;                  // computed, when asked
     std::string sha256_expected;

@@ -23,7 +23,7 @@
 
 namespace mw {
 
-inline constexpr size_t kTypeCount = 15;
+inline constexpr size_t kTypeCount = 27;
 using TraitsArray = std::array<TypeTraits, kTypeCount>;
 
 // The most packed layouts one set offers.

@@ -6,6 +6,7 @@
 // with base/fp16.h. All blocks are tightly packed (static_asserts below check the file sizes).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #include "tensor/ref/ref.h"
@@ -118,6 +119,125 @@ struct BlockQ8_K {
     int16_t bsums[kQK_K / 16];
 };
 
+// ---- Non-linear, microscaled and ternary types (issue 38) -------------------------------------
+
+// x = d * kIq4Values[q], q in 0..15, nibbles as in Q4_0.
+struct BlockIQ4_NL {
+    uint16_t d;
+    uint8_t qs[kQK / 2];
+};
+
+// 8 sub-blocks of 32, each as an IQ4_NL block with scale d * (ls_j - 32): ls_j is 6 bits, its low
+// 4 bits the nibble j % 2 of scales_l[j / 2], its high 2 bits bits 2j..2j+1 of scales_h.
+struct BlockIQ4_XS {
+    uint16_t d;
+    uint16_t scales_h;
+    uint8_t scales_l[kQK_K / 64];
+    uint8_t qs[kQK_K / 2];
+};
+
+// OCP microscaling FP4: x = 2^(e - 127) * E2M1(q), q in 0..15 (bit 3 the sign), nibbles as in
+// Q4_0. Computed as 2^(e - 128) * kMxfp4Values[q] (the values doubled, so they are integers).
+struct BlockMXFP4 {
+    uint8_t e;
+    uint8_t qs[kQK / 2];
+};
+
+// Ternary, x = d * (t - 1) with t in 0..2 stored as base-3 digits, five per byte of qs and four
+// per byte of qh; digit k of byte b is the top trit of b * 3^k, read as ((b * 3^k mod 256) * 3)
+// >> 8. Element 32k + m (m < 32) is digit k of qs[m]; 160 + 16k + m (m < 16) digit k of
+// qs[32 + m]; 240 + 4k + m (m < 4) digit k of qh[m].
+struct BlockTQ1_0 {
+    uint8_t qs[48];
+    uint8_t qh[4];
+    uint16_t d;
+};
+
+// Ternary in 2 bits: x = d * (q - 1), q in 0..3, laid out as Q2_K's qs.
+struct BlockTQ2_0 {
+    uint8_t qs[kQK_K / 4];
+    uint16_t d;
+};
+
+// ---- Lattice i-quants: groups of 8 (4 for IQ3) values are a point of a grid (tensor/iq_grids.h)
+// times a sub-block scale, with one sign bit per value. IQ2_XXS and IQ3_XXS store 7 sign bits per
+// 8 values, the 8th making the count of minus signs even. Layouts and scales (s the stored
+// integer): tensor/ref/iq_lattice_ref.cpp.
+
+// Sub-block of 32 (j < 8): qs[4j..4j+3] (as bytes: 8j..8j+7): four 8-bit grid indices, then 4 x 7
+// sign bits and a 4-bit scale s in the top bits; scale d * (2s + 1) / 8.
+struct BlockIQ2_XXS {
+    uint16_t d;
+    uint16_t qs[kQK_K / 8];
+};
+
+// qs[4j + l]: 9-bit grid index, 7 sign bits; scales[j]: 4-bit scales of the two halves.
+struct BlockIQ2_XS {
+    uint16_t d;
+    uint16_t qs[kQK_K / 8];
+    uint8_t scales[kQK_K / 32];
+};
+
+// qs[0..31]: low 8 bits of the 10-bit grid indices, qs[32..63]: one sign byte per 8 values; qh[j]:
+// the high 2 bits of sub-block j's four indices.
+struct BlockIQ2_S {
+    uint16_t d;
+    uint8_t qs[kQK_K / 4];
+    uint8_t qh[kQK_K / 32];
+    uint8_t scales[kQK_K / 32];
+};
+
+// qs[0..63]: 8-bit indices into a grid of 4-value points; qs[64 + 4j..]: as IQ2_XXS's second word.
+struct BlockIQ3_XXS {
+    uint16_t d;
+    uint8_t qs[3 * kQK_K / 8];
+};
+
+// 9-bit indices of 4-value points (low bits in qs, the 9th in qh), a sign byte per 8 values.
+struct BlockIQ3_S {
+    uint16_t d;
+    uint8_t qs[kQK_K / 4];
+    uint8_t qh[kQK_K / 32];
+    uint8_t signs[kQK_K / 8];
+    uint8_t scales[kQK_K / 64];
+};
+
+// Values -1, 0, 1 (grid) plus or minus 1/8; 11-bit indices (8 in qs, 3 in qh), qh[j] also holds
+// sub-block j's 3-bit scale and the sign of its delta.
+struct BlockIQ1_S {
+    uint16_t d;
+    uint8_t qs[kQK_K / 8];
+    uint16_t qh[kQK_K / 32];
+};
+
+// As IQ1_S with a scale per 16 values and a delta sign per 8; the fp16 d is spread over the top
+// nibbles of the four scale words.
+struct BlockIQ1_M {
+    uint8_t qs[kQK_K / 8];
+    uint8_t qh[kQK_K / 16];
+    uint8_t scales[kQK_K / 32];
+};
+
+// The IQ4 code book (signed 8-bit integers, the scale multiplies them) and the E2M1 values of
+// MXFP4, doubled: 0, 0.5, 1, 1.5, 2, 3, 4, 6, then the same negated.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+inline constexpr int8_t kMxfp4Values[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                            0, -1, -2, -3, -4, -6, -8, -12};
+
+// The sub-block scale ls_j - 32 of an IQ4_XS block, j < 8.
+inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {
+    const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF;
+    const int high = (b.scales_h >> (2 * j)) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+// 2^(e - 128) as a float (half the E8M0 scale): exact for every e, subnormal for e < 2.
+inline float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23;
+    return std::bit_cast<float>(bits);
+}
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -130,6 +250,18 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockMXFP4) == 17);
+static_assert(sizeof(BlockTQ1_0) == 54);
+static_assert(sizeof(BlockTQ2_0) == 66);
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+static_assert(sizeof(BlockIQ2_XS) == 74);
+static_assert(sizeof(BlockIQ2_S) == 82);
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+static_assert(sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ1_S) == 50);
+static_assert(sizeof(BlockIQ1_M) == 56);
 
 // Scale j (0..15) of a Q3_K block, in 0..63 (the format subtracts 32). Low 4 bits: the low
 // nibbles of bytes 0-7 for j < 8, their high nibbles for j >= 8; high 2 bits: bits 2*(j/4) of

@@ -68,6 +68,35 @@ constexpr std::array<TypeTraits, kTypeCount> kReferenceTraits = {{
      ref::vec_dot_q6_k_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_q6_k_q8_k>, "scalar", 0},
     {T::Q8_K, "Q8_K", kQK_K, sizeof(BlockQ8_K), true, ref::dequantize_row_q8_k,
      ref::quantize_row_q8_k, nullptr, T::Q8_K, nullptr, "scalar", 0},
+    // Non-linear and microscaled 4-bit types and the ternary types (issue 38); their encoders are
+    // the file quantizer's (tensor/quantize/quantize.h).
+    {T::IQ4_NL, "IQ4_NL", kQK, sizeof(BlockIQ4_NL), true, ref::dequantize_row_iq4_nl, nullptr,
+     ref::vec_dot_iq4_nl_q8_0, T::Q8_0, matmul_by_rows<ref::vec_dot_iq4_nl_q8_0>, "scalar", 0},
+    {T::IQ4_XS, "IQ4_XS", kQK_K, sizeof(BlockIQ4_XS), true, ref::dequantize_row_iq4_xs, nullptr,
+     ref::vec_dot_iq4_xs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq4_xs_q8_k>, "scalar", 0},
+    {T::MXFP4, "MXFP4", kQK, sizeof(BlockMXFP4), true, ref::dequantize_row_mxfp4, nullptr,
+     ref::vec_dot_mxfp4_q8_0, T::Q8_0, matmul_by_rows<ref::vec_dot_mxfp4_q8_0>, "scalar", 0,
+     ref::check_block_mxfp4},
+    {T::TQ1_0, "TQ1_0", kQK_K, sizeof(BlockTQ1_0), true, ref::dequantize_row_tq1_0, nullptr,
+     ref::vec_dot_tq1_0_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_tq1_0_q8_k>, "scalar", 0},
+    {T::TQ2_0, "TQ2_0", kQK_K, sizeof(BlockTQ2_0), true, ref::dequantize_row_tq2_0, nullptr,
+     ref::vec_dot_tq2_0_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_tq2_0_q8_k>, "scalar", 0,
+     ref::check_block_tq2_0},
+    // Lattice i-quants (issue 38): decode kernels only.
+    {T::IQ2_XXS, "IQ2_XXS", kQK_K, sizeof(BlockIQ2_XXS), true, ref::dequantize_row_iq2_xxs, nullptr,
+     ref::vec_dot_iq2_xxs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq2_xxs_q8_k>, "scalar", 0},
+    {T::IQ2_XS, "IQ2_XS", kQK_K, sizeof(BlockIQ2_XS), true, ref::dequantize_row_iq2_xs, nullptr,
+     ref::vec_dot_iq2_xs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq2_xs_q8_k>, "scalar", 0},
+    {T::IQ2_S, "IQ2_S", kQK_K, sizeof(BlockIQ2_S), true, ref::dequantize_row_iq2_s, nullptr,
+     ref::vec_dot_iq2_s_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq2_s_q8_k>, "scalar", 0},
+    {T::IQ3_XXS, "IQ3_XXS", kQK_K, sizeof(BlockIQ3_XXS), true, ref::dequantize_row_iq3_xxs, nullptr,
+     ref::vec_dot_iq3_xxs_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq3_xxs_q8_k>, "scalar", 0},
+    {T::IQ3_S, "IQ3_S", kQK_K, sizeof(BlockIQ3_S), true, ref::dequantize_row_iq3_s, nullptr,
+     ref::vec_dot_iq3_s_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq3_s_q8_k>, "scalar", 0},
+    {T::IQ1_S, "IQ1_S", kQK_K, sizeof(BlockIQ1_S), true, ref::dequantize_row_iq1_s, nullptr,
+     ref::vec_dot_iq1_s_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq1_s_q8_k>, "scalar", 0},
+    {T::IQ1_M, "IQ1_M", kQK_K, sizeof(BlockIQ1_M), true, ref::dequantize_row_iq1_m, nullptr,
+     ref::vec_dot_iq1_m_q8_k, T::Q8_K, matmul_by_rows<ref::vec_dot_iq1_m_q8_k>, "scalar", 0},
 }};
 
 // Parses MEMWALL_ISA; unknown values are ignored (the best available set is used).

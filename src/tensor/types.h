@@ -30,6 +30,8 @@ namespace mw {
 using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);
 using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
 using VecDotFn = float (*)(int64_t n, const void* w, const void* x);
+// nullptr when a block is valid, else what is wrong with it ("code 3 is not ternary").
+using CheckBlockFn = const char* (*)(const void* block);
 using MatmulFn = void (*)(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0,
                           int64_t r1, const uint8_t* act, size_t act_stride, int64_t n_tokens,
                           float* y, int64_t ldy);
@@ -48,6 +50,9 @@ struct TypeTraits {
     const char* isa;         // which kernel set provides vec_dot/matmul ("scalar", "avx2", ...)
     int pack_rows;           // 0: the GGUF layout; R: rows interleaved in groups of R
                              // (tensor/repack.h; such rows are not in the type table)
+    // Bit patterns a writer of the format never produces, beyond non-finite values (which
+    // to_float shows): null when every pattern is valid. For `verify`.
+    CheckBlockFn check_block = nullptr;
 };
 
 // The row for `type`, or nullptr when memwall cannot compute with it (IQ types, ...).

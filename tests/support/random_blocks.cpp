@@ -26,6 +26,19 @@ std::vector<HalfField> half_fields(GgmlType type) {
             return {{offsetof(BlockQ3_K, d), false}};
         case GgmlType::Q6_K:
             return {{offsetof(BlockQ6_K, d), false}};
+        case GgmlType::IQ4_NL:
+        case GgmlType::IQ4_XS:
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ2_S:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ3_S:
+        case GgmlType::IQ1_S:
+            return {{0, false}};
+        case GgmlType::TQ1_0:
+            return {{offsetof(BlockTQ1_0, d), false}};
+        case GgmlType::TQ2_0:
+            return {{offsetof(BlockTQ2_0, d), false}};
         default:
             return {};
     }
@@ -58,6 +71,17 @@ std::vector<uint8_t> random_weight_rows(const TypeTraits& t, int64_t n_rows, int
             if (field.is_min) value *= 8;
             const uint16_t h = f32_to_fp16(value);
             std::memcpy(m.data() + block * t.type_size + field.offset, &h, sizeof h);
+        }
+        // MXFP4's E8M0 exponent: scales 2^-12 .. 2^-5, as the fp16 scales above.
+        if (t.type == GgmlType::MXFP4) m[block * t.type_size] = uint8_t(115 + rng() % 8);
+        // IQ1_M's fp16 d is the top nibbles of its four scale words (bytes 48..55).
+        if (t.type == GgmlType::IQ1_M) {
+            const uint16_t h = f32_to_fp16(magnitude(rng) * ((rng() & 1) ? 1.0f : -1.0f));
+            uint8_t* words = m.data() + block * t.type_size + 48;
+            for (int k = 0; k < 4; ++k) {
+                words[2 * k + 1] =
+                    uint8_t((words[2 * k + 1] & 0x0F) | (((h >> (4 * k)) & 0xF) << 4));
+            }
         }
     }
     return m;

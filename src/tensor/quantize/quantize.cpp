@@ -79,6 +79,16 @@ QuantizeRowFn file_quantizer(GgmlType type, QuantSearch search) {
             return fast ? quantize_q5_k : quantize_q5_k_thorough;
         case GgmlType::Q6_K:
             return fast ? quantize_q6_k : quantize_q6_k_thorough;
+        case GgmlType::IQ4_NL:
+            return quantize_iq4_nl;
+        case GgmlType::IQ4_XS:
+            return quantize_iq4_xs;
+        case GgmlType::MXFP4:
+            return quantize_mxfp4;
+        case GgmlType::TQ1_0:
+            return quantize_tq1_0;
+        case GgmlType::TQ2_0:
+            return quantize_tq2_0;
         default:
             return nullptr;
     }

@@ -1,5 +1,6 @@
 // tensor/quantize/: the weight quantizers (this header), the scale searches they share
-// (search.h), the 32-element types (blocks.cpp) and the K-quants (kquants.cpp). They belong to
+// (search.h), the 32-element types (blocks.cpp), the K-quants (kquants.cpp) and the code-book and
+// ternary types (iquants.cpp). They belong to
 // the tensor layer, not to quant/ (which decides per tensor what to write and runs these on the
 // thread pool): the type table's from_float of the K-quants, which the KV cache and tests encode
 // with, is the plain K-quant search below.
@@ -47,6 +48,13 @@ void quantize_q3_k(const float* src, void* dst, int64_t n, const float* importan
 void quantize_q4_k(const float* src, void* dst, int64_t n, const float* importance);
 void quantize_q5_k(const float* src, void* dst, int64_t n, const float* importance);
 void quantize_q6_k(const float* src, void* dst, int64_t n, const float* importance);
+
+// Code-book and ternary types (iquants.cpp): one search each (the fast and thorough ones).
+void quantize_iq4_nl(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_iq4_xs(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_mxfp4(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_tq1_0(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_tq2_0(const float* src, void* dst, int64_t n, const float* importance);
 
 // The thorough searches of the same types.
 void quantize_q4_0_thorough(const float* src, void* dst, int64_t n, const float* importance);

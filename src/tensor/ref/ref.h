@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "format/ggml_types.h"
+
 namespace mw {
 
 // The scalar reference functions. Signatures match ToFloatFn / FromFloatFn / VecDotFn; `n` is a
@@ -60,6 +62,47 @@ float vec_dot_q3_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q4_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q5_k_q8_k(int64_t n, const void* w, const void* x);
 float vec_dot_q6_k_q8_k(int64_t n, const void* w, const void* x);
+
+// Non-linear, microscaled and ternary types (iquants_ref.cpp).
+void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n);
+void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
+void dequantize_row_mxfp4(const void* src, float* dst, int64_t n);
+void dequantize_row_tq1_0(const void* src, float* dst, int64_t n);
+void dequantize_row_tq2_0(const void* src, float* dst, int64_t n);
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_iq4_xs_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* x);
+float vec_dot_tq1_0_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_tq2_0_q8_k(int64_t n, const void* w, const void* x);
+// Invalid blocks (TypeTraits::check_block): E8M0 scale 0xFF (NaN in the OCP MX format, which
+// ggml would decode as 2^127); a TQ2_0 code 3 (decodes to 2 d, not a ternary value).
+const char* check_block_mxfp4(const void* block);
+const char* check_block_tq2_0(const void* block);
+
+// Lattice i-quants (iq_lattice_ref.cpp).
+void dequantize_row_iq2_xxs(const void* src, float* dst, int64_t n);
+void dequantize_row_iq2_xs(const void* src, float* dst, int64_t n);
+void dequantize_row_iq2_s(const void* src, float* dst, int64_t n);
+void dequantize_row_iq3_xxs(const void* src, float* dst, int64_t n);
+void dequantize_row_iq3_s(const void* src, float* dst, int64_t n);
+void dequantize_row_iq1_s(const void* src, float* dst, int64_t n);
+void dequantize_row_iq1_m(const void* src, float* dst, int64_t n);
+float vec_dot_iq2_xxs_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq2_xs_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq2_s_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq3_xxs_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq3_s_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq1_s_q8_k(int64_t n, const void* w, const void* x);
+float vec_dot_iq1_m_q8_k(int64_t n, const void* w, const void* x);
+
+// A lattice i-quant super-block as the dot products see it: element e is
+// factor * scale[e / 16] * w[e], exactly (|w| <= 62, scale <= 31).
+struct LatticeBlock {
+    int8_t w[256];
+    int16_t scale[16];
+    float factor;
+};
+void lattice_unpack(GgmlType type, const void* block, LatticeBlock* out);
 
 }  // namespace ref
 

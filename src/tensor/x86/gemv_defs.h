@@ -5,6 +5,7 @@
 #include "tensor/simd/packed.h"
 #include "tensor/x86/blocks_avx512.h"
 #include "tensor/x86/gemv.h"
+#include "tensor/x86/gemv_iquants.h"
 #include "tensor/x86/set.h"
 
 namespace mw::x86 {
@@ -71,6 +72,56 @@ void Set<I>::gemv_q5_k(const MatmulArgs& a) {
 template <Isa I>
 void Set<I>::gemv_q6_k(const MatmulArgs& a) {
     gemv_kquant<typename VecOf<I>::type, KQ6>(a);
+}
+
+template <Isa I>
+void Set<I>::gemv_iq4_nl(const MatmulArgs& a) {
+    gemv_nl32<DecodeIQ4_NL>(a);
+}
+template <Isa I>
+void Set<I>::gemv_mxfp4(const MatmulArgs& a) {
+    gemv_nl32<DecodeMXFP4>(a);
+}
+template <Isa I>
+void Set<I>::gemv_iq4_xs(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeIQ4_XS>(a);
+}
+template <Isa I>
+void Set<I>::gemv_tq1_0(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeTQ1_0>(a);
+}
+template <Isa I>
+void Set<I>::gemv_tq2_0(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeTQ2_0>(a);
+}
+
+template <Isa I>
+void Set<I>::gemv_iq2_xxs(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ2_XXS, BlockIQ2_XXS>>(a);
+}
+template <Isa I>
+void Set<I>::gemv_iq2_xs(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ2_XS, BlockIQ2_XS>>(a);
+}
+template <Isa I>
+void Set<I>::gemv_iq2_s(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ2_S, BlockIQ2_S>>(a);
+}
+template <Isa I>
+void Set<I>::gemv_iq3_xxs(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ3_XXS, BlockIQ3_XXS>>(a);
+}
+template <Isa I>
+void Set<I>::gemv_iq3_s(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ3_S, BlockIQ3_S>>(a);
+}
+template <Isa I>
+void Set<I>::gemv_iq1_s(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ1_S, BlockIQ1_S>>(a);
+}
+template <Isa I>
+void Set<I>::gemv_iq1_m(const MatmulArgs& a) {
+    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ1_M, BlockIQ1_M>>(a);
 }
 
 template <Isa I>

@@ -23,6 +23,19 @@ struct Set {
     static void gemv_q4_k(const MatmulArgs& a);
     static void gemv_q5_k(const MatmulArgs& a);
     static void gemv_q6_k(const MatmulArgs& a);
+    // The signed-value types (gemv_iquants.h), for every token count.
+    static void gemv_iq4_nl(const MatmulArgs& a);
+    static void gemv_iq4_xs(const MatmulArgs& a);
+    static void gemv_mxfp4(const MatmulArgs& a);
+    static void gemv_tq1_0(const MatmulArgs& a);
+    static void gemv_tq2_0(const MatmulArgs& a);
+    static void gemv_iq2_xxs(const MatmulArgs& a);
+    static void gemv_iq2_xs(const MatmulArgs& a);
+    static void gemv_iq2_s(const MatmulArgs& a);
+    static void gemv_iq3_xxs(const MatmulArgs& a);
+    static void gemv_iq3_s(const MatmulArgs& a);
+    static void gemv_iq1_s(const MatmulArgs& a);
+    static void gemv_iq1_m(const MatmulArgs& a);
 
     // Prefill of the GGUF layout (gemm_<set>.cpp).
     static void gemm_q4_0(const MatmulArgs& a);

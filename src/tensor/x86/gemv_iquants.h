@@ -1,0 +1,256 @@
+// Decode kernels of the types whose weights are signed values from a table or a small set
+// (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0; issue 38), written once for every vector width V. They
+// serve every token count: these types have no prefill panels yet.
+//
+// A block is decoded into signed 8-bit values in element order (each 32 elements one 256-bit
+// vector; AVX-512 joins two), multiplied with the activation quants as |w| x sign(x, w) by
+// vpmaddubsw (exact: |w| <= 127, and a pair of products fits int16) and summed into int32 by
+// vpmaddwd with the sub-block scales, as the reference sums them: one float multiply per block.
+// The 32-element types (Q8_0 activations) use 256 bits in every set: one block per vector.
+#pragma once
+
+#include "tensor/x86/codes.h"
+#include "tensor/x86/simd.h"
+
+namespace mw::x86 {
+namespace {
+
+inline __m256i abs8(__m256i w) {
+    return _mm256_sign_epi8(w, w);
+}
+// x where w > 0, -x where w < 0, 0 where w == 0.
+inline __m256i sign8(__m256i x, __m256i w) {
+    return _mm256_sign_epi8(x, w);
+}
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+inline __m512i abs8(__m512i w) {
+    return _mm512_abs_epi8(w);
+}
+// Where w == 0 the product is 0 anyway (|w| = 0), so x may stay.
+inline __m512i sign8(__m512i x, __m512i w) {
+    return _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+}
+#endif
+
+// The eight 32-byte vectors of a super-block at V's width.
+template <class V>
+inline void join(const __m256i in[8], typename V::I* out) {
+    if constexpr (V::kBytes == 32) {
+        for (int v = 0; v < 8; ++v) out[v] = in[v];
+    } else {
+#if defined(__AVX512F__)
+        for (int v = 0; v < 4; ++v)
+            out[v] = _mm512_inserti64x4(_mm512_castsi256_si512(in[2 * v]), in[2 * v + 1], 1);
+#endif
+    }
+}
+
+// The 16-entry table in both 128-bit lanes, for vpshufb.
+inline __m256i table16(const int8_t* t) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
+// ---- 32-element blocks: IQ4_NL, MXFP4 ----------------------------------------------------------
+
+struct DecodeIQ4_NL {
+    using Block = BlockIQ4_NL;
+    static const int8_t* table() { return kIq4Values; }
+    static float scale(const Block& b) { return half(b.d); }
+};
+struct DecodeMXFP4 {
+    using Block = BlockMXFP4;
+    static const int8_t* table() { return kMxfp4Values; }
+    static float scale(const Block& b) { return e8m0_half(b.e); }
+};
+
+template <class D, int T>
+void nl32_rows(const MatmulArgs& a, int64_t t0) {
+    const int64_t nb = a.n_cols / 32;
+    const __m256i table = table16(D::table()), ones = _mm256_set1_epi16(1);
+    for (int64_t r = a.r0; r < a.r1; ++r) {
+        const auto* w = reinterpret_cast<const typename D::Block*>(a.w + size_t(r) * a.w_row_bytes);
+        __m256 acc[T];
+        for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            _mm_prefetch(reinterpret_cast<const char*>(w + b) + 1024, _MM_HINT_T0);
+            const __m256i wv = _mm256_shuffle_epi8(table, nibbles32(w[b].qs));
+            const __m256i aw = abs8(wv);
+            const float dw = D::scale(w[b]);
+            for (int t = 0; t < T; ++t) {
+                const auto* x =
+                    reinterpret_cast<const BlockQ8_0*>(a.act + size_t(t0 + t) * a.act_stride) + b;
+                const __m256i p = _mm256_maddubs_epi16(aw, sign8(load256(x->qs), wv));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones)),
+                                         _mm256_set1_ps(dw * half(x->d)), acc[t]);
+            }
+        }
+        for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = reduce256(acc[t]);
+    }
+}
+
+template <class D>
+void gemv_nl32(const MatmulArgs& a) {
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
+        switch (a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4) {
+            case 1:
+                nl32_rows<D, 1>(a, t0);
+                break;
+            case 2:
+                nl32_rows<D, 2>(a, t0);
+                break;
+            case 3:
+                nl32_rows<D, 3>(a, t0);
+                break;
+            default:
+                nl32_rows<D, 4>(a, t0);
+                break;
+        }
+    }
+}
+
+// ---- 256-element super-blocks: IQ4_XS, TQ1_0, TQ2_0 --------------------------------------------
+// decode(block, w, words) fills the 8 vectors of signed values and, unless kUnitScales, the 16
+// sub-block-of-16 scales as 16-bit words; it returns the block's float scale.
+
+struct DecodeIQ4_XS {
+    using Block = BlockIQ4_XS;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const __m256i table = table16(kIq4Values);
+        alignas(32) int16_t s[16];
+        for (int j = 0; j < 8; ++j) {
+            w[j] = _mm256_shuffle_epi8(table, nibbles32(b.qs + 16 * j));
+            s[2 * j] = s[2 * j + 1] = int16_t(iq4xs_scale(b, j));
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(s));
+        return half(b.d);
+    }
+};
+
+struct DecodeTQ2_0 {
+    using Block = BlockTQ2_0;
+    static constexpr bool kUnitScales = true;
+    static float decode(const Block& b, __m256i w[8], __m256i*) {
+        const __m256i three = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i qs = load256(b.qs + 32 * h);
+            for (int s = 0; s < 4; ++s) {
+                w[4 * h + s] =
+                    _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * s), three), one);
+            }
+        }
+        return half(b.d);
+    }
+};
+
+// Trit k of every byte b, with 3^k given per 16-bit word: ((b * 3^k mod 256) * 3) >> 8, the
+// even and odd bytes in separate words so that no product carries into its neighbour.
+inline __m256i trits(__m256i b, __m256i pow3) {
+    const __m256i low8 = _mm256_set1_epi16(0xFF), three = _mm256_set1_epi16(3);
+    const __m256i even =
+        _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(b, low8), pow3), low8);
+    const __m256i odd = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(b, 8), pow3), low8);
+    const __m256i te = _mm256_srli_epi16(_mm256_mullo_epi16(even, three), 8);
+    const __m256i to = _mm256_srli_epi16(_mm256_mullo_epi16(odd, three), 8);
+    return _mm256_or_si256(te, _mm256_slli_epi16(to, 8));
+}
+
+struct DecodeTQ1_0 {
+    using Block = BlockTQ1_0;
+    static constexpr bool kUnitScales = true;
+    static float decode(const Block& b, __m256i w[8], __m256i*) {
+        const __m256i one = _mm256_set1_epi8(1);
+        // Elements 0-159: trit k of qs[0..31]; 160-223: trits 0-3 of qs[32..47], two per vector;
+        // 224-239 trit 4 of qs[32..47], 240-255 trits 0-3 of qh[0..3].
+        const __m256i q0 = load256(b.qs);
+        const __m256i q1 = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 32)));
+        const __m256i q2 = _mm256_inserti128_si256(q1, _mm_set1_epi32(load_i32(b.qh)), 1);
+        static constexpr short kPow3[5] = {1, 3, 9, 27, 81};
+        for (int k = 0; k < 5; ++k) w[k] = trits(q0, _mm256_set1_epi16(kPow3[k]));
+        w[5] = trits(q1, _mm256_set_m128i(_mm_set1_epi16(3), _mm_set1_epi16(1)));
+        w[6] = trits(q1, _mm256_set_m128i(_mm_set1_epi16(27), _mm_set1_epi16(9)));
+        w[7] =
+            trits(q2, _mm256_setr_epi16(81, 81, 81, 81, 81, 81, 81, 81, 1, 1, 3, 3, 9, 9, 27, 27));
+        for (int v = 0; v < 8; ++v) w[v] = _mm256_sub_epi8(w[v], one);
+        return half(b.d);
+    }
+};
+
+// The lattice i-quants: each super-block unpacked by the reference (ref::lattice_unpack), the
+// product written once over V as for the types above.
+template <GgmlType kType, class BlockT>
+struct DecodeLattice {
+    using Block = BlockT;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        ref::LatticeBlock u;
+        ref::lattice_unpack(kType, &b, &u);
+        for (int v = 0; v < 8; ++v) w[v] = load256(u.w + 32 * v);
+        *words = load256(u.scale);
+        return u.factor;
+    }
+};
+
+template <class V, class D, int T>
+void signed_rows(const MatmulArgs& a, int64_t t0) {
+    using I = typename V::I;
+    using F = typename V::F;
+    constexpr int N = 256 / V::kBytes;
+    const int64_t nsb = a.n_cols / 256;
+    const I ones = V::set1_i32(0x00010001);
+    for (int64_t r = a.r0; r < a.r1; ++r) {
+        const auto* w = reinterpret_cast<const typename D::Block*>(a.w + size_t(r) * a.w_row_bytes);
+        F acc[T];
+        for (int t = 0; t < T; ++t) acc[t] = V::zerof();
+        for (int64_t i = 0; i < nsb; ++i) {
+            const uint8_t* bp = reinterpret_cast<const uint8_t*>(w + i);
+            for (int l = 0; l < int(sizeof(typename D::Block) + 63) / 64; ++l)
+                V::prefetch(bp + 2048 + 64 * l);
+            __m256i w8[8], words = _mm256_setzero_si256();
+            const float d = D::decode(w[i], w8, &words);
+            I wv[N], aw[N], sc[N];
+            join<V>(w8, wv);
+            for (int v = 0; v < N; ++v) aw[v] = abs8(wv[v]);
+            if constexpr (!D::kUnitScales) spread_scales16(words, sc);
+            for (int t = 0; t < T; ++t) {
+                const auto* x =
+                    reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i;
+                I s = V::zero();
+                for (int v = 0; v < N; ++v) {
+                    const I p = V::maddubs(aw[v], sign8(V::load(x->qs + V::kBytes * v), wv[v]));
+                    if constexpr (D::kUnitScales) {
+                        s = V::dpwssd(s, p, ones);
+                    } else {
+                        s = V::dpwssd(s, p, sc[v]);
+                    }
+                }
+                acc[t] = V::fmadd(V::cvt(s), V::set1(d * x->d), acc[t]);
+            }
+        }
+        for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = V::reduce(acc[t]);
+    }
+}
+
+template <class V, class D>
+void gemv_signed(const MatmulArgs& a) {
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
+        switch (a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4) {
+            case 1:
+                signed_rows<V, D, 1>(a, t0);
+                break;
+            case 2:
+                signed_rows<V, D, 2>(a, t0);
+                break;
+            case 3:
+                signed_rows<V, D, 3>(a, t0);
+                break;
+            default:
+                signed_rows<V, D, 4>(a, t0);
+                break;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace mw::x86
