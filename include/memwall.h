@@ -565,6 +565,12 @@ typedef struct mw_server_params {
     mw_sampler_params sampling; /* defaults for what a request does not give */
     mw_pacer* pacer; /* NULL (default): unpaced; else paced after every forward step, all slots
                         together (one device, one temperature); borrowed, outlives the server */
+    const char* cors_origins; /* NULL (default): browsers may call the server only from loopback
+                                 origins (http://localhost:*, http://127.0.0.1:*, ...); else also
+                                 from these, comma-separated ("https://app.example,http://x:3000",
+                                 or "*" for any). Other origins, and Host names of a loopback
+                                 server that are not addresses or localhost (DNS rebinding),
+                                 get 403. */
 } mw_server_params;
 
 MW_API mw_server_params mw_server_default_params(void);

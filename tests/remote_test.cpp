@@ -59,6 +59,11 @@ class Remote : public ::testing::Test {
                 ADD_FAILURE() << "cannot link " << path;
             }
         }
+        // The first 60 % of a model: a file shorter than its own tensor table.
+        const std::vector<uint8_t> whole = test::read_file(test::shared_path(kModels[0]));
+        std::ofstream(root + "/truncated.gguf", std::ios::binary)
+            .write(reinterpret_cast<const char*>(whole.data()),
+                   std::streamsize(whole.size() * 6 / 10));
         server_ = new test::HttpTestServer(root);
     }
     static void TearDownTestSuite() {
@@ -331,6 +336,18 @@ TEST_F(Remote, WrongHashIsRefusedAndThePartKept) {
     const test::CommandResult bad = pull(url, "--sha256 xyz");
     EXPECT_EQ(bad.exit_code, 1);
     EXPECT_NE(bad.err.find("not a SHA-256"), std::string::npos) << bad.err;
+}
+
+// With an ETag that is no SHA-256 nothing but the header can tell that the file is short.
+TEST_F(Remote, AFileShorterThanItsTensorTableIsRefusedBeforeDownloading) {
+    server_->set_control({{"etag", "other"}});
+    const test::CommandResult r = pull(server_->url("truncated.gguf"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("tensor table needs"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(out()));
+    EXPECT_FALSE(exists(out(".part")));
+    EXPECT_TRUE(ranges().empty());  // only the header was read
 }
 
 TEST_F(Remote, TooLittleDiskIsRefusedBeforeStarting) {

@@ -91,6 +91,14 @@ mw_status mw_pull(const char* url, const char* out_path, const mw_pull_params* p
                          header.file.size));
         const mw::gguf::GgufFile gguf =
             mw::gguf::GgufFile::parse(header.bytes, url, {.header_only = true});
+        // A file shorter than its own tensor table is refused before downloading it: with an
+        // ETag that is no SHA-256 nothing else would notice, and the name would be taken.
+        if (gguf.data_end() > header.file.size) {
+            mw::fail(mw::ErrorKind::bad_file,
+                     "not downloaded: {}: the file on the server has {} bytes, but its header's "
+                     "tensor table needs {} ({} missing): the file is truncated",
+                     url, header.file.size, gguf.data_end(), gguf.data_end() - header.file.size);
+        }
         if (p.check_fit) {
             const mw::FitCheck fit = mw::check_fit(gguf, mw::run_settings_from(p.fit_params));
             mw::fit_to_c(fit, &res->fit);

@@ -2,6 +2,7 @@
 // per slot on a loaded model and serves it.
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "memwall.h"
 #include "runtime/api_error.h"
@@ -34,6 +35,7 @@ mw_server_params mw_server_default_params(void) {
     p.max_tokens = -1;
     p.sampling = mw_sampler_default_params();
     p.pacer = nullptr;
+    p.cors_origins = nullptr;
     return p;
 }
 
@@ -70,6 +72,14 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         o.max_body_bytes = p.max_body_bytes ? size_t(p.max_body_bytes) : size_t(8u << 20);
         o.max_tokens = p.max_tokens;
         o.sampling = mw::sampler_params_of(p.sampling);
+        for (std::string_view rest = p.cors_origins ? p.cors_origins : ""; !rest.empty();) {
+            const size_t comma = rest.find(',');
+            std::string_view one = rest.substr(0, comma);
+            rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+            while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+            while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+            if (!one.empty()) o.cors_origins.emplace_back(one);
+        }
         const std::string tmpl = p.chat_template ? p.chat_template : "";
         o.render_chat = mw::chat_renderer(*loaded, tmpl);
         if (mw_pacer* pacer = p.pacer) {

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "base/error.h"
+#include "format/block_scales.h"
+#include "format/ggml_types.h"
 #include "plan/probe.h"
 #include "runtime/expert_cache.h"
 #include "runtime/layer_stream.h"
@@ -51,6 +53,23 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
                          hp.name.empty() ? "" : ": ", hp.arch, layers, hp.n_embd,
                          double(m.model.n_params) / 1e6, m.model.type_summary,
                          double(m.model.weight_bytes) / (1 << 20));
+}
+
+// A block scale that is inf or NaN makes the whole output NaN while the run goes on: refused at
+// load, naming the tensor and the block (format/block_scales.h; `verify` decodes everything).
+void check_block_scales(const gguf::GgufFile& g, const std::string& name) {
+    for (const gguf::TensorInfo& t : g.tensors()) {
+        if (!t.data || !has_fp16_block_scales(t.type)) continue;
+        const uint32_t block_bytes = ggml_layout(t.type)->type_size;
+        if (const auto bad = first_nonfinite_scale(t.type, t.data, t.n_bytes / block_bytes)) {
+            fail(ErrorKind::bad_file,
+                 "{}: tensor '{}' ({}) has a block scale that is not finite (inf or NaN) in block "
+                 "{} of {} (file byte {}): the file is corrupt (`memwall verify` lists every such "
+                 "tensor)",
+                 name, t.name, ggml_layout(t.type)->name, *bad, t.n_bytes / block_bytes,
+                 g.data_offset() + t.offset + *bad * block_bytes);
+        }
+    }
 }
 
 // Repacking turns a mapping's pages into the process's own memory, which the OS cannot drop and
@@ -208,6 +227,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
     }
     m->file = MappedFile::open(path, options.map);
     parse_and_bind(*m, m->file.bytes(), path, options.vocab_only);
+    if (!options.vocab_only) check_block_scales(m->gguf, path);
     std::vector<std::pair<uint64_t, uint64_t>> copied;
     if (!options.vocab_only) copied = apply_gpu(*m, path, options.gpu);
     if (!options.vocab_only && options.repack && has_faster_layouts(m->model) &&
@@ -234,6 +254,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load_from_bytes(std::span<const uint8_
                                                           bool vocab_only) {
     auto m = std::make_unique<LoadedModel>();
     parse_and_bind(*m, bytes, name, vocab_only);
+    if (!vocab_only) check_block_scales(m->gguf, name);
     return m;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "runtime/mapping_guard.h"
 
 namespace mw {
 namespace {
@@ -121,6 +122,7 @@ MappedFile MappedFile::open(const std::string& path, const MapOptions& options) 
         }
         file.data_ = static_cast<uint8_t*>(p);
         file.mapped_ = true;
+        guard_mapping(file.data_, file.size_, path);
     } else {
         file.data_ = map_anonymous(file.size_);
         if (!file.data_) {
@@ -284,6 +286,7 @@ void MappedFile::seal() {
 
 void MappedFile::release() {
     if (!data_) return;
+    if (mapped_) unguard_mapping(data_);
     if (locked_) ::munlock(data_, size_);
     ::munmap(data_, page_round(size_));
     data_ = nullptr;

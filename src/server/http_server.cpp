@@ -4,10 +4,14 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <chrono>
 #include <map>
@@ -17,6 +21,7 @@
 
 #include "base/error.h"
 #include "runtime/loaded_model.h"
+#include "server/http_guard.h"
 #include "server/openai.h"
 
 namespace mw::server {
@@ -145,8 +150,11 @@ struct HttpServer::Impl {
     std::atomic<bool> run_returned{false};
     std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
 
+    OriginPolicy origins;
+    int listen_fd = -1;
+
     std::mutex counts_mutex;
-    std::map<std::pair<std::string, int>, uint64_t> counts;  // (path, status) -> requests
+    std::map<std::pair<std::string, int>, uint64_t> counts;  // (route, status) -> requests
 
     Impl(const LoadedModel& m, Context& c, ServerOptions o)
         : model(m),
@@ -154,10 +162,25 @@ struct HttpServer::Impl {
           opt(std::move(o)),
           scheduler(c, *m.vocab, SchedulerParams{0, opt.queue_max, 512, opt.after_step}) {
         if (opt.model_name.empty()) opt.model_name = "memwall";
+        origins.allowed_origins = opt.cors_origins;
+        origins.loopback_bind = is_loopback_host(opt.host);
+        if (m.vocab->type() != VocabType::wpm) {
+            max_token_bytes = 4;
+            for (int32_t id = 0; id < m.vocab->n_tokens(); ++id) {
+                max_token_bytes =
+                    std::max(max_token_bytes, m.vocab->token_to_piece(id, true).size());
+            }
+        }
         routes();
     }
 
+    // The most bytes one token of the vocabulary spells (at least 4: an unknown character
+    // becomes one token); 0 when tokens do not cover the text byte for byte (WordPiece drops
+    // spaces), so no prompt is refused by its bytes.
+    size_t max_token_bytes = 0;
+
     void routes();
+    void check_prompt_bytes(size_t bytes, bool chat) const;
     bool authorized(const httplib::Request& req, httplib::Response& res) const;
     void completion(const httplib::Request& req, httplib::Response& res, bool chat);
     std::string metrics_text();
@@ -165,9 +188,7 @@ struct HttpServer::Impl {
 
 bool HttpServer::Impl::authorized(const httplib::Request& req, httplib::Response& res) const {
     if (opt.api_key.empty()) return true;
-    std::string given;
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
+    std::string given = bearer_token(req.get_header_value("Authorization"));
     if (given.empty()) given = req.get_header_value("X-Api-Key");
     if (!given.empty() && same_secret(given, opt.api_key)) return true;
     send_error(res, api_error(401,
@@ -177,25 +198,75 @@ bool HttpServer::Impl::authorized(const httplib::Request& req, httplib::Response
     return false;
 }
 
+// A prompt of more bytes than the slot's tokens can spell cannot fit: refused before tokenizing
+// it, which took ~50 bytes of memory per byte of text (8 prompts of 7 MB: 3 GB).
+void HttpServer::Impl::check_prompt_bytes(size_t bytes, bool chat) const {
+    const uint32_t limit = scheduler.n_ctx_slot();
+    if (max_token_bytes == 0 || bytes <= size_t(limit - 1) * max_token_bytes) return;
+    ApiError err = api_error(400,
+                             fmt::format("the prompt has {} bytes, more than the {} tokens a "
+                                         "slot's context leaves for it can hold (a token of this "
+                                         "vocabulary spells at most {} bytes)",
+                                         bytes, limit - 1, max_token_bytes),
+                             "invalid_request_error", "context_length_exceeded");
+    err.param = chat ? "messages" : "prompt";
+    throw err;
+}
+
 void HttpServer::Impl::routes() {
     // SO_REUSEADDR only: cpp-httplib's default also sets SO_REUSEPORT, with which a second
     // server on the same port would silently share its connections instead of failing.
-    http.set_socket_options([](socket_t sock) {
+    // TCP_NODELAY on the listening socket is inherited by every accepted one: without it a
+    // keep-alive reply written in two parts waited ~40 ms for the client's delayed ACK.
+    http.set_socket_options([this](socket_t sock) {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+        listen_fd = sock;
     });
     http.set_payload_max_length(opt.max_body_bytes);
     const int threads =
         opt.http_threads > 0 ? opt.http_threads : int(ctx.n_seq_max() + opt.queue_max + 4);
     http.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
 
-    // Every route but /health and the page needs the key.
+    // Browsers first: a page from another origin (or reached through DNS rebinding) is refused
+    // on every route; an allowed one gets CORS headers, and its preflight an answer without the
+    // key (browsers send none). Then every route but /health and the page needs the key.
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (req.path == "/health" || req.path == "/" || req.path == "/index.html") {
-            return httplib::Server::HandlerResponse::Unhandled;
+        using R = httplib::Server::HandlerResponse;
+        const std::string origin = req.get_header_value("Origin");
+        if (auto refusal = origin_refusal(origin, req.get_header_value("Host"), origins)) {
+            send_error(res,
+                       api_error(403, *refusal, "invalid_request_error", "origin_not_allowed"));
+            return R::Handled;
         }
-        return authorized(req, res) ? httplib::Server::HandlerResponse::Unhandled
-                                    : httplib::Server::HandlerResponse::Handled;
+        if (!origin.empty()) {
+            res.set_header("Access-Control-Allow-Origin", origin);
+            res.set_header("Vary", "Origin");
+        }
+        if (req.method == "OPTIONS") {
+            res.status = 204;
+            res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+            res.set_header("Access-Control-Allow-Headers",
+                           "Authorization, Content-Type, X-Api-Key");
+            res.set_header("Access-Control-Max-Age", "600");
+            return R::Handled;
+        }
+        if (req.path == "/health" || req.path == "/" || req.path == "/index.html") {
+            return R::Unhandled;
+        }
+        if (!authorized(req, res)) return R::Handled;
+        // JSON only, checked before the body is read: a web page can send a form or text/plain
+        // body anywhere without asking first.
+        const std::string type = req.get_header_value("Content-Type");
+        if (req.method == "POST" && !is_json_content_type(type)) {
+            send_error(res,
+                       api_error(415, fmt::format("the body must be JSON sent as "
+                                                  "'Content-Type: application/json' (got '{}')",
+                                                  type.substr(0, 100))));
+            return R::Handled;
+        }
+        return R::Unhandled;
     });
     // Errors cpp-httplib answers itself (404, 413, 400 for a malformed request line...) carry
     // OpenAI's JSON too.
@@ -236,8 +307,15 @@ void HttpServer::Impl::routes() {
             send_error(res, api_error(500, "internal error: " + what, "server_error"));
         });
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-        std::lock_guard<std::mutex> lock(counts_mutex);
-        ++counts[{req.path, res.status}];
+        {
+            std::lock_guard<std::mutex> lock(counts_mutex);
+            ++counts[{route_label(req.path), res.status}];
+        }
+#ifdef __GLIBC__
+        // A refused large request never reaches the scheduler, whose idle trim would give its
+        // parse and render buffers back: they stayed resident (1.8 GB after 8 of 7 MB).
+        if (res.status >= 400 && req.body.size() >= (1u << 20)) malloc_trim(0);
+#endif
     });
 
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -307,8 +385,9 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
                 throw err;
             }
         } else {
-            text = r.prompt;
+            text = std::move(r.prompt);
         }
+        check_prompt_bytes(text.size(), chat);
         prompt = model.vocab->tokenize(text, true, true);
         // A template that writes the BOS text, tokenized with the BOS added: one is enough.
         const int32_t bos = model.vocab->bos();
@@ -468,18 +547,13 @@ std::string HttpServer::Impl::metrics_text() {
         out +=
             fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
     };
-    out += "# HELP memwall_requests_total HTTP requests answered, by path and status.\n";
+    out += "# HELP memwall_requests_total HTTP requests answered, by route and status.\n";
     out += "# TYPE memwall_requests_total counter\n";
     {
         std::lock_guard<std::mutex> lock(counts_mutex);
-        for (const auto& [key, n] : counts) {
-            std::string path;
-            for (char c : key.first) {  // label values escape backslash, quote and newline
-                if (c == '\\' || c == '"') path += '\\';
-                path += c == '\n' ? 'n' : c;
-            }
-            out += fmt::format("memwall_requests_total{{path=\"{}\",status=\"{}\"}} {}\n", path,
-                               key.second, n);
+        for (const auto& [key, n] : counts) {  // routes: no label value needs escaping
+            out += fmt::format("memwall_requests_total{{route=\"{}\",status=\"{}\"}} {}\n",
+                               key.first, key.second, n);
         }
     }
     metric("memwall_completions_total", "counter", "Generations finished.",
@@ -527,6 +601,9 @@ void HttpServer::bind() {
         fail(ErrorKind::io, "cannot listen on {}:{} (in use, or not an address of this machine)",
              o.host, o.port);
     }
+    // cpp-httplib listens with a backlog of 5: a burst of 32 clients saw SYNs dropped and
+    // retried a second later. listen() again on the bound socket only raises it.
+    if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, 1024);
 }
 
 int HttpServer::port() const {

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/sampler.h"
 #include "runtime/context.h"
@@ -32,6 +33,8 @@ struct ServerOptions {
     int32_t max_tokens = -1;  // per request (-1: the slot's context)
     SamplerParams sampling;   // defaults for fields a request does not give
     int http_threads = 0;     // 0: slots + queue + 4
+    // Browser origins allowed besides loopback ones ("scheme://host[:port]", or "*").
+    std::vector<std::string> cors_origins;
     // Renders a checked conversation (OpenAI messages) to the prompt text.
     std::function<std::string(const nlohmann::json& messages)> render_chat;
     // After each forward step of the slots (pacing); may be empty.

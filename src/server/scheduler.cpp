@@ -226,6 +226,7 @@ void Scheduler::admit(Job job, Clock::time_point submitted) {
     }
     slot.state = State::prompt;
     --n_free_;  // admit() runs under mutex_
+    stats_.slots_busy = uint32_t(slots_.size()) - n_free_;
     slot.sampler = std::make_unique<Sampler>(job.sampling);
     slot.detok = std::make_unique<TokenTextStream>(vocab_);
     slot.stop = StopMatcher(job.stop);
@@ -300,8 +301,6 @@ void Scheduler::step() {
             stats_.decode_seconds += seconds;
         }
         stats_.kv_used = ctx_.kv_positions_used();
-        stats_.slots_busy = uint32_t(std::count_if(
-            slots_.begin(), slots_.end(), [](const Slot& s) { return s.state != State::idle; }));
     }
     if (params_.after_step) params_.after_step(ctx_);
 }
@@ -358,6 +357,10 @@ void Scheduler::end(Slot& slot, Finish f, const std::string& error) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++n_free_;
     ++stats_.requests_done;
+    // Here and not only after a step: a slot cancelled (client gone) or timed out while no other
+    // slot runs has no step after it, and /health would report it busy until the next request.
+    stats_.slots_busy = uint32_t(slots_.size()) - n_free_;
+    stats_.kv_used = ctx_.kv_positions_used();
 }
 
 }  // namespace mw::server

@@ -2,6 +2,7 @@
 // The plan for every slot's context is checked before the model loads; SIGTERM or SIGINT lets
 // running requests finish (for --shutdown-grace seconds), then exits 0.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -50,6 +51,7 @@ void add_serve_command(CLI::App& app) {
         KvCacheOptions kv;
         PacingOptions pacing;
         std::string api_key, api_key_file;
+        std::vector<std::string> cors_origins;
         std::string alias;
         ChatTemplateOptions chat_template;
         int queue = 64;
@@ -86,6 +88,9 @@ void add_serve_command(CLI::App& app) {
                     "Require this key (Authorization: Bearer KEY) on every route but /health and "
                     "/; also read from MEMWALL_API_KEY");
     cmd->add_option("--api-key-file", opt->api_key_file, "Read the API key from a file");
+    cmd->add_option("--cors-origin", opt->cors_origins,
+                    "Let web pages from this origin (https://app.example:3000, or *) call the "
+                    "server; loopback origins always may, others get 403 (repeatable)");
     cmd->add_option("-a,--alias", opt->alias, "Model id listed by /v1/models")
         ->capture_default_str();
     opt->chat_template.add_to(*cmd);
@@ -171,6 +176,8 @@ void add_serve_command(CLI::App& app) {
         sp.sampling = o.sampling.params();  // a request without a seed draws its own
         Pacing pacing(o.pacing, false);
         sp.pacer = pacing.get();  // every forward step of the slots, together
+        const std::string cors = fmt::format("{}", fmt::join(o.cors_origins, ","));
+        sp.cors_origins = cors.empty() ? nullptr : cors.c_str();
         mw_server* raw = nullptr;
         if (mw_status st = mw_server_create(model.get(), &cp, &sp, &raw); st != MW_OK) {
             fail_status(st, "serve");

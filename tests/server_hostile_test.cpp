@@ -1,0 +1,267 @@
+// The HTTP server against hostile clients (issue 39), in-process on loopback: browser origins
+// and Host names (cross-site requests, DNS rebinding), the auth scheme in any case, JSON routes
+// refusing other content types, /metrics bounded under random paths, slot counts after a
+// cancelled stream, keep-alive replies without Nagle's delay, and prompts refused by their bytes
+// before they are tokenized.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "memwall.h"
+#include "support/test_server.h"
+#include "support/test_support.h"
+#include "template/text.h"
+
+namespace {
+
+using mw::test::post;
+using mw::test::Server;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// Sends raw bytes on a new connection and returns what the server answers before it closes
+// (or until `wait_s`): for requests an HTTP client library would not send as given.
+std::string raw_exchange(int port, const std::string& bytes, double wait_s = 10.0) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        close(fd);
+        return "";
+    }
+    timeval tv{int(wait_s), int((wait_s - int(wait_s)) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    (void)!send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, size_t(n));
+    close(fd);
+    return out;
+}
+
+int status_of(const std::string& response) {
+    return response.size() > 12 ? std::atoi(response.c_str() + 9) : -1;
+}
+
+TEST(ServerHostile, HealthIsIdleAfterACancelledStream) {
+    Server s(mw_server_default_params(), 1);
+    {
+        // A long stream, hung up after its first events; no request follows it.
+        httplib::Client c("127.0.0.1", s.port);
+        std::atomic<int> events{0};
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.headers = {{"Content-Type", "application/json"}};
+        req.body = R"({"prompt": "Once", "max_tokens": 1000, "stream": true, "ignore_eos": true})";
+        req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+            return ++events < 2;
+        };
+        httplib::Response res;
+        httplib::Error err = httplib::Error::Success;
+        c.send(req, res, err);
+        ASSERT_GE(events.load(), 1);
+    }
+    // /health alone must come back to idle (it stayed "processing" until the next request).
+    auto c = s.client();
+    json health;
+    for (int i = 0; i < 250; ++i) {
+        health = json::parse(c.Get("/health")->body);
+        if (health["slots_processing"] == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(health["slots_processing"], 0) << health.dump();
+    EXPECT_EQ(health["slots_idle"], 1) << health.dump();
+    const std::string metrics = c.Get("/metrics")->body;
+    EXPECT_NE(metrics.find("\nmemwall_slots_busy 0\n"), std::string::npos) << metrics;
+}
+
+TEST(ServerHostile, BearerSchemeIsCaseInsensitive) {
+    mw_server_params sp = mw_server_default_params();
+    sp.api_key = "sesame";
+    Server s(sp);
+    auto c = s.client();
+    for (const char* scheme : {"Bearer", "bearer", "BEARER", "bEaReR"}) {
+        auto r = c.Get("/v1/models", {{"Authorization", std::string(scheme) + " sesame"}});
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200) << scheme;
+    }
+    for (const char* auth : {"Basic sesame", "Bearersesame", "Bearer sesamf", "sesame"}) {
+        auto r = c.Get("/v1/models", {{"Authorization", auth}});
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 401) << auth;
+    }
+}
+
+TEST(ServerHostile, JsonRoutesRefuseOtherContentTypes) {
+    Server s;
+    const std::string body = R"({"prompt": "Once", "max_tokens": 2})";
+    auto c = s.client();
+    for (const char* type : {"text/plain", "application/x-www-form-urlencoded",
+                             "multipart/form-data; boundary=x", "application/jsonx"}) {
+        auto r = c.Post("/v1/completions", body, type);
+        ASSERT_TRUE(r) << type;
+        EXPECT_EQ(r->status, 415) << type;
+        const json j = json::parse(r->body, nullptr, false);
+        ASSERT_TRUE(j.is_object() && j.contains("error")) << r->body;
+        EXPECT_NE(j["error"]["message"].get<std::string>().find("application/json"),
+                  std::string::npos);
+    }
+    // No Content-Type at all (what a bare form post or curl -d without -H can look like).
+    const std::string raw = raw_exchange(s.port,
+                                         "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                         "Connection: close\r\nContent-Length: " +
+                                             std::to_string(body.size()) + "\r\n\r\n" + body);
+    EXPECT_EQ(status_of(raw), 415) << raw.substr(0, 200);
+    for (const char* type : {"application/json", "Application/JSON; charset=utf-8"}) {
+        auto r = c.Post("/v1/completions", body, type);
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200) << type << " " << r->body;
+    }
+}
+
+TEST(ServerHostile, CrossOriginRequestsAndReboundHostsAreRefused) {
+    const std::string body = R"({"prompt": "Once", "max_tokens": 2})";
+    {
+        Server s;
+        auto c = s.client();
+        // A page of another site posting to the keyless local server.
+        auto evil = c.Post("/v1/completions", {{"Origin", "https://evil.example"}}, body,
+                           "application/json");
+        ASSERT_TRUE(evil);
+        EXPECT_EQ(evil->status, 403);
+        const json j = json::parse(evil->body, nullptr, false);
+        ASSERT_TRUE(j.is_object() && j.contains("error")) << evil->body;
+        EXPECT_NE(j["error"]["message"].get<std::string>().find("--cors-origin"),
+                  std::string::npos);
+        EXPECT_TRUE(evil->get_header_value("Access-Control-Allow-Origin").empty());
+        for (const char* origin : {"null", "file://", "http://127.0.0.1.evil.example"}) {
+            auto r = c.Get("/v1/models", {{"Origin", origin}});
+            ASSERT_TRUE(r);
+            EXPECT_EQ(r->status, 403) << origin;
+        }
+        // DNS rebinding: a same-origin GET carries no Origin, only the attacker's Host name.
+        auto rebound = c.Get("/v1/models", {{"Host", "evil.example:8080"}});
+        ASSERT_TRUE(rebound);
+        EXPECT_EQ(rebound->status, 403);
+        // Loopback origins and names are the server's own.
+        for (const char* origin :
+             {"http://localhost:5173", "http://127.0.0.1:8080", "http://[::1]"}) {
+            auto r = c.Post("/v1/completions", {{"Origin", origin}}, body, "application/json");
+            ASSERT_TRUE(r);
+            EXPECT_EQ(r->status, 200) << origin;
+            EXPECT_EQ(r->get_header_value("Access-Control-Allow-Origin"), origin);
+        }
+        auto named = c.Get("/v1/models", {{"Host", "localhost:8080"}});
+        ASSERT_TRUE(named);
+        EXPECT_EQ(named->status, 200);
+    }
+    {
+        mw_server_params sp = mw_server_default_params();
+        sp.cors_origins = "https://app.example, http://tools.example:3000";
+        sp.api_key = "sesame";
+        Server s(sp);
+        auto c = s.client();
+        // The browser's preflight carries no key.
+        auto pre = c.Options("/v1/chat/completions", {{"Origin", "https://app.example"},
+                                                      {"Access-Control-Request-Method", "POST"}});
+        ASSERT_TRUE(pre);
+        EXPECT_EQ(pre->status, 204);
+        EXPECT_EQ(pre->get_header_value("Access-Control-Allow-Origin"), "https://app.example");
+        EXPECT_NE(pre->get_header_value("Access-Control-Allow-Headers").find("Authorization"),
+                  std::string::npos);
+        auto ok =
+            c.Post("/v1/completions",
+                   {{"Origin", "http://tools.example:3000"}, {"Authorization", "Bearer sesame"}},
+                   body, "application/json");
+        ASSERT_TRUE(ok);
+        EXPECT_EQ(ok->status, 200);
+        auto other =
+            c.Post("/v1/completions",
+                   {{"Origin", "https://evil.example"}, {"Authorization", "Bearer sesame"}}, body,
+                   "application/json");
+        ASSERT_TRUE(other);
+        EXPECT_EQ(other->status, 403);
+    }
+}
+
+TEST(ServerHostile, MetricsStayBoundedUnderRandomPaths) {
+    Server s;
+    httplib::Client c("127.0.0.1", s.port);
+    c.set_keep_alive(true);
+    std::mt19937 rng(39);
+    int answered = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const std::string path = "/p" + std::to_string(rng()) + "/" + std::to_string(i);
+        auto r = c.Get(path.c_str());
+        if (r && r->status == 404) ++answered;
+    }
+    EXPECT_EQ(answered, 20000);
+    // Bytes that are not UTF-8 in the path, as a raw request line.
+    const std::string raw = raw_exchange(
+        s.port, "GET /\xff\xfe\xc3 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(raw), 404) << raw.substr(0, 100);
+    auto metrics = c.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_LT(metrics->body.size(), 64u * 1024);
+    EXPECT_EQ(mw::tmpl::text::repair_utf8(metrics->body), metrics->body);
+    EXPECT_NE(metrics->body.find("memwall_requests_total{route=\"other\",status=\"404\"} 20001"),
+              std::string::npos)
+        << metrics->body;
+}
+
+// Without TCP_NODELAY a reply written as headers then body waited for the client's delayed
+// ACK (~40 ms each).
+TEST(ServerHostile, KeepAliveRepliesAreNotDelayed) {
+    Server s;
+    httplib::Client c("127.0.0.1", s.port);
+    c.set_keep_alive(true);
+    ASSERT_TRUE(c.Get("/health"));
+    const auto start = Clock::now();
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(c.Get("/health"));
+    const double s_per_100 = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_LT(s_per_100, 1.0);  // 100 x 40 ms = 4 s with the delay; ~10 ms without
+}
+
+// A prompt whose bytes cannot fit in a slot's context is refused before it is tokenized: 8 of
+// 7 MB at once (a slot holds 256 tokens) answer 400 quickly.
+TEST(ServerHostile, PromptsTooLongByTheirBytesAreRefusedBeforeTokenizing) {
+    Server s;
+    const std::string text(7u << 20, 'a');
+    const std::string completion = json{{"prompt", text}, {"max_tokens", 1}}.dump();
+    const std::string chat =
+        json{{"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", 1}}.dump();
+    const auto start = Clock::now();
+    std::vector<std::thread> clients;
+    std::atomic<int> refused{0};
+    for (int i = 0; i < 8; ++i) {
+        clients.emplace_back([&, i] {
+            int status = 0;
+            const json r = post(s, i % 2 ? "/v1/chat/completions" : "/v1/completions",
+                                i % 2 ? chat : completion, &status);
+            if (status == 400 && r.is_object() && r["error"]["code"] == "context_length_exceeded" &&
+                r["error"]["message"].get<std::string>().find("bytes") != std::string::npos) {
+                ++refused;
+            }
+        });
+    }
+    for (auto& t : clients) t.join();
+    EXPECT_EQ(refused.load(), 8);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+}
+
+}  // namespace
