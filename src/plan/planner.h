@@ -135,6 +135,9 @@ struct Recommendation {
     bool found = false;
     PlanRow row;         // the recommended configuration (when found)
     std::string advice;  // one sentence: what and why, or what is missing
+    // When it does not fit in RAM (or streaming is faster than what fits): how it runs with
+    // --mem-budget at the device's own free memory, experts or layers read from storage.
+    std::optional<StreamPlan> streamed;
 };
 
 struct PlannedModel {

@@ -54,8 +54,9 @@ int run_main_job() {
     const json facts = take_json(mw_probe_json(&facts_only), "probe");
     // "this" uses the saved measurement of this machine, or measures it now (a few seconds) and
     // saves it when nothing is saved and it does not look contended.
+    // The phones too: what they run only with experts streamed from storage.
     const json request = {{"models", {{{"catalogue", "all"}}}},
-                          {"devices", {"this"}},
+                          {"devices", {"this", "phone-12g", "phone-16g", "phone-24g"}},
                           {"ctx", 4096},
                           {"best_only", true}};
     const json plan = take_json(mw_plan_json(request.dump().c_str()), "plan");
@@ -96,21 +97,51 @@ int run_main_job() {
     };
     std::vector<Line> fits;
     std::vector<std::pair<double, std::string>> too_large;
+    std::vector<std::string> phones;  // MoE models a phone runs only with experts streamed
     std::map<std::string, const json*> model_of;
     for (const json& m : plan["models"]) model_of[m["name"].get<std::string>()] = &m;
     for (const json& rec : plan["recommendations"]) {
         const json& m = *model_of[rec["model"].get<std::string>()];
         const double params = m["n_params"].get<double>();
         const std::string name = rec["model"].get<std::string>();
+        const bool runnable = m["runnable"].get<bool>();
+        const bool streams = !rec["found"].get<bool>() && rec.contains("streamed");
+        if (rec["device"] != "this") {
+            if (streams && rec["streamed"]["kind"] == "experts") {
+                const json& s = rec["streamed"];
+                phones.push_back(
+                    fmt::format("  {:<19}{:<11}{:<7} --mem-budget {:<6} {:>9} tok/s  "
+                                "streams experts",
+                                name, rec["device"].get<std::string>(),
+                                s["options"][0]["quant"].get<std::string>(),
+                                s["budget_arg"].get<std::string>(), stream_rate(s["options"][0])));
+            }
+            continue;
+        }
+        if (streams) {
+            // Too large for the memory available now, runnable with --mem-budget.
+            const json& s = rec["streamed"];
+            const json& o = s["options"][0];
+            const bool experts = s["kind"] == "experts";
+            fits.push_back(
+                {runnable, params,
+                 fmt::format("  {:<19}{:>7.2f} B  {:<7}{:>7} {:<5}{:>10}  {:>9} tok/s  {:>6} "
+                             "tok/s  streams {} (--mem-budget {})",
+                             name, params / 1e9, o["quant"].get<std::string>(), s["ctx"].get<int>(),
+                             plan["kv_type"].get<std::string>(),
+                             human_bytes(s["budget_bytes"].get<double>()), stream_rate(o), "-",
+                             experts ? "experts" : "layers", s["budget_arg"].get<std::string>()),
+                 name, s.value("hf_repo", ""), s.value("hf_file", "")});
+            continue;
+        }
         if (!rec["found"].get<bool>()) {
             too_large.push_back({params, name});
             continue;
         }
         const json& r = rec["row"];
-        const bool runnable = m["runnable"].get<bool>();
         fits.push_back(
             {runnable, params,
-             fmt::format("  {:<19}{:>7.2f} B  {:<7}{:>7} {:<5}{:>10}  {:>6} tok/s  {:>6} tok/s{}",
+             fmt::format("  {:<19}{:>7.2f} B  {:<7}{:>7} {:<5}{:>10}  {:>9} tok/s  {:>6} tok/s{}",
                          name + (runnable ? "" : " +"), params / 1e9, r["quant"].get<std::string>(),
                          r["ctx"].get<int>(), r["kv_type"].get<std::string>(),
                          human_bytes(r["total_bytes"].get<double>()),
@@ -130,7 +161,7 @@ int run_main_job() {
         "Models that fit (best quantization and context up to 4096 tokens; decode +- {:.0f} "
         "%):\n",
         100 * dev["decode_spread"].get<double>());
-    fmt::print("  {:<19}{:>9}  {:<7}{:>7} {:<5}{:>10}  {:>12}  {:>12}\n", "model", "params",
+    fmt::print("  {:<19}{:>9}  {:<7}{:>7} {:<5}{:>10}  {:>15}  {:>12}\n", "model", "params",
                "quant", "ctx", "KV", "memory", "decode", "prefill");
     for (const Line& l : fits) fmt::print("{}\n", l.text);
     if (fits.empty()) fmt::print("  none\n");
@@ -139,12 +170,25 @@ int run_main_job() {
         for (const auto& [params, name] : too_large) names += (names.empty() ? "" : ", ") + name;
         fmt::print("Too large for the memory available now: {}\n", names);
     }
-    if (!plan["rows"].empty()) {
-        const json& r = plan["rows"][0];
+    for (const json& r : plan["rows"]) {
+        if (r["device"] != "this") continue;
         fmt::print(
             "Speeds at {} (decode: one token after an empty cache) and {} (prefill), each "
             "row's KV type\n",
             r.value("decode_conditions", ""), r.value("prefill_conditions", ""));
+        break;
+    }
+    if (std::any_of(fits.begin(), fits.end(),
+                    [](const Line& l) { return l.text.find(" streams ") != std::string::npos; })) {
+        fmt::print(
+            "streams: too large for the memory free now, runs with --mem-budget (the rest read "
+            "from storage as needed); a MoE's decode is a range from uniform to skewed routing\n");
+    }
+    if (!phones.empty()) {
+        fmt::print(
+            "\nOn phones, only with experts streamed from storage (memwall plan --model NAME "
+            "--device ID: details and the run line):\n");
+        for (const std::string& p : phones) fmt::print("{}\n", p);
     }
     if (any_unrunnable) {
         fmt::print("+ memwall cannot run this architecture yet; planned with its real shapes.\n");
