@@ -110,9 +110,9 @@ void add_plan_command(CLI::App& app) {
         }
         for (const std::string& d : o.devices) devices.push_back(d);
         if (o.ram.empty() && !o.bandwidth.empty())
-            fail("plan: --bandwidth describes an explicit device: give its --ram too");
+            fail_usage("plan: --bandwidth describes an explicit device: give its --ram too");
         if (o.ram.empty() && !o.os_reserve.empty())
-            fail("plan: --os-reserve describes an explicit device: give its --ram too");
+            fail_usage("plan: --os-reserve describes an explicit device: give its --ram too");
         if (!o.ram.empty()) {
             json d = {{"ram", o.ram}};
             if (!o.bandwidth.empty()) d["bandwidth"] = o.bandwidth;
