@@ -186,6 +186,14 @@ TEST(CliMainJob, SaysWhereFiguresAndFilesComeFromRunnableFirst) {
     const std::string row = out.substr(moe + 1, out.find('\n', moe + 1) - moe - 1);
     expect_contains(row, "--mem-budget 7.5G");
     expect_contains(row, "streams experts");
+    // Per row the best quality at a usable speed, and the top pick's download line (issue 40).
+    expect_contains(out, "the best quantization that decodes at 10.0 tok/s or more (--min-tps)");
+    expect_contains(out, "Top pick: ");
+    expect_contains(out, "  memwall pull hf://");
+    const test::CommandResult any_speed = test::run_command(cli("--min-tps 0"));
+    ASSERT_EQ(any_speed.exit_code, 0) << any_speed.err;
+    expect_contains(any_speed.out, "Models that fit (the best quantization, context");
+    EXPECT_EQ(test::run_command(cli("--min-tps fast")).exit_code, 2);
     // Rows memwall can run come before those it cannot ("+").
     const size_t table = out.find("Models that fit");
     ASSERT_NE(table, std::string::npos) << out;

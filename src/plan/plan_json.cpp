@@ -300,6 +300,14 @@ PlanRequest plan_request_from_json(const std::string& text) {
         r.run.type_k = r.run.type_v = *type;
     }
     r.best_only = j.value("best_only", false);
+    if (j.contains("min_tps")) {
+        const json& m = j["min_tps"];
+        if (!m.is_number() || !(m.get<double>() >= 0)) {
+            fail(ErrorKind::invalid_argument,
+                 "plan request: \"min_tps\" must be a decode speed >= 0 (tok/s), not {}", m.dump());
+        }
+        r.min_tps = m.get<double>();
+    }
     for (const json& f : j.value("budget_fractions", json::array())) {
         if (!f.is_number() || !(f.get<double>() > 0 && f.get<double>() <= 1)) {
             fail(ErrorKind::invalid_argument,
@@ -385,6 +393,7 @@ std::string plan_result_to_json(const PlanResult& result) {
         recs.push_back(rec);
     }
     const json out = {{"ctx", result.run.n_ctx},
+                      {"min_tps", result.min_tps},
                       {"kv_type", kv_type_name(result.run.type_k)},
                       {"models", models},
                       {"devices", devices},

@@ -196,7 +196,7 @@ bool is_float_type(const std::string& label) {
 }
 
 Recommendation recommend(const std::string& model, const std::vector<Variant>& variants,
-                         const DeviceProfile& dev, const RunSettings& run) {
+                         const DeviceProfile& dev, const RunSettings& run, double min_tps) {
     Recommendation rec;
     rec.model = model;
     rec.device = dev.id;
@@ -222,12 +222,30 @@ Recommendation recommend(const std::string& model, const std::vector<Variant>& v
         rec.advice = std::move(why);
         return rec;
     };
+    // The best quality that fits, or with min_tps the best that also decodes that fast (else
+    // the fastest that fits: the smallest).
+    const Variant* smallest_fitting = nullptr;
     for (const Variant* v : order) {
-        if (make_row(model, *v, dev, run).fit == Fit::yes) {
+        const PlanRow row = make_row(model, *v, dev, run);
+        if (row.fit != Fit::yes) continue;
+        smallest_fitting = v;
+        if (min_tps <= 0) {
             return accept(*v, run,
                           fmt::format("{} with {} tokens: the best quantization that fits",
                                       v->label, run.n_ctx));
         }
+        if (row.speed.decode_tok_s_expected >= min_tps) {
+            return accept(*v, run,
+                          fmt::format("{} with {} tokens: the best quantization that fits and "
+                                      "decodes at {} tok/s or more",
+                                      v->label, run.n_ctx, min_tps));
+        }
+    }
+    if (smallest_fitting) {
+        return accept(*smallest_fitting, run,
+                      fmt::format("{} with {} tokens: the fastest that fits, below the {} tok/s "
+                                  "asked (--min-tps)",
+                                  smallest_fitting->label, run.n_ctx, min_tps));
     }
     if (run.type_k != GgmlType::Q8_0 && run.type_k != GgmlType::Q4_0) {
         RunSettings q8 = run;
@@ -479,6 +497,7 @@ const std::vector<QuantRecipe>& default_plan_quants() {
 PlanResult make_plan(const PlanRequest& request) {
     PlanResult r;
     r.run = request.run;  // n_ctx 0: each model's default, as the runtime chooses it
+    r.min_tps = request.min_tps;
     r.devices = request.devices;
     if (r.devices.empty()) {
         for (const DeviceProfile* d : seed_devices()) r.devices.push_back(*d);
@@ -521,7 +540,7 @@ PlanResult make_plan(const PlanRequest& request) {
     }
     for (Planned& p : planned_models) {
         for (const DeviceProfile& dev : r.devices) {
-            Recommendation rec = recommend(p.model.name, p.variants, dev, p.run);
+            Recommendation rec = recommend(p.model.name, p.variants, dev, p.run, request.min_tps);
             add_streaming(rec, p.model, p.variants, dev, p.run);
             if (request.best_only) {
                 if (rec.found) r.rows.push_back(rec.row);

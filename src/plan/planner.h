@@ -105,6 +105,9 @@ struct PlanRequest {
     std::vector<QuantRecipe> quants;     // empty: default_plan_quants()
     RunSettings run{.n_ctx = 4096};
     bool best_only = false;  // rows: only each model's recommendation per device
+    // Recommend the best quality that decodes at least this fast (tok/s expected), else the
+    // fastest that fits; 0: the best quality that fits, however slow.
+    double min_tps = 0;
     // Rows under memory budgets (plan/budget_plan.h), per model and device, in the model's own
     // (file) or Q4_K_M quantization: fractions of the file, and sizes in bytes.
     std::vector<double> budget_fractions;
@@ -151,6 +154,7 @@ struct PlannedModel {
 
 struct PlanResult {
     RunSettings run;
+    double min_tps = 0;  // as asked
     std::vector<PlannedModel> models;
     std::vector<DeviceProfile> devices;
     std::vector<PlanRow> rows;

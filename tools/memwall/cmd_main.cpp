@@ -48,7 +48,7 @@ std::string bandwidth_origin(const json& dev) {
 
 }  // namespace
 
-int run_main_job() {
+int run_main_job(double min_tps) {
     mw_probe_params facts_only = mw_probe_default_params();
     facts_only.measure = false;
     const json facts = take_json(mw_probe_json(&facts_only), "probe");
@@ -58,7 +58,8 @@ int run_main_job() {
     const json request = {{"models", {{{"catalogue", "all"}}}},
                           {"devices", {"this", "phone-12g", "phone-16g", "phone-24g"}},
                           {"ctx", 4096},
-                          {"best_only", true}};
+                          {"best_only", true},
+                          {"min_tps", min_tps}};
     const json plan = take_json(mw_plan_json(request.dump().c_str()), "plan");
     const json& sys = facts["system"];
     const json& dev = plan["devices"][0];
@@ -94,6 +95,9 @@ int run_main_job() {
         double params;
         std::string text;
         std::string name, repo, file;  // where to download the file ("" when unknown)
+        std::string quant;
+        double decode_tok_s = 0;  // expected (streamed: the cautious end)
+        bool streams = false;
     };
     std::vector<Line> fits;
     std::vector<std::pair<double, std::string>> too_large;
@@ -131,7 +135,8 @@ int run_main_job() {
                              plan["kv_type"].get<std::string>(),
                              human_bytes(s["budget_bytes"].get<double>()), stream_rate(o), "-",
                              experts ? "experts" : "layers", s["budget_arg"].get<std::string>()),
-                 name, s.value("hf_repo", ""), s.value("hf_file", "")});
+                 name, s.value("hf_repo", ""), s.value("hf_file", ""),
+                 o["quant"].get<std::string>(), o["decode_tok_s"].get<double>(), true});
             continue;
         }
         if (!rec["found"].get<bool>()) {
@@ -148,7 +153,8 @@ int run_main_job() {
                          human_rate(r["decode_tok_s_expected"].get<double>()),
                          human_rate(r["prefill_tok_s_expected"].get<double>()),
                          r["fits"] == "tight" ? "  (tight)" : ""),
-             name, r.value("hf_repo", ""), r.value("hf_file", "")});
+             name, r.value("hf_repo", ""), r.value("hf_file", ""), r["quant"].get<std::string>(),
+             r["decode_tok_s_expected"].get<double>(), false});
     }
     // What memwall can run first, smallest first.
     std::sort(fits.begin(), fits.end(), [](const Line& a, const Line& b) {
@@ -157,10 +163,18 @@ int run_main_job() {
     std::sort(too_large.begin(), too_large.end());
     const bool any_unrunnable =
         std::any_of(fits.begin(), fits.end(), [](const Line& l) { return !l.runnable; });
-    fmt::print(
-        "Models that fit (best quantization and context up to 4096 tokens; decode +- {:.0f} "
-        "%):\n",
-        100 * dev["decode_spread"].get<double>());
+    // The spread covers what was measured: with a default efficiency, only the bandwidth.
+    const std::string spread =
+        dev["efficiency_source"] == "default"
+            ? fmt::format("decode +- {:.0f} % for the bandwidth, the efficiency a default",
+                          100 * dev["decode_spread"].get<double>())
+            : fmt::format("decode +- {:.0f} %", 100 * dev["decode_spread"].get<double>());
+    fmt::print("Models that fit ({}, context up to 4096 tokens; {}):\n",
+               min_tps > 0 ? fmt::format("the best quantization that decodes at {} tok/s or more "
+                                         "(--min-tps), else the fastest",
+                                         human_rate(min_tps))
+                           : std::string("the best quantization"),
+               spread);
     fmt::print("  {:<19}{:>9}  {:<7}{:>7} {:<5}{:>10}  {:>15}  {:>12}\n", "model", "params",
                "quant", "ctx", "KV", "memory", "decode", "prefill");
     for (const Line& l : fits) fmt::print("{}\n", l.text);
@@ -206,8 +220,23 @@ int run_main_job() {
                 fmt::print("  {:<19}{:<{}}  {}\n", l.name, l.repo, repo_width, l.file);
         }
     }
+    // The top pick: the largest model memwall runs here at the speed asked, with its file.
+    const Line* top = nullptr;
+    for (const Line& l : fits) {
+        const bool fast = min_tps <= 0 || l.decode_tok_s >= min_tps;
+        const bool whole = l.file.size() > 5 && l.file.compare(l.file.size() - 5, 5, ".gguf") == 0;
+        if (l.runnable && fast && !l.streams && whole && !l.repo.empty() &&
+            (!top || l.params > top->params))
+            top = &l;
+    }
+    if (top) {
+        fmt::print("\nTop pick: {} {}, ~{} tok/s here. Download and run it:\n", top->name,
+                   top->quant, human_rate(top->decode_tok_s));
+        fmt::print("  memwall pull hf://{}/{} -o {}\n", top->repo, top->file, top->file);
+        fmt::print("  memwall -m {} -p \"Hello\"\n", top->file);
+    }
     fmt::print(
-        "Any other GGUF file:  memwall plan -m FILE.gguf, or memwall plan URL before "
+        "\nAny other GGUF file:  memwall plan -m FILE.gguf, or memwall plan URL before "
         "downloading it\n\n");
     fmt::print(
         "Details:  memwall plan --model NAME    (every quantization; this machine and "

@@ -228,8 +228,10 @@ void add_serve_command(CLI::App& app);  // cmd_serve.cpp
 void add_chat_command(CLI::App& app);   // cmd_chat.cpp
 void add_template_command(CLI::App& app);
 
-// `memwall` without arguments: probe this machine, then plan the catalogue for it (cmd_main.cpp).
-int run_main_job();
+// `memwall` without arguments: probe this machine, then plan the catalogue for it, offering each
+// model in the best quality that decodes at `min_tps` or more (cmd_main.cpp).
+inline constexpr double kDefaultMinTps = 10;
+int run_main_job(double min_tps = kDefaultMinTps);
 // `memwall -m FILE [run options]`: prints the file's plan for this machine and returns the
 // arguments of the `run` that follows (cmd_main.cpp).
 std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args);

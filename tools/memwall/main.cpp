@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -160,6 +161,8 @@ int main(int argc, char** argv) {
         "memwall {}: run large language models on devices under the memory wall\n\n"
         "  memwall                     the main job: measure this machine, then list which models\n"
         "                              it can run, at which quantization and context, how fast\n"
+        "  memwall --min-tps N         the same, each model in the best quality that decodes at\n"
+        "                              N tok/s or more (default 10; 0: the best that fits)\n"
         "  memwall -m FILE -p TEXT     plan FILE for this machine, then run it (memwall run's\n"
         "                              options apply)\n"
         "  memwall COMMAND --help      every option of a command, with its default\n\n"
@@ -197,6 +200,13 @@ int main(int argc, char** argv) {
         // No arguments: the main job (probe, then plan the catalogue for this machine).
         // `memwall -m FILE ...`: plan the file for this machine, then run it.
         if (args.size() == 1) return cli::run_main_job();
+        if (args.size() == 3 && args[1] == "--min-tps") {
+            char* end = nullptr;
+            const double min_tps = std::strtod(args[2].c_str(), &end);
+            if (args[2].empty() || *end != '\0' || !(min_tps >= 0))
+                cli::fail_usage("--min-tps " + args[2] + ": expected a decode speed in tok/s");
+            return cli::run_main_job(min_tps);
+        }
         if (args[1] == "-m" || args[1] == "--model") args = cli::plan_then_run_args(args);
         if (args[1][0] != '-') check_command(app, args[1]);
         for (std::string& a : args) cargs.push_back(a.data());
