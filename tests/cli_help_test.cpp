@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "support/test_support.h"
@@ -90,7 +91,7 @@ TEST(CliInput, ValuesAreRefusedOrCappedWithAMessage) {
     const std::string model = test::shared_path("models/stories260K.gguf");
     // Only -1 means "until done".
     const test::CommandResult n = test::run_command(cli("run -m " + model + " -p hi -n -5"));
-    EXPECT_EQ(n.exit_code, 1);
+    EXPECT_EQ(n.exit_code, 2);  // a usage error
     expect_contains(n.err, "-n -5: expected a token count, or -1");
     EXPECT_TRUE(n.out.empty()) << n.out;
 
@@ -147,7 +148,7 @@ TEST(CliPlan, DefaultDevicesRamAloneAndALegendThatApplies) {
     EXPECT_DOUBLE_EQ(e["bandwidth_bytes_per_s"].get<double>(), this_bandwidth);
     EXPECT_EQ(e["bandwidth_source"], "this machine's saved measurement");
     const test::CommandResult bw = test::run_command(cli("plan -m " + model + " --bandwidth 20G"));
-    EXPECT_EQ(bw.exit_code, 1);
+    EXPECT_EQ(bw.exit_code, 2);  // a usage error
     expect_contains(bw.err, "--bandwidth describes an explicit device: give its --ram too");
 
     // The legend: the file's own type is marked only where a file is planned.
@@ -177,6 +178,22 @@ TEST(CliMainJob, SaysWhereFiguresAndFilesComeFromRunnableFirst) {
     expect_contains(line, " Qwen2.5-0.5B-Instruct-");
     expect_contains(line, ".gguf");
     expect_contains(out, "memwall plan URL");
+    // A MoE model the phones run only with its experts streamed, at their own budget (issue 43).
+    const size_t phones = out.find("On phones, only with experts streamed from storage");
+    ASSERT_NE(phones, std::string::npos) << out;
+    const size_t moe = out.find("\n  Qwen3 30B-A3B      phone-12g  ", phones);
+    ASSERT_NE(moe, std::string::npos) << out;
+    const std::string row = out.substr(moe + 1, out.find('\n', moe + 1) - moe - 1);
+    expect_contains(row, "--mem-budget 7.5G");
+    expect_contains(row, "streams experts");
+    // Per row the best quality at a usable speed, and the top pick's download line (issue 40).
+    expect_contains(out, "the best quantization that decodes at 10.0 tok/s or more (--min-tps)");
+    expect_contains(out, "Top pick: ");
+    expect_contains(out, "  memwall pull hf://");
+    const test::CommandResult any_speed = test::run_command(cli("--min-tps 0"));
+    ASSERT_EQ(any_speed.exit_code, 0) << any_speed.err;
+    expect_contains(any_speed.out, "Models that fit (the best quantization, context");
+    EXPECT_EQ(test::run_command(cli("--min-tps fast")).exit_code, 2);
     // Rows memwall can run come before those it cannot ("+").
     const size_t table = out.find("Models that fit");
     ASSERT_NE(table, std::string::npos) << out;
@@ -187,6 +204,156 @@ TEST(CliMainJob, SaysWhereFiguresAndFilesComeFromRunnableFirst) {
         EXPECT_LT(qwen, first_plus) << out;
         expect_contains(out, "+ memwall cannot run this architecture yet");
     }
+}
+
+// A prompt that would leave only the start token is refused, as -p "" is: a folder given to -f,
+// an empty file, an empty standard input. `memwall -m FILE` without -p says what it uses.
+TEST(CliInput, EmptyPromptsAndFoldersAreRefused) {
+    const std::string model = test::shared_path("models/stories260K.gguf");
+    const std::string dir = test::temp_dir();
+    const std::string run = "run -m " + model + " -n 4 --temp 0 -t 1";
+    struct Case {
+        std::string args, message;
+        int exit_code;
+    };
+    const test::CommandResult empty_file = test::run_command("touch " + dir + "/empty.txt");
+    ASSERT_EQ(empty_file.exit_code, 0);
+    for (const Case& c : std::vector<Case>{
+             {cli(run + " -f " + dir), "-f " + dir + ": is a folder, not a prompt file", 1},
+             {cli(run + " -f " + dir + "/empty.txt"), "the prompt file is empty", 1},
+             {"printf '' | " + cli(run + " -f -"), "-f -: standard input is empty", 1},
+             {cli(run + " -p ''"), "run: give a prompt with -p TEXT or -f FILE", 2}}) {
+        const test::CommandResult r = test::run_command(c.args);
+        EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.err;
+        expect_contains(r.err, c.message);
+        EXPECT_TRUE(r.out.empty()) << c.args << " generated: " << r.out;
+    }
+    const test::CommandResult bare = test::run_command(cli("-m " + model + " -n 4 --temp 0"));
+    ASSERT_EQ(bare.exit_code, 0) << bare.err;
+    expect_contains(bare.err, "run: no prompt given (-p TEXT): using \"Once upon a time\"");
+    EXPECT_FALSE(bare.out.empty());
+}
+
+// Usage errors exit with 2 and say what was meant: a mistyped command, a missing -m, an unknown
+// option; failures (a missing file) stay 1; --help is 0.
+TEST(CliUsage, MistypedCommandsAndAMissingModelExitTwo) {
+    const std::string model = test::shared_path("models/stories260K.gguf");
+    const test::CommandResult typo = test::run_command(cli("rnu -m " + model + " -p hi"));
+    EXPECT_EQ(typo.exit_code, 2);
+    expect_contains(typo.err, "unknown command \"rnu\"; did you mean `memwall run`?");
+    const test::CommandResult typo2 = test::run_command(cli("tokenzie -m " + model + " -p hi"));
+    EXPECT_EQ(typo2.exit_code, 2);
+    expect_contains(typo2.err, "did you mean `memwall tokenize`?");
+    const test::CommandResult far = test::run_command(cli("frobnicate"));
+    EXPECT_EQ(far.exit_code, 2);
+    expect_contains(far.err, "unknown command \"frobnicate\" (memwall --help lists the commands)");
+    EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+
+    const test::CommandResult no_model = test::run_command(cli("run -p hi"));
+    EXPECT_EQ(no_model.exit_code, 2);
+    expect_contains(no_model.err, "run: no model given: -m FILE.gguf (--model) is required");
+    const test::CommandResult unknown =
+        test::run_command(cli("run -m " + model + " -p hi --no-such-flag"));
+    EXPECT_EQ(unknown.exit_code, 2);
+    expect_contains(unknown.err, "--no-such-flag");
+    expect_contains(unknown.err, "(memwall run --help lists the options)");
+    const test::CommandResult size = test::run_command(cli("run -m " + model + " -p hi -t x"));
+    EXPECT_EQ(size.exit_code, 2);
+
+    const test::CommandResult missing = test::run_command(cli("run -m /nonexistent.gguf -p hi"));
+    EXPECT_EQ(missing.exit_code, 1);
+    const test::CommandResult help = test::run_command(cli("--help"));
+    EXPECT_EQ(help.exit_code, 0);
+    expect_contains(help.out, "2 a usage error");
+}
+
+// llama.cpp's multi-letter flags: those memwall has work, those it always does are accepted, the
+// others are named as not supported (CLI11 alone would read -tb as -t b).
+TEST(CliUsage, LlamaCppMultiLetterFlagsAreAcceptedOrNamed) {
+    const std::string model = test::shared_path("models/stories260K.gguf");
+    const std::string run = "run -m " + model + " -p 'Once upon a time' -n 8 --temp 0 -t 1";
+    const test::CommandResult plain = test::run_command(cli(run));
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    for (const char* flags : {" -fa", " -fa on -no-cnv", " -ngl 0 -ctk f16 -ctv f16"}) {
+        const test::CommandResult r = test::run_command(cli(run + flags));
+        ASSERT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
+        EXPECT_EQ(r.out, plain.out) << flags;
+    }
+    // A prompt may start with what looks like a flag.
+    const test::CommandResult text =
+        test::run_command(cli("tokenize -m " + model + " -p -fa --ids"));
+    EXPECT_EQ(text.exit_code, 0) << text.err;
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {" -tb 2", "-tb is llama.cpp's; not supported by memwall: one thread count, -t"},
+        {" -cnv", "-cnv is llama.cpp's; not supported by memwall: memwall chat"},
+        {" -hf a/b", "memwall pull hf://"},
+        {" -xyz", "unknown option -xyz (not supported by memwall"}};
+    for (const auto& [flags, message] : refused) {
+        const test::CommandResult r = test::run_command(cli(run + flags));
+        EXPECT_EQ(r.exit_code, 2) << flags;
+        expect_contains(r.err, message);
+        EXPECT_TRUE(r.out.empty()) << flags;
+    }
+}
+
+// stories260K was trained on 2048 tokens: serve's default slots take that (the vocabulary-only
+// load used to leave it at 0, so slots got 4096), and a longer context is warned about in run
+// and serve.
+TEST(CliContext, AboveTheTrainingContextIsWarnedAndServeDefaultsToIt) {
+    const std::string model = test::shared_path("models/stories260K.gguf");
+    const std::string warning = "is more than the 2048 the model was trained on";
+    const test::CommandResult fits =
+        test::run_command(cli("run -m " + model + " -p hi -n 2 --temp 0 -c 2048"));
+    ASSERT_EQ(fits.exit_code, 0) << fits.err;
+    EXPECT_EQ(fits.err.find(warning), std::string::npos) << fits.err;
+    const test::CommandResult longer =
+        test::run_command(cli("run -m " + model + " -p hi -n 2 --temp 0 -c 4096"));
+    ASSERT_EQ(longer.exit_code, 0) << longer.err;
+    expect_contains(longer.err, "warning: run: a context of 4096 tokens " + warning);
+
+    const std::string serve = "timeout -s INT 5 env " + cli("serve -m " + model + " --port 0");
+    const test::CommandResult default_ctx = test::run_command(serve + " --parallel 2");
+    expect_contains(default_ctx.err, "(2 slots of 2048 tokens");
+    EXPECT_EQ(default_ctx.err.find(warning), std::string::npos) << default_ctx.err;
+    const test::CommandResult asked = test::run_command(serve + " --parallel 2 -c 8192");
+    expect_contains(asked.err, "(2 slots of 4096 tokens");
+    expect_contains(asked.err, "warning: serve: a context of 4096 tokens per slot " + warning);
+}
+
+// bench's table: every row as wide as its header, column by column ("±" is one character), and
+// a % of bandwidth above 100 explained (the model in the cache, or a busy machine).
+TEST(CliBench, AlignedColumnsAndBandwidthAboveAHundredExplained) {
+    const std::string model = test::shared_path("models/stories260K.gguf");
+    const test::CommandResult r =
+        test::run_command(cli("bench -m " + model + " -p 16 -n 16 -r 2 -t 1"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::vector<std::string> table;
+    std::stringstream lines(r.out);
+    for (std::string line; std::getline(lines, line) && !line.empty();) table.push_back(line);
+    ASSERT_EQ(table.size(), 3u) << r.out;  // header, pp, tg
+    auto chars = [](const std::string& s) {
+        size_t n = 0;
+        for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+        return n;
+    };
+    // The columns end where the header's do: each header word's last character is followed by
+    // two spaces or the end in every row.
+    for (const std::string& row : table) EXPECT_EQ(chars(row), chars(table[0])) << r.out;
+    const size_t tok_s = table[0].find("tok/s");
+    ASSERT_NE(tok_s, std::string::npos);
+    expect_contains(table[2], " ± ");
+
+    const test::CommandResult j =
+        test::run_command(cli("bench -m " + model + " -p 0 -n 16 -r 2 -t 1 --json"));
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    const json row = json::parse(j.out)[0];
+    const double fraction = row["bw_fraction"].get<double>();
+    const std::string because = row["bw_fraction_above_1_because"].get<std::string>();
+    EXPECT_EQ(fraction > 1, !because.empty()) << fraction << ": " << because;
+    // A 1 MiB model fits any last-level cache of today: above 100 %, that is the reason given.
+    if (fraction > 1) expect_contains(because, "last-level cache");
+    if (table[2].find(" % *") != std::string::npos)
+        expect_contains(r.out, "* % of bw above 100 % (1 threads): ");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -181,6 +182,44 @@ TEST(MemBudgetCgroup, DenseTwiceTheLimitStreamsItsLayersWithTheSameTokens) {
 #endif
     const std::string model = synth("mixtral-small-dense", "");
     same_tokens_within(model, std::filesystem::file_size(model) * 9 / 20, "layer stream:");
+}
+
+// Issue 43's check, scaled down: the plan's streamed configuration for a device whose free
+// memory is to moe-750m what a 12 GB phone's 8 GiB is to Qwen3 30B-A3B at Q4_K_M (17.3 GiB), and
+// its `run` line, pasted, in a cgroup of the planned budget: it completes without an OOM kill.
+TEST(MemBudgetCgroup, PlannedStreamedRunLineCompletesInItsBudget) {
+#ifdef MW_TEST_SANITIZED
+    GTEST_SKIP() << "the sanitizers' shadow memory and quarantine do not fit a memory budget";
+#endif
+    const std::string model = synth("moe-750m", "");
+    const uint64_t size = std::filesystem::file_size(model);
+    const uint64_t usable = uint64_t(double(size) * 8.0 / 17.3);
+    const auto planned = test::run_command(
+        "XDG_CACHE_HOME=" + test::temp_dir() + " " + test::cli_path() + " plan -m " + model +
+        " --ram " + std::to_string(usable) + " --os-reserve 1 --bandwidth 20G -t 2 --json");
+    ASSERT_EQ(planned.exit_code, 0) << planned.err;
+    const nlohmann::json plan = nlohmann::json::parse(planned.out);
+    const nlohmann::json& rec = plan["recommendations"][0];
+    EXPECT_FALSE(rec["found"].get<bool>()) << rec.dump(1);
+    ASSERT_TRUE(rec.contains("streamed")) << rec.dump(1);
+    const uint64_t budget = rec["streamed"]["budget_bytes"].get<uint64_t>();
+    EXPECT_LE(budget, plan["devices"][0]["usable_bytes"].get<uint64_t>());
+    std::string line = rec["streamed"]["run_command"].get<std::string>();
+    const std::string prefix = "memwall run -m " + model + " --mem-budget ";
+    ASSERT_EQ(line.rfind(prefix, 0), 0u) << line;
+    line.replace(0, 7, test::cli_path());
+
+    ChildCgroup group(budget);
+    if (!group.reason().empty()) GTEST_SKIP() << group.reason();
+    drop_page_cache(model);
+    const auto limited = test::run_command(group.wrap(line + " -n 8 --temp 0 -t 2 --verbose"));
+    std::printf("[ cgroup ] file %.1f MiB, budget %.1f MiB, peak %.1f MiB: %s\n%s",
+                size / 1048576.0, budget / 1048576.0, group.peak() / 1048576.0, line.c_str(),
+                limited.err.c_str());
+    EXPECT_EQ(group.oom_kills(), 0u);
+    ASSERT_EQ(limited.exit_code, 0) << limited.err;
+    EXPECT_FALSE(limited.out.empty());
+    EXPECT_NE(limited.err.find("expert cache:"), std::string::npos) << limited.err;
 }
 
 }  // namespace

@@ -103,6 +103,16 @@ TEST(PlanBudget, MoeRowMatchesHandArithmetic) {
     EXPECT_NEAR(r.decode_tok_s, 1 / (ram_s + 5.5 * double(3 * matrix) / 1e9), 1e-9);
     EXPECT_NEAR(r.in_ram_decode_tok_s, 1 / ram_s, 1e-9);
     EXPECT_LT(r.decode_tok_s, r.in_ram_decode_tok_s);
+    // The skewed end: 2.5 of each layer's 8 experts held, popularity ~ rank^-1.7.
+    double all_uses = 0;
+    for (int k = 1; k <= 8; ++k) all_uses += std::pow(k, -kRouterSkew);
+    const double skewed =
+        (1 + std::pow(2, -kRouterSkew) + 0.5 * std::pow(3, -kRouterSkew)) / all_uses;
+    EXPECT_NEAR(r.hit_rate_skewed, skewed, 1e-12);
+    EXPECT_NEAR(r.decode_tok_s_skewed, 1 / (ram_s + 8 * (1 - skewed) * double(3 * matrix) / 1e9),
+                1e-9);
+    EXPECT_GT(r.decode_tok_s_skewed, r.decode_tok_s);
+    EXPECT_LT(r.decode_tok_s_skewed, r.in_ram_decode_tok_s);
 
     // Room for every expert: all hits, nothing read, the in-RAM speed.
     const BudgetRow all =
@@ -287,7 +297,12 @@ TEST(PlanBudgetCli, JsonRowsAndTextForAMoeAndADenseModel) {
         cli("plan --model qwen3-30b-a3b --device phone-12g --budgets --mem-budget 6G --json"));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const json plan = json::parse(r.out);
-    ASSERT_EQ(plan["budget_rows"].size(), 4u);
+    // 25, 50 and 75 % of the 17.3 GiB file: only 25 % is within the 8 GiB the phone has free;
+    // the size given is planned.
+    ASSERT_EQ(plan["budget_rows"].size(), 2u);
+    EXPECT_DOUBLE_EQ(plan["budget_rows"][0]["budget_fraction"].get<double>(), 0.25);
+    for (const json& row : plan["budget_rows"])
+        EXPECT_LE(row["budget_bytes"].get<uint64_t>(), plan["devices"][0]["usable_bytes"]);
     for (const json& row : plan["budget_rows"]) {
         for (const char* key :
              {"budget_bytes", "budget_fraction", "file_bytes", "resident_bytes", "kv_bytes",
@@ -303,13 +318,12 @@ TEST(PlanBudgetCli, JsonRowsAndTextForAMoeAndADenseModel) {
             EXPECT_LT(row["decode_tok_s"].get<double>(), row["in_ram_decode_tok_s"].get<double>());
         }
     }
-    EXPECT_DOUBLE_EQ(plan["budget_rows"][1]["budget_fraction"].get<double>(), 0.5);
-    EXPECT_EQ(plan["budget_rows"][3]["budget_bytes"].get<uint64_t>(), uint64_t(6) << 30);
-    EXPECT_TRUE(plan["budget_rows"][3]["fits"].get<bool>());
+    EXPECT_EQ(plan["budget_rows"][1]["budget_bytes"].get<uint64_t>(), uint64_t(6) << 30);
+    EXPECT_TRUE(plan["budget_rows"][1]["fits"].get<bool>());
     EXPECT_EQ(plan["devices"][0]["storage"]["assumed"], true);
     // A larger budget caches more and decodes faster.
     EXPECT_LT(plan["budget_rows"][0]["hit_rate"].get<double>(),
-              plan["budget_rows"][2]["hit_rate"].get<double>());
+              plan["budget_rows"][1]["hit_rate"].get<double>());
 
     const test::CommandResult text =
         test::run_command(cli("plan --model qwen3-30b-a3b --device phone-12g --mem-budget 6G"));
@@ -333,6 +347,107 @@ TEST(PlanBudgetCli, JsonRowsAndTextForAMoeAndADenseModel) {
         test::run_command(cli("plan --model qwen3-30b-a3b --device phone-12g --mem-budget 6Q"));
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("--mem-budget"), std::string::npos) << bad.err;
+}
+
+TEST(PlanBudget, SkewedHitRateByHand) {
+    EXPECT_DOUBLE_EQ(skewed_hit_rate(0.25, 8, 0), 0.25);  // no skew: uniform
+    EXPECT_NEAR(skewed_hit_rate(0.25, 8, 1),
+                1.5 / (1 + 1 / 2. + 1 / 3. + 1 / 4. + 1 / 5. + 1 / 6. + 1 / 7. + 1 / 8.), 1e-12);
+    EXPECT_DOUBLE_EQ(skewed_hit_rate(1, 128, kRouterSkew), 1.0);
+    EXPECT_DOUBLE_EQ(skewed_hit_rate(0, 128, kRouterSkew), 0.0);
+    // The stated skew: a layer's two most used of 8 experts take about 75 % of the uses.
+    EXPECT_NEAR(skewed_hit_rate(2.0 / 8, 8, kRouterSkew), 0.75, 0.01);
+}
+
+TEST(PlanBudget, BudgetArgumentsReadBackExactly) {
+    EXPECT_EQ(budget_arg(uint64_t(15) << 29), "7.5G");
+    EXPECT_EQ(budget_arg(uint64_t(8) << 30), "8G");
+    EXPECT_EQ(budget_arg(336 * MiB), "336M");
+    DeviceProfile phone = *find_device_profile("phone-12g");  // 8 GiB free
+    EXPECT_EQ(device_stream_budget(phone), uint64_t(15) << 29);
+    phone.ram_bytes = phone.os_reserve_bytes + 700 * MiB;
+    EXPECT_EQ(device_stream_budget(phone), 656 * MiB);  // 665 MiB down to 16 MiB steps
+}
+
+// The seeds' question: a 12 GB phone and Qwen3 30B-A3B. It does not fit in RAM; the plan runs it
+// at the phone's own budget, in the quantization fastest there, as the runtime would load it.
+TEST(PlanStream, MoeLargerThanThePhoneRunsWithExpertsStreamedAtItsBudget) {
+    PlanRequest request;
+    request.models = {{ModelSource::Kind::catalogue, "Qwen3 30B-A3B"}};
+    request.devices = {*find_device_profile("phone-12g")};
+    const PlanResult plan = make_plan(request);
+    ASSERT_EQ(plan.recommendations.size(), 1u);
+    const Recommendation& rec = plan.recommendations[0];
+    const DeviceProfile& dev = plan.devices[0];
+    EXPECT_FALSE(rec.found);
+    ASSERT_TRUE(rec.streamed.has_value()) << rec.advice;
+    const StreamPlan& s = *rec.streamed;
+    EXPECT_LE(s.budget_bytes, dev.usable_bytes());
+    EXPECT_EQ(s.budget_arg, "7.5G");
+    EXPECT_NE(rec.advice.find("runs with --mem-budget 7.5G, experts streamed"), std::string::npos)
+        << rec.advice;
+    ASSERT_FALSE(s.options.empty());
+    const BudgetRow& best = s.options.front();
+    EXPECT_TRUE(best.moe);
+    EXPECT_TRUE(best.fits) << best.refusal;
+    EXPECT_EQ(best.budget_bytes, s.budget_bytes);
+    EXPECT_GT(best.storage_bytes_per_token, 0);  // it really streams
+    EXPECT_GT(best.decode_tok_s, 0);
+    EXPECT_GE(best.decode_tok_s_skewed, best.decode_tok_s);
+    EXPECT_LT(best.decode_tok_s_skewed, best.in_ram_decode_tok_s);
+    EXPECT_NE(best.storage_source.find("UFS 4.0"), std::string::npos);
+    // The fastest of every quantization planned under that budget, each as plan_budget plans it.
+    for (const BudgetRow& o : s.options) {
+        EXPECT_LE(o.decode_tok_s, best.decode_tok_s) << o.quant;
+        EXPECT_TRUE(o.fits) << o.quant;
+    }
+    EXPECT_GE(s.options.size(), 3u);  // Q2_K, Q3_K_M, Q4_K_M at least
+    EXPECT_EQ(s.run_command,
+              fmt::format("memwall run -m Qwen_Qwen3-30B-A3B-{}.gguf --mem-budget 7.5G "
+                          "-c 4096 -p \"Hello\"",
+                          best.quant));
+
+    // A dense model that fits has nothing streamed; one that fits nowhere streams its layers.
+    request.models = {{ModelSource::Kind::catalogue, "qwen3-8b"},
+                      {ModelSource::Kind::catalogue, "qwen2.5-72b"}};
+    const PlanResult dense = make_plan(request);
+    ASSERT_EQ(dense.recommendations.size(), 2u);
+    EXPECT_TRUE(dense.recommendations[0].found);
+    EXPECT_FALSE(dense.recommendations[0].streamed.has_value());
+    const Recommendation& large = dense.recommendations[1];
+    EXPECT_FALSE(large.found);
+    ASSERT_TRUE(large.streamed.has_value()) << large.advice;
+    const BudgetRow& layers = large.streamed->options.front();
+    EXPECT_TRUE(layers.streams_layers);
+    EXPECT_DOUBLE_EQ(layers.decode_tok_s_skewed, layers.decode_tok_s);
+    EXPECT_NE(large.advice.find("layers streamed"), std::string::npos) << large.advice;
+}
+
+TEST(PlanStreamCli, TableRecommendationAndJsonSayHowItRuns) {
+    const test::CommandResult r =
+        test::run_command(cli("plan --model \"Qwen3 30B-A3B\" --device phone-12g --json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json rec = json::parse(r.out)["recommendations"][0];
+    ASSERT_TRUE(rec.contains("streamed")) << rec.dump(1);
+    const json& s = rec["streamed"];
+    EXPECT_EQ(s["kind"], "experts");
+    EXPECT_EQ(s["budget_arg"], "7.5G");
+    EXPECT_EQ(s["ctx"], 4096);
+    EXPECT_EQ(s["hf_repo"], "bartowski/Qwen_Qwen3-30B-A3B-GGUF");
+    for (const char* key : {"decode_tok_s", "decode_tok_s_skewed", "hit_rate_skewed", "router_skew",
+                            "storage_source", "storage_assumed"})
+        EXPECT_TRUE(s["options"][0].contains(key)) << key;
+
+    const test::CommandResult text =
+        test::run_command(cli("plan --model \"Qwen3 30B-A3B\" --device phone-12g"));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    for (const char* part :
+         {"streamed at the device's --mem-budget", "does not fit: even Q2_K",
+          "with --mem-budget 7.5G (95 % of its free memory), experts streamed from storage: ",
+          "tok/s from uniform routing (the worst case) to expert popularity ~ rank^-1.7",
+          "storage assumed: UFS 4.0", "memwall run -m ", " --mem-budget 7.5G -c 4096"})
+        EXPECT_NE(text.out.find(part), std::string::npos) << part << " in:\n" << text.out;
+    EXPECT_EQ(text.out.find("Under a memory budget"), std::string::npos) << text.out;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // allocates, the CLI's JSON, refuse-or-fit, and predicted vs measured peak RSS.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -552,6 +554,52 @@ TEST(PlanCli, GgufFileOwnTypeFirstAndExplicitDevice) {
     const test::CommandResult bad = test::run_command(cli("plan --model no-such-model"));
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("unknown model"), std::string::npos) << bad.err;
+}
+
+// --min-tps: the best quality that decodes that fast, else the fastest that fits; without it the
+// best quality that fits, however slow (issue 40).
+TEST(PlanCli, MinTpsRecommendsTheBestQualityAtThatSpeed) {
+    const std::string base = "plan --model qwen3-14b --ram 64G --bandwidth 50G --json";
+    auto plan_at = [&](const std::string& min_tps) {
+        const test::CommandResult r = test::run_command(cli(base + min_tps));
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return json::parse(r.out);
+    };
+    const json slow = plan_at("");
+    EXPECT_EQ(slow["recommendations"][0]["row"]["quant"], "Q8_0");
+    // Every quantization fits 64 GiB; Q8_0 decodes at ~1.8 tok/s, Q2_K at ~4.7.
+    std::vector<std::pair<double, std::string>> rows;  // (weights, quant), F16 left out
+    std::map<std::string, double> tok_s;
+    for (const json& r : slow["rows"]) {
+        if (r["quant"] == "F16") continue;
+        EXPECT_EQ(r["fits"], "yes");
+        rows.push_back({r["weights_bytes"].get<double>(), r["quant"].get<std::string>()});
+        tok_s[r["quant"]] = r["decode_tok_s_expected"].get<double>();
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    for (double min_tps : {2.5, 3.5, 4.2}) {
+        const json plan = plan_at(fmt::format(" --min-tps {}", min_tps));
+        const json& rec = plan["recommendations"][0];
+        std::string expected;  // the heaviest that reaches min_tps
+        for (const auto& [weights, quant] : rows) {
+            if (tok_s[quant] >= min_tps) {
+                expected = quant;
+                break;
+            }
+        }
+        ASSERT_FALSE(expected.empty()) << min_tps;
+        EXPECT_EQ(rec["row"]["quant"], expected) << min_tps;
+        EXPECT_NE(rec["advice"].get<std::string>().find("decodes at"), std::string::npos);
+        EXPECT_EQ(plan["min_tps"].get<double>(), min_tps);
+    }
+    // Faster than any quantization: the fastest, saying so.
+    const json fast = plan_at(" --min-tps 100");
+    EXPECT_EQ(fast["recommendations"][0]["row"]["quant"], rows.back().second);
+    EXPECT_NE(fast["recommendations"][0]["advice"].get<std::string>().find(
+                  "the fastest that fits, below the 100 tok/s asked"),
+              std::string::npos);
+    const test::CommandResult bad = test::run_command(cli(base + " --min-tps -1"));
+    EXPECT_EQ(bad.exit_code, 2);
 }
 
 // llama.cpp's Q3_K_M and Q2_K mixes fall back to IQ4_NL for deepseek2's attn_k_b (rows of 128).

@@ -161,15 +161,15 @@ TEST(Sustained, MissingSensorsAreListedAndTheCsvHasTheirColumns) {
 TEST(Sustained, BenchDurationRejectsBadFlags) {
     const std::string empty = test::temp_dir();
     auto r = memwall(empty, "bench -m " + stories() + " --duration soon");
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--duration soon: expected a duration such as 90s, 10m or 1h"),
               std::string::npos)
         << r.err;
     r = memwall(empty, "bench -m " + stories() + " --duration 1s --interval 2s");
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--interval is longer than --duration"), std::string::npos);
     r = memwall(empty, "bench -m " + stories() + " -p 4 -n 2 --plot x.svg");
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("go with --duration"), std::string::npos) << r.err;
 }
 

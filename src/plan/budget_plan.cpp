@@ -1,6 +1,7 @@
 #include "plan/budget_plan.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "plan/planner.h"
@@ -9,6 +10,21 @@
 #include "runtime/memory_budget.h"
 
 namespace mw {
+
+double skewed_hit_rate(double fraction, uint32_t n_expert, double skew) {
+    fraction = std::clamp(fraction, 0.0, 1.0);
+    if (n_expert == 0 || skew <= 0) return fraction;
+    // The cache holds fraction x n experts of the layer: the whole ones most used, and a share of
+    // the next one.
+    const double held = fraction * double(n_expert);
+    double hit = 0, all = 0;
+    for (uint32_t k = 1; k <= n_expert; ++k) {
+        const double p = std::pow(double(k), -skew);
+        all += p;
+        hit += p * std::clamp(held - double(k - 1), 0.0, 1.0);
+    }
+    return hit / all;
+}
 
 BudgetRow plan_budget(const std::string& model, const std::string& quant, const ModelFacts& facts,
                       const DeviceProfile& dev, const RunSettings& run, uint64_t budget,
@@ -81,6 +97,7 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
         r.cache_slots = expert_cache_slots(f, r.kv_bytes, r.scratch_bytes);
         r.cache_fraction = std::min(1.0, double(r.cache_slots) / double(r.experts_total));
         r.hit_rate = r.cache_fraction;  // uniform routing (see the header)
+        r.hit_rate_skewed = skewed_hit_rate(r.cache_fraction, m.hp.n_expert, kRouterSkew);
         r.misses_per_token = (1 - r.hit_rate) * double(r.experts_per_token);
         r.storage_bytes_per_token = r.misses_per_token * double(r.expert_read_bytes);
         // One pread per matrix: the rate of reads a third of an expert long.
@@ -109,6 +126,7 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
                 matrices += (l.*role.member).traits ? 1 : 0;
         }
         r.hit_rate = layer_bytes ? 1 - double(read) / double(layer_bytes) : 1;
+        r.hit_rate_skewed = r.hit_rate;
         r.storage_bytes_per_token = double(read);
         // A layer is read in order, matrix after matrix: the device's rate in order (measured
         // here within 10 % of what the stream achieves), else its random rate at a matrix's size.
@@ -128,6 +146,12 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
                                : r.ram_seconds_per_token + r.storage_seconds_per_token;
     const bool storage_unknown = r.storage_bytes_per_token > 0 && !(r.storage_bytes_per_s > 0);
     if (seconds > 0 && !storage_unknown) r.decode_tok_s = 1 / seconds;
+    r.decode_tok_s_skewed = r.decode_tok_s;
+    if (r.moe && r.decode_tok_s > 0 && r.storage_bytes_per_s > 0) {
+        const double misses = (1 - r.hit_rate_skewed) * double(r.experts_per_token);
+        r.decode_tok_s_skewed = 1 / (r.ram_seconds_per_token +
+                                     misses * double(r.expert_read_bytes) / r.storage_bytes_per_s);
+    }
     return r;
 }
 
@@ -143,10 +167,60 @@ std::vector<BudgetRow> plan_budgets(const std::string& model, const std::string&
             fail(ErrorKind::invalid_argument,
                  "plan: a budget fraction of the file must be in (0, 1], not {}", f);
         }
+        // A fraction above what the device has free cannot be used there (a size given
+        // explicitly is still planned, with a note).
+        if (uint64_t(f * double(file)) > dev.usable_bytes()) continue;
         rows.push_back(plan_budget(model, quant, facts, dev, run, uint64_t(f * double(file)), f));
     }
     for (uint64_t b : budgets) rows.push_back(plan_budget(model, quant, facts, dev, run, b, 0));
     return rows;
+}
+
+uint64_t device_stream_budget(const DeviceProfile& dev) {
+    const uint64_t usable = dev.usable_bytes();
+    const uint64_t step = usable >= (uint64_t(2) << 30) ? uint64_t(256) << 20 : uint64_t(16) << 20;
+    return uint64_t(0.95 * double(usable)) / step * step;
+}
+
+std::string budget_arg(uint64_t bytes) {
+    constexpr uint64_t MiB = uint64_t(1) << 20, GiB = uint64_t(1) << 30;
+    if (bytes % (GiB / 4) == 0) {
+        std::string s = fmt::format("{:.2f}", double(bytes) / double(GiB));
+        while (s.back() == '0') s.pop_back();
+        if (s.back() == '.') s.pop_back();
+        return s + "G";
+    }
+    if (bytes % MiB == 0) return fmt::format("{}M", bytes / MiB);
+    return std::to_string(bytes);
+}
+
+std::optional<StreamPlan> plan_streaming(
+    const std::string& model, const std::vector<std::pair<std::string, const ModelFacts*>>& quants,
+    const DeviceProfile& dev, const RunSettings& run) {
+    StreamPlan s;
+    s.budget_bytes = device_stream_budget(dev);
+    s.budget_arg = budget_arg(s.budget_bytes);
+    RunSettings r = run;
+    if (r.n_threads <= 0 && dev.n_threads > 0) r.n_threads = dev.n_threads;
+    for (const auto& [label, facts] : quants) {
+        BudgetRow row = plan_budget(model, label, *facts, dev, r, s.budget_bytes, 0);
+        if (row.fits && row.decode_tok_s > 0) s.options.push_back(std::move(row));
+    }
+    if (s.options.empty()) return std::nullopt;
+    std::stable_sort(
+        s.options.begin(), s.options.end(),
+        [](const BudgetRow& a, const BudgetRow& b) { return a.decode_tok_s > b.decode_tok_s; });
+    return s;
+}
+
+std::string stream_run_command(const std::string& file, const StreamPlan& plan, uint32_t n_ctx) {
+    // Quoted for a POSIX shell when the path needs it.
+    const bool plain = file.find_first_of(" '\"$`\\;&|<>()*?!#~") == std::string::npos;
+    std::string quoted = "'";
+    for (char c : file) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    quoted += "'";
+    return fmt::format("memwall run -m {} --mem-budget {} -c {} -p \"Hello\"",
+                       plain ? file : quoted, plan.budget_arg, n_ctx);
 }
 
 }  // namespace mw

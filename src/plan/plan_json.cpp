@@ -114,6 +114,9 @@ json budget_row_json(const BudgetRow& r) {
             {"ram_seconds_per_token", r.ram_seconds_per_token},
             {"storage_seconds_per_token", r.storage_seconds_per_token},
             {"decode_tok_s", r.decode_tok_s},
+            {"hit_rate_skewed", r.hit_rate_skewed},
+            {"decode_tok_s_skewed", r.decode_tok_s_skewed},
+            {"router_skew", r.moe ? kRouterSkew : 0.0},
             {"in_ram_decode_tok_s", r.in_ram_decode_tok_s},
             {"note", r.note}};
 }
@@ -297,6 +300,14 @@ PlanRequest plan_request_from_json(const std::string& text) {
         r.run.type_k = r.run.type_v = *type;
     }
     r.best_only = j.value("best_only", false);
+    if (j.contains("min_tps")) {
+        const json& m = j["min_tps"];
+        if (!m.is_number() || !(m.get<double>() >= 0)) {
+            fail(ErrorKind::invalid_argument,
+                 "plan request: \"min_tps\" must be a decode speed >= 0 (tok/s), not {}", m.dump());
+        }
+        r.min_tps = m.get<double>();
+    }
     for (const json& f : j.value("budget_fractions", json::array())) {
         if (!f.is_number() || !(f.get<double>() > 0 && f.get<double>() <= 1)) {
             fail(ErrorKind::invalid_argument,
@@ -360,9 +371,29 @@ std::string plan_result_to_json(const PlanResult& result) {
         json rec = {
             {"model", r.model}, {"device", r.device}, {"found", r.found}, {"advice", r.advice}};
         if (r.found) rec["row"] = with_details(r.row);
+        if (r.streamed) {
+            json options = json::array();
+            for (const BudgetRow& o : r.streamed->options) options.push_back(budget_row_json(o));
+            rec["streamed"] = {{"budget_bytes", r.streamed->budget_bytes},
+                               {"budget_arg", r.streamed->budget_arg},
+                               {"kind", r.streamed->options.front().moe ? "experts" : "layers"},
+                               {"run_command", r.streamed->run_command},
+                               {"ctx", r.streamed->n_ctx},
+                               {"options", options}};
+            const auto it = catalogue_id.find(r.model);
+            if (it != catalogue_id.end()) {
+                const BudgetRow& best = r.streamed->options.front();
+                const HfFile f = hf_file_for(it->second, best.quant, best.file_bytes);
+                if (!f.repo.empty()) {
+                    rec["streamed"]["hf_repo"] = f.repo;
+                    rec["streamed"]["hf_file"] = f.file;
+                }
+            }
+        }
         recs.push_back(rec);
     }
     const json out = {{"ctx", result.run.n_ctx},
+                      {"min_tps", result.min_tps},
                       {"kv_type", kv_type_name(result.run.type_k)},
                       {"models", models},
                       {"devices", devices},

@@ -108,6 +108,9 @@ struct PlanRequest {
     std::vector<QuantRecipe> quants;     // empty: default_plan_quants()
     RunSettings run{.n_ctx = 4096};
     bool best_only = false;  // rows: only each model's recommendation per device
+    // Recommend the best quality that decodes at least this fast (tok/s expected), else the
+    // fastest that fits; 0: the best quality that fits, however slow.
+    double min_tps = 0;
     // Rows under memory budgets (plan/budget_plan.h), per model and device, in the model's own
     // (file) or Q4_K_M quantization: fractions of the file, and sizes in bytes.
     std::vector<double> budget_fractions;
@@ -138,6 +141,9 @@ struct Recommendation {
     bool found = false;
     PlanRow row;         // the recommended configuration (when found)
     std::string advice;  // one sentence: what and why, or what is missing
+    // When it does not fit in RAM (or streaming is faster than what fits): how it runs with
+    // --mem-budget at the device's own free memory, experts or layers read from storage.
+    std::optional<StreamPlan> streamed;
 };
 
 struct PlannedModel {
@@ -151,6 +157,7 @@ struct PlannedModel {
 
 struct PlanResult {
     RunSettings run;
+    double min_tps = 0;  // as asked
     std::vector<PlannedModel> models;
     std::vector<DeviceProfile> devices;
     std::vector<PlanRow> rows;

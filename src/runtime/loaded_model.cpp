@@ -31,6 +31,9 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
         m.vocab_only = true;
         m.model.hp.n_vocab = uint32_t(m.vocab->n_tokens());
         if (const auto arch = m.gguf.get_string("general.architecture")) m.model.hp.arch = *arch;
+        // The training context too: the default context, min(it, 4096), is decided from it.
+        if (const auto ctx = m.gguf.get_u32(m.model.hp.arch + ".context_length"))
+            m.model.hp.n_ctx_train = *ctx;
         m.desc = fmt::format("{} vocabulary ({} tokens)", m.model.hp.arch, m.vocab->n_tokens());
         return;
     }

@@ -52,17 +52,62 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Read bandwidth of this machine with `threads` threads (bytes/s), measured by the probe.
-double read_bandwidth(int threads) {
+// Read bandwidth of this machine with `threads` threads, measured by the probe, with what its
+// contention check saw and the last-level cache it sized its arrays from.
+struct Bandwidth {
+    double bytes_per_s = 0;
+    std::string contention;  // "" when none was seen
+    double last_level_cache_bytes = 0;
+};
+Bandwidth read_bandwidth(int threads) {
     mw_probe_params p = mw_probe_default_params();
     p.n_threads = threads;
     p.seconds = 1.0;
     p.write_cache = false;
     char* text = mw_probe_json(&p);
-    if (!text) return 0.0;
+    if (!text) return {};
     const json j = json::parse(text, nullptr, false);
     mw_free_string(text);
-    return j.is_object() ? j.value("read_bandwidth_bytes_per_s", 0.0) : 0.0;
+    if (!j.is_object()) return {};
+    return {j.value("read_bandwidth_bytes_per_s", 0.0), j.value("contention", ""),
+            j.value("last_level_cache_bytes", 0.0)};
+}
+
+// Why a decode read its weights faster than the machine's measured bandwidth allows.
+std::string above_bandwidth(const Bandwidth& b, uint64_t bytes_per_token) {
+    std::vector<std::string> why;
+    if (b.last_level_cache_bytes > 0 && double(bytes_per_token) <= b.last_level_cache_bytes) {
+        why.push_back(fmt::format(
+            "the {:.1f} MiB each token reads fit in the {:.1f} MiB last-level cache, so decode "
+            "read them from the cache, not from memory",
+            double(bytes_per_token) / 1048576.0, b.last_level_cache_bytes / 1048576.0));
+    }
+    if (!b.contention.empty()) {
+        why.push_back("the bandwidth was measured while the machine was busy (" + b.contention +
+                      "), so it is below what the machine gives");
+    }
+    if (why.empty()) {
+        why.push_back(
+            "neither the cache nor contention explains it (the probe saw none): rerun on a quiet "
+            "machine");
+    }
+    std::string text;
+    for (const std::string& w : why) text += (text.empty() ? "" : "; and ") + w;
+    return text;
+}
+
+// "52670.82 ± 165.76"; above 10 000 tok/s (tiny models) without decimals, to fit the column.
+std::string rate_cell(const Stats& s) {
+    if (s.mean >= 1e4) return fmt::format("{:.0f} ± {:.0f}", s.mean, s.sd);
+    return fmt::format("{:.2f} ± {:.2f}", s.mean, s.sd);
+}
+
+// Pads to `width` characters, not bytes ("±" is two bytes, one character).
+std::string pad(const std::string& s, size_t width, bool right) {
+    size_t chars = 0;
+    for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
+    const std::string fill(width > chars ? width - chars : 0, ' ');
+    return right ? fill + s : s + fill;
 }
 
 json take_record(char* text) {
@@ -141,18 +186,18 @@ void add_bench_command(CLI::App& app) {
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.n_prompt < 0 || o.n_gen < 0 || o.n_depth < 0)
-            fail("bench: -p, -n and -d must be >= 0");
-        if (o.n_prompt == 0 && o.n_gen == 0) fail("bench: nothing to measure (-p 0 -n 0)");
-        if (o.reps < 1) fail("bench: -r must be at least 1");
-        if (o.force && !o.record) fail("bench: --force goes with --record");
+            fail_usage("bench: -p, -n and -d must be >= 0");
+        if (o.n_prompt == 0 && o.n_gen == 0) fail_usage("bench: nothing to measure (-p 0 -n 0)");
+        if (o.reps < 1) fail_usage("bench: -r must be at least 1");
+        if (o.force && !o.record) fail_usage("bench: --force goes with --record");
         if (o.record && o.model.n_gpu_layers > 0) {
-            fail("bench: --record keeps the CPU's efficiency for plans; run it without -ngl");
+            fail_usage("bench: --record keeps the CPU's efficiency for plans; run it without -ngl");
         }
         // A budgeted run reads weights from storage: its speed is not the in-RAM efficiency
         // that plans scale by, and the bandwidth probe's arrays would break the budget.
         const bool budgeted = !o.model.mem_budget.empty();
         if (o.record && budgeted) {
-            fail(
+            fail_usage(
                 "bench: --record keeps the in-RAM decode efficiency for plans; a run under "
                 "--mem-budget reads weights from storage: run it without --mem-budget");
         }
@@ -161,10 +206,11 @@ void add_bench_command(CLI::App& app) {
         std::stringstream list(o.threads);
         for (std::string item; std::getline(list, item, ',');)
             thread_counts.push_back(parse_threads(item));
-        if (thread_counts.empty()) fail("-t: empty list");
+        if (thread_counts.empty()) fail_usage("-t: empty list");
         if (o.sustained.requested()) {
-            if (thread_counts.size() > 1) fail("bench --duration: give one thread count (-t)");
-            if (o.record) fail("bench: --record stores what -p/-n measure, not --duration");
+            if (thread_counts.size() > 1)
+                fail_usage("bench --duration: give one thread count (-t)");
+            if (o.record) fail_usage("bench: --record stores what -p/-n measure, not --duration");
             run_sustained_bench(
                 {o.model, o.n_prompt, o.n_gen, o.n_depth, thread_counts[0], o.n_batch,
                  parse_kv_type(o.ctk, "-ctk"), parse_kv_type(o.ctv, "-ctv"), o.csv, o.as_json},
@@ -172,7 +218,7 @@ void add_bench_command(CLI::App& app) {
             return;
         }
         if (!o.sustained.plot.empty() || o.sustained.pacing.enabled())
-            fail("bench: --plot, --max-temp and --max-tps go with --duration");
+            fail_usage("bench: --plot, --max-temp and --max-tps go with --duration");
         ModelPtr model = load_model(o.model, false, /*quiet=*/o.as_json || o.csv);
         const std::string backend = backend_name(model.get(), o.model);
         const std::vector<mw_token> prompt =
@@ -187,10 +233,34 @@ void add_bench_command(CLI::App& app) {
                 "model,threads,n_prompt,n_gen,pp_tok_s,pp_tok_s_sd,tg_tok_s,tg_tok_s_sd,"
                 "model_bytes,bytes_per_token,tg_gb_s,bw_fraction,n_depth,pp_conditions,"
                 "tg_conditions,backend\n");
-        } else if (!o.as_json) {
-            fmt::print("{:<40} {:>10} {:>7} {:>30} {:>18} {:>9} {:>9}\n", "model", "backend",
-                       "threads", "test", "tok/s", "GB/s", "% of bw");
         }
+        // Column widths fixed before the first row (rows print as they are measured): the
+        // conditions' label at the widest thread count, the model's name up to 40 characters.
+        mw_speed_conditions widest{};
+        widest.n_prompt = std::max(o.n_prompt, o.n_gen);
+        widest.n_depth = o.n_depth;
+        widest.n_threads = 999;
+        widest.type_k = parse_kv_type(o.ctk, "-ctk");
+        widest.type_v = parse_kv_type(o.ctv, "-ctv");
+        const std::string name = o.model.path.size() > 40
+                                     ? "..." + o.model.path.substr(o.model.path.size() - 37)
+                                     : o.model.path;
+        const std::vector<size_t> widths = {std::max<size_t>(name.size(), 5),
+                                            std::max<size_t>(backend.size(), 7),
+                                            7,
+                                            std::max<size_t>(speed_label(widest).size(), 4),
+                                            17,
+                                            7,
+                                            9};
+        auto print_row = [&](const std::vector<std::string>& cells) {
+            std::string line;
+            for (size_t i = 0; i < cells.size(); ++i)
+                line += (i ? "  " : "") + pad(cells[i], widths[i], i > 0);
+            fmt::print("{}\n", line);
+        };
+        if (!o.csv && !o.as_json)
+            print_row({"model", "backend", "threads", "test", "tok/s", "GB/s", "% of bw"});
+        std::vector<std::string> notes;  // why a row's % of bw is above 100
         for (int threads : thread_counts) {
             mw_context_params cp = mw_context_default_params();
             cp.n_ctx = uint32_t(std::max(o.n_prompt, 1) + o.n_gen + o.n_depth + 8);
@@ -294,10 +364,23 @@ void add_bench_command(CLI::App& app) {
             // The record measured the bandwidth now with these threads: no need to again.
             const double record_bandwidth =
                 o.record ? record["read_bandwidth_now_bytes_per_s"].get<double>() : 0.0;
-            const double bandwidth = o.no_bandwidth || budgeted || o.n_gen == 0 ? 0.0
-                                     : record_bandwidth > 0                     ? record_bandwidth
-                                                            : read_bandwidth(used_threads);
+            Bandwidth measured;
+            if (!o.no_bandwidth && !budgeted && o.n_gen > 0) {
+                measured = record_bandwidth > 0 ? Bandwidth{record_bandwidth, "", 0}
+                                                : read_bandwidth(used_threads);
+            }
+            const double bandwidth = measured.bytes_per_s;
             const double bw_fraction = bandwidth > 0 ? tg_gb_s * 1e9 / bandwidth : 0.0;
+            std::string above;  // why the decode read faster than the bandwidth allows
+            if (bw_fraction > 1) {
+                // The record's measurement does not say what the probe saw: ask the probe.
+                if (measured.last_level_cache_bytes == 0) {
+                    const Bandwidth probe = read_bandwidth(used_threads);
+                    measured.contention = probe.contention;
+                    measured.last_level_cache_bytes = probe.last_level_cache_bytes;
+                }
+                above = above_bandwidth(measured, bytes_per_token);
+            }
             const mw_perf perf = mw_context_perf(ctx.get());
             mw_speed_conditions pp_c{};
             pp_c.n_prompt = o.n_prompt;
@@ -328,6 +411,7 @@ void add_bench_command(CLI::App& app) {
                       {"tg_gb_s", tg_gb_s},
                       {"read_bandwidth_gb_s", bandwidth / 1e9},
                       {"bw_fraction", bw_fraction},
+                      {"bw_fraction_above_1_because", above},
                       {"kv_bytes", perf.kv_bytes},
                       {"scratch_bytes", perf.scratch_bytes},
                       {"peak_rss_bytes", perf.peak_rss_bytes},
@@ -380,19 +464,19 @@ void add_bench_command(CLI::App& app) {
                     model_bytes, bytes_per_token, tg_gb_s, bw_fraction, o.n_depth, pp_label,
                     tg_label, backend);
             } else if (!o.as_json) {
-                const std::string name = o.model.path.size() > 40
-                                             ? "..." + o.model.path.substr(o.model.path.size() - 37)
-                                             : o.model.path;
                 if (o.n_prompt > 0) {
-                    fmt::print("{:<40} {:>10} {:>7} {:>30} {:>18} {:>9} {:>9}\n", name, backend,
-                               used_threads, pp_label,
-                               fmt::format("{:.2f} ± {:.2f}", ps.mean, ps.sd), "", "");
+                    print_row({name, backend, std::to_string(used_threads), pp_label, rate_cell(ps),
+                               "", ""});
                 }
                 if (o.n_gen > 0) {
-                    fmt::print("{:<40} {:>10} {:>7} {:>30} {:>18} {:>9.2f} {:>9}\n", name, backend,
-                               used_threads, tg_label,
-                               fmt::format("{:.2f} ± {:.2f}", ts.mean, ts.sd), tg_gb_s,
-                               bandwidth > 0 ? fmt::format("{:.0f} %", 100 * bw_fraction) : "-");
+                    std::string share = "-";
+                    if (bandwidth > 0) share = fmt::format("{:.0f} %", 100 * bw_fraction);
+                    if (!above.empty()) {
+                        notes.push_back(fmt::format("{} threads: {}", used_threads, above));
+                        share += " *";
+                    }
+                    print_row({name, backend, std::to_string(used_threads), tg_label, rate_cell(ts),
+                               fmt::format("{:.2f}", tg_gb_s), share});
                     std::fflush(stdout);
                     print_budget_report(tg_cache, tg_tokens, perf.peak_rss_bytes);
                     print_layer_stream_report(tg_layers, tg_tokens);
@@ -409,6 +493,9 @@ void add_bench_command(CLI::App& app) {
             fmt::print(
                 "(GB/s counts the weight bytes each decode step read: for a mixture of experts, "
                 "only the experts its router chose)\n");
+            for (const std::string& n : notes)
+                fmt::print("* % of bw above 100 % ({}): {}\n", n.substr(0, n.find(':')),
+                           n.substr(n.find(':') + 2));
             if (budgeted && o.n_gen > 0 && !o.no_bandwidth) {
                 fmt::print(
                     "(% of bw: not measured under --mem-budget: the bandwidth probe's arrays "

@@ -31,7 +31,7 @@ double parse_duration(const std::string& text, const char* flag) {
     if (unit == "m" || unit == "min") scale = 60;
     if (unit == "h") scale = 3600;
     if (used == 0 || scale < 0 || !(v > 0) || !std::isfinite(v)) {
-        fail(fmt::format("{} {}: expected a duration such as 90s, 10m or 1h", flag, text));
+        fail_usage(fmt::format("{} {}: expected a duration such as 90s, 10m or 1h", flag, text));
     }
     return v * scale;
 }
@@ -137,9 +137,9 @@ void SustainedOptions::add_to(CLI::App& bench) {
 void run_sustained_bench(const SustainedBench& b, const SustainedOptions& o) {
     const double duration = parse_duration(o.duration, "--duration");
     const double interval = parse_duration(o.interval, "--interval");
-    if (interval > duration) fail("bench: --interval is longer than --duration");
+    if (interval > duration) fail_usage("bench: --interval is longer than --duration");
     if (b.n_gen < 2)
-        fail("bench --duration: -n (the tokens decoded between context shifts) must be >= 2");
+        fail_usage("bench --duration: -n (the tokens decoded between context shifts) must be >= 2");
     const bool quiet = b.json || b.csv;
     ModelPtr model = load_model(b.model, false, quiet);
     const int32_t n_vocab = mw_model_n_vocab(model.get());

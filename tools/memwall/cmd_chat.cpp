@@ -76,7 +76,8 @@ void add_chat_command(CLI::App& app) {
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.n_predict < -1 || o.n_predict == 0) {
-            fail(fmt::format("chat: -n {}: expected a positive token count or -1", o.n_predict));
+            fail_usage(
+                fmt::format("chat: -n {}: expected a positive token count or -1", o.n_predict));
         }
         const std::string tmpl = o.chat_template.read();
         mw_context_params cp = mw_context_default_params();
@@ -87,6 +88,8 @@ void add_chat_command(CLI::App& app) {
         if (o.model.mem_budget.empty()) check_fit_or_fail(o.model.path, cp, o.force);
         opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);
+        if (cp.n_ctx > 0)
+            warn_context_beyond_training(mw_model_n_ctx_train(model.get()), cp.n_ctx, "chat");
 
         mw_chat_params chp = mw_chat_default_params();
         chp.system_prompt = o.system_prompt.empty() ? nullptr : o.system_prompt.c_str();

@@ -61,13 +61,14 @@ void add_convert_command(CLI::App& app) {
     cmd->callback([opt] {
         const bool llama2c = !opt->llama2c.empty();
         if (llama2c == !opt->hf_dir.empty()) {
-            fail(
+            fail_usage(
                 "convert: give either a Hugging Face folder or --llama2c CHECKPOINT --tokenizer "
                 "TOK");
         }
-        if (llama2c && opt->tokenizer.empty()) fail("convert: --llama2c needs --tokenizer TOK.bin");
+        if (llama2c && opt->tokenizer.empty())
+            fail_usage("convert: --llama2c needs --tokenizer TOK.bin");
         if (!llama2c && !opt->tokenizer.empty()) {
-            fail(
+            fail_usage(
                 "convert: --tokenizer is for --llama2c; a folder's tokenizer files are found in "
                 "it");
         }

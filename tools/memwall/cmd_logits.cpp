@@ -30,7 +30,7 @@ void add_logits_command(CLI::App& app) {
     cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type");
     cmd->callback([opt] {
         if (opt->prompt.text.empty() && opt->prompt.file.empty())
-            fail("logits: give -p TEXT or -f FILE");
+            fail_usage("logits: give -p TEXT or -f FILE");
         const mw_type type_k = parse_kv_type(opt->ctk, "-ctk");
         const mw_type type_v = parse_kv_type(opt->ctv, "-ctv");
         ModelPtr owner = load_model(opt->model);

@@ -28,6 +28,7 @@ void add_plan_command(CLI::App& app) {
         bool json_out = false;
         bool list = false;
         bool best_only = false;
+        double min_tps = 0;
         std::string plot;
         bool budgets = false;
         std::vector<std::string> mem_budgets;
@@ -57,6 +58,10 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
     cmd->add_option("-t,--threads", opt->threads, "Threads (0: the device's)");
     cmd->add_flag("--best", opt->best_only, "Rows: only the recommended configuration");
+    cmd->add_option("--min-tps", opt->min_tps,
+                    "Recommend the best quality that decodes at least this fast (tok/s), else the "
+                    "fastest that fits (0: the best quality that fits, however slow)")
+        ->check(CLI::NonNegativeNumber);
     cmd->add_flag("--budgets", opt->budgets,
                   "Also plan under memory budgets of 25, 50 and 75 % of the file (a MoE model's "
                   "experts read from storage; docs/memory-budget.md)");
@@ -88,11 +93,8 @@ void add_plan_command(CLI::App& app) {
             }
             return;
         }
-        json request = {{"ctx", o.n_ctx},
-                        {"batch", o.n_batch},
-                        {"threads", o.threads},
-                        {"kv_type", o.kv_type},
-                        {"best_only", o.best_only}};
+        json request = {{"ctx", o.n_ctx},       {"batch", o.n_batch},       {"threads", o.threads},
+                        {"kv_type", o.kv_type}, {"best_only", o.best_only}, {"min_tps", o.min_tps}};
         json models = json::array(), devices = json::array();
         auto is_url = [](const std::string& m) {
             for (const char* scheme : {"http://", "https://", "hf://"}) {
@@ -110,9 +112,9 @@ void add_plan_command(CLI::App& app) {
         }
         for (const std::string& d : o.devices) devices.push_back(d);
         if (o.ram.empty() && !o.bandwidth.empty())
-            fail("plan: --bandwidth describes an explicit device: give its --ram too");
+            fail_usage("plan: --bandwidth describes an explicit device: give its --ram too");
         if (o.ram.empty() && !o.os_reserve.empty())
-            fail("plan: --os-reserve describes an explicit device: give its --ram too");
+            fail_usage("plan: --os-reserve describes an explicit device: give its --ram too");
         if (!o.ram.empty()) {
             json d = {{"ram", o.ram}};
             if (!o.bandwidth.empty()) d["bandwidth"] = o.bandwidth;

@@ -57,8 +57,8 @@ void add_probe_command(CLI::App& app) {
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->callback([opt] {
         const Options& o = *opt;
-        if (o.force && !o.save) fail("--force goes with --save");
-        if (o.no_measure && o.save) fail("--save needs a measurement (drop --no-measure)");
+        if (o.force && !o.save) fail_usage("--force goes with --save");
+        if (o.no_measure && o.save) fail_usage("--save needs a measurement (drop --no-measure)");
         if (o.reset) {
             bool removed = false;
             if (mw_device_reset(&removed) != MW_OK) fail(mw_last_error());
@@ -70,7 +70,7 @@ void add_probe_command(CLI::App& app) {
         }
         mw_probe_params p = mw_probe_default_params();
         p.n_threads = parse_threads(o.threads);
-        if (p.n_threads < 0) fail("-t auto: give a thread count for the probe");
+        if (p.n_threads < 0) fail_usage("-t auto: give a thread count for the probe");
         p.seconds = o.seconds;
         p.measure = !o.no_measure;
         p.write_cache = o.save;

@@ -58,9 +58,9 @@ void add_run_command(CLI::App& app) {
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.prompt.text.empty() && o.prompt.file.empty())
-            fail("run: give a prompt with -p TEXT or -f FILE");
+            fail_usage("run: give a prompt with -p TEXT or -f FILE");
         if (o.n_predict < -1) {
-            fail(
+            fail_usage(
                 fmt::format("run: -n {}: expected a token count, or -1 for until an end token or "
                             "a full context",
                             o.n_predict));
@@ -81,6 +81,7 @@ void add_run_command(CLI::App& app) {
         if (tokens.empty()) fail("run: the prompt has no tokens");
         ContextPtr ctx = create_context(model.get(), cp);
         const uint32_t n_ctx = mw_context_n_ctx(ctx.get());
+        warn_context_beyond_training(mw_model_n_ctx_train(model.get()), n_ctx, "run");
         if (tokens.size() >= n_ctx) {
             fail(fmt::format(
                 "run: the prompt has {} tokens, which does not leave room to generate in a "
@@ -94,7 +95,7 @@ void add_run_command(CLI::App& app) {
             const bool has_bos =
                 mw_token_bos(model.get()) >= 0 && tokens[0] == mw_token_bos(model.get());
             if (o.n_keep < -1)
-                fail(fmt::format("run: --keep {}: expected a token count or -1", o.n_keep));
+                fail_usage(fmt::format("run: --keep {}: expected a token count or -1", o.n_keep));
             n_keep = o.n_keep < 0 || size_t(o.n_keep) > tokens.size()
                          ? uint32_t(tokens.size())
                          : uint32_t(o.n_keep) + (has_bos ? 1 : 0);

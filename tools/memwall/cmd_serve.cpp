@@ -114,9 +114,11 @@ void add_serve_command(CLI::App& app) {
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.n_predict < -1 || o.n_predict == 0) {
-            fail(fmt::format("serve: -n {}: expected a positive token count or -1", o.n_predict));
+            fail_usage(
+                fmt::format("serve: -n {}: expected a positive token count or -1", o.n_predict));
         }
-        if (o.port < 0 || o.port > 65535) fail(fmt::format("serve: --port {}: not a port", o.port));
+        if (o.port < 0 || o.port > 65535)
+            fail_usage(fmt::format("serve: --port {}: not a port", o.port));
         std::string key = o.api_key;
         if (!o.api_key_file.empty()) key = read_secret_file(o.api_key_file);
         if (key.empty()) {
@@ -131,21 +133,23 @@ void add_serve_command(CLI::App& app) {
         o.kv.apply(cp);
         if (o.n_ctx > 0) {
             if (o.n_ctx < o.n_parallel * 8) {
-                fail(
+                fail_usage(
                     fmt::format("serve: -c {} leaves {} tokens per slot for {} slots; raise -c "
                                 "or lower --parallel",
                                 o.n_ctx, o.n_ctx / o.n_parallel, o.n_parallel));
             }
             cp.n_ctx = o.n_ctx;
         }
-        // The model's header decides the default per-slot context: the plan reads it too.
-        ModelPtr vocab_only;
-        if (cp.n_ctx == 0) {
-            vocab_only = load_model(o.model, true, true);
-            const int32_t train = mw_model_n_ctx_train(vocab_only.get());
-            const uint32_t per_slot = uint32_t(std::min<int32_t>(train > 0 ? train : 4096, 4096));
-            cp.n_ctx = per_slot * o.n_parallel;
-            vocab_only.reset();
+        // The model's header decides the default per-slot context, min(training context, 4096):
+        // the plan reads it too. A slot longer than the training context is warned about.
+        {
+            ModelPtr header = load_model(o.model, true, true);
+            const int32_t train = mw_model_n_ctx_train(header.get());
+            if (cp.n_ctx == 0) {
+                cp.n_ctx =
+                    uint32_t(std::min<int32_t>(train > 0 ? train : 4096, 4096)) * o.n_parallel;
+            }
+            warn_context_beyond_training(train, cp.n_ctx / o.n_parallel, "serve", o.n_parallel);
         }
         // Refuse or fit, for every slot's context, before anything is allocated.
         // (Under --mem-budget the library's budget arithmetic refuses instead.)

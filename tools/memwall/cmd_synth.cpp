@@ -44,7 +44,7 @@ void add_synth_command(CLI::App& app) {
             return;
         }
         if (opt->preset.empty() || opt->out.empty())
-            fail("synth: give --preset NAME and -o FILE (--list shows the presets)");
+            fail_usage("synth: give --preset NAME and -o FILE (--list shows the presets)");
         struct Progress {
             bool tty;
             std::chrono::steady_clock::time_point start;

@@ -60,10 +60,10 @@ void add_template_command(CLI::App& app) {
             for (const char* name : names) fmt::print("{}\n", name);
             return;
         }
-        if (opt->file.empty()) fail("template: give the template FILE (see --help)");
-        if (opt->context.empty()) fail("template: give --context CTX.json (see --help)");
+        if (opt->file.empty()) fail_usage("template: give the template FILE (see --help)");
+        if (opt->context.empty()) fail_usage("template: give --context CTX.json (see --help)");
         if (opt->file == "-" && opt->context == "-")
-            fail("template: the template and the context cannot both come from stdin");
+            fail_usage("template: the template and the context cannot both come from stdin");
         const std::string source = read_all(opt->file, "template");
         const std::string context = read_all(opt->context, "context");
         char* out = nullptr;

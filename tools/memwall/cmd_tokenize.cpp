@@ -24,7 +24,7 @@ void add_tokenize_command(CLI::App& app) {
                   "Treat special-token text like <s> as plain text");
     cmd->callback([opt] {
         if (opt->prompt.text.empty() && opt->prompt.file.empty())
-            fail("tokenize: give -p TEXT or -f FILE");
+            fail_usage("tokenize: give -p TEXT or -f FILE");
         ModelPtr owner = load_model(opt->model, /*vocab_only=*/true, /*quiet=*/true);
         const mw_model* model = owner.get();
         const std::string text = opt->prompt.read();

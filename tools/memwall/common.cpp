@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -172,6 +173,15 @@ ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
     return ModelPtr(model);
 }
 
+void warn_context_beyond_training(int32_t n_ctx_train, uint32_t per_sequence, const char* command,
+                                  uint32_t n_seq) {
+    if (n_ctx_train <= 0 || per_sequence <= uint32_t(n_ctx_train)) return;
+    fmt::print(stderr,
+               "warning: {}: a context of {} tokens{} is more than the {} the model was trained "
+               "on; its output may degrade past {} tokens\n",
+               command, per_sequence, n_seq > 1 ? " per slot" : "", n_ctx_train, n_ctx_train);
+}
+
 ContextPtr create_context(mw_model* model, const mw_context_params& params) {
     mw_context* ctx = nullptr;
     const mw_status st = mw_context_create(model, &params, &ctx);
@@ -187,16 +197,24 @@ void PromptOptions::add_to(CLI::App& app) {
 
 std::string PromptOptions::read() const {
     if (file.empty()) return text;
+    // An empty prompt would generate from the start token alone: refused, as -p "" is.
     if (file == "-") {
         std::stringstream ss;
         ss << std::cin.rdbuf();
         if (std::cin.bad()) fail("-f -: cannot read standard input");
+        if (ss.str().empty())
+            fail("-f -: standard input is empty: pipe a prompt into it, or give -p TEXT");
         return ss.str();
     }
+    std::error_code ec;
+    if (std::filesystem::is_directory(file, ec))
+        fail(fmt::format("-f {}: is a folder, not a prompt file", file));
     std::ifstream in(file, std::ios::binary);
     if (!in) fail(fmt::format("{}: cannot read the prompt file", file));
     std::stringstream ss;
     ss << in.rdbuf();
+    if (in.bad()) fail(fmt::format("-f {}: cannot read the prompt file", file));
+    if (ss.str().empty()) fail(fmt::format("-f {}: the prompt file is empty", file));
     return ss.str();
 }
 
@@ -219,7 +237,7 @@ int parse_threads(const std::string& text) {
         if (used == text.size() && n >= 0 && n <= 1024) return cap_threads(n);
     } catch (const std::exception&) {
     }
-    fail(fmt::format("-t {}: expected a thread count (0: the default) or \"auto\"", text));
+    fail_usage(fmt::format("-t {}: expected a thread count (0: the default) or \"auto\"", text));
 }
 
 uint64_t parse_bytes(const std::string& text, const char* flag) {
@@ -235,7 +253,7 @@ uint64_t parse_bytes(const std::string& text, const char* flag) {
     const std::string units = "KMGT";
     const size_t power = unit.empty() ? 0 : units.find(char(std::toupper((unsigned char)unit[0])));
     if (!(value > 0) || unit.size() > 1 || power == std::string::npos) {
-        fail(fmt::format("{} {}: expected a size such as 512M or 1G", flag, text));
+        fail_usage(fmt::format("{} {}: expected a size such as 512M or 1G", flag, text));
     }
     return uint64_t(value * double(uint64_t(1) << (10 * (unit.empty() ? 0 : power + 1))));
 }
@@ -274,7 +292,8 @@ mw_type parse_kv_type(const std::string& name, const char* flag) {
     if (name == "bf16") return MW_TYPE_BF16;
     if (name == "q8_0") return MW_TYPE_Q8_0;
     if (name == "q4_0") return MW_TYPE_Q4_0;
-    fail(fmt::format("{} {}: unknown KV cache type (f32, f16, bf16, q8_0, q4_0)", flag, name));
+    fail_usage(
+        fmt::format("{} {}: unknown KV cache type (f32, f16, bf16, q8_0, q4_0)", flag, name));
 }
 
 std::string speed_label(const mw_speed_conditions& conditions) {
@@ -351,9 +370,10 @@ void PacingOptions::add_to(CLI::App& app) {
 
 Pacing::Pacing(const PacingOptions& options, bool verbose) : verbose_(verbose) {
     if (!(options.max_temp >= 0))
-        fail(fmt::format("--max-temp {}: expected degrees above 0", options.max_temp));
+        fail_usage(fmt::format("--max-temp {}: expected degrees above 0", options.max_temp));
     if (!(options.max_tps >= 0))
-        fail(fmt::format("--max-tps {}: expected tokens per second above 0", options.max_tps));
+        fail_usage(
+            fmt::format("--max-tps {}: expected tokens per second above 0", options.max_tps));
     if (!options.enabled()) return;
     mw_pacer_params p = mw_pacer_default_params();
     p.max_temp_c = options.max_temp;

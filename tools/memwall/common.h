@@ -19,6 +19,12 @@ struct Failure {
 };
 
 [[noreturn]] void fail(const std::string& message, int exit_code = 1);
+// The exit status of a usage error: the command line itself is wrong (an unknown command or
+// option, a missing or invalid value), as command-line tools use.
+inline constexpr int kUsageError = 2;
+[[noreturn]] inline void fail_usage(const std::string& message) {
+    fail(message, kUsageError);
+}
 // Fails with the library's last error, prefixed by what was being done.
 [[noreturn]] void fail_status(mw_status status, const std::string& doing);
 
@@ -82,6 +88,10 @@ std::string backend_name(const mw_model* model, const ModelOptions& options);
 
 // Loads the model (or fails with a clear message); prints the mlock warning if any.
 ModelPtr load_model(const ModelOptions& options, bool vocab_only = false, bool quiet = false);
+// A context longer than the model was trained on: a warning on stderr, as llama.cpp gives (its
+// output may degrade past that). `per_sequence` is one sequence's (a server slot's) share.
+void warn_context_beyond_training(int32_t n_ctx_train, uint32_t per_sequence, const char* command,
+                                  uint32_t n_seq = 1);
 // Creates a context or fails with the library's message.
 ContextPtr create_context(mw_model* model, const mw_context_params& params);
 
@@ -218,8 +228,10 @@ void add_serve_command(CLI::App& app);  // cmd_serve.cpp
 void add_chat_command(CLI::App& app);   // cmd_chat.cpp
 void add_template_command(CLI::App& app);
 
-// `memwall` without arguments: probe this machine, then plan the catalogue for it (cmd_main.cpp).
-int run_main_job();
+// `memwall` without arguments: probe this machine, then plan the catalogue for it, offering each
+// model in the best quality that decodes at `min_tps` or more (cmd_main.cpp).
+inline constexpr double kDefaultMinTps = 10;
+int run_main_job(double min_tps = kDefaultMinTps);
 // `memwall -m FILE [run options]`: prints the file's plan for this machine and returns the
 // arguments of the `run` that follows (cmd_main.cpp).
 std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args);

@@ -34,6 +34,13 @@ std::string human_rate(double r) {
     return fmt::format("{:.0f}", r);
 }
 
+std::string stream_rate(const json& o) {
+    const double lo = o["decode_tok_s"].get<double>();
+    const double hi = o.value("decode_tok_s_skewed", lo);
+    if (human_rate(hi) == human_rate(lo)) return human_rate(lo);
+    return human_rate(lo) + "-" + human_rate(hi);
+}
+
 namespace {
 
 std::string model_summary(const json& m, const std::string& kv_type) {
@@ -81,12 +88,34 @@ std::string device_line(const json& d) {
     return line;
 }
 
-std::string recommendation_line(const json& rec) {
-    if (!rec["found"].get<bool>()) {
-        return fmt::format("  {}: {}", rec["device"].get<std::string>(),
-                           rec["advice"].get<std::string>());
+// How a model that does not fit in RAM runs with --mem-budget at the device's free memory: each
+// quantization's tok/s (fastest first), what the range means, where the storage rate comes from,
+// and the command to paste.
+std::string streamed_lines(const json& s) {
+    const json& options = s["options"];
+    const json& best = options[0];
+    const bool experts = s["kind"] == "experts";
+    std::string rates;
+    for (const json& o : options) {
+        rates += fmt::format("{}{} ~{} tok/s", rates.empty() ? "" : ", ",
+                             o["quant"].get<std::string>(), stream_rate(o));
     }
-    const json& r = rec["row"];
+    std::string text = fmt::format(
+        "    with --mem-budget {} (95 % of its free memory), {} streamed from storage: {}\n",
+        s["budget_arg"].get<std::string>(), experts ? "experts" : "layers", rates);
+    if (experts) {
+        text += fmt::format(
+            "    tok/s from uniform routing (the worst case) to expert popularity ~ rank^-{:.1f} "
+            "in each layer (skewed routers as measured); storage {}\n",
+            best["router_skew"].get<double>(), best["storage_source"].get<std::string>());
+    } else {
+        text += fmt::format("    each token reads the layers that do not stay; storage {}\n",
+                            best["storage_source"].get<std::string>());
+    }
+    return text + "    " + s["run_command"].get<std::string>();
+}
+
+std::string recommendation_found_line(const json& rec, const json& r) {
     return fmt::format(
         "  {}: {} -> {}, decode ~{} tok/s (ceiling {}; {}), prefill ~{} tok/s ({})",
         rec["device"].get<std::string>(), rec["advice"].get<std::string>(),
@@ -94,6 +123,21 @@ std::string recommendation_line(const json& rec) {
         human_rate(r["decode_tok_s_expected"].get<double>()),
         human_rate(r["decode_tok_s_ceiling"].get<double>()), r.value("decode_conditions", ""),
         human_rate(r["prefill_tok_s_expected"].get<double>()), r.value("prefill_conditions", ""));
+}
+
+std::string recommendation_line(const json& rec) {
+    if (!rec["found"].get<bool>()) {
+        std::string line = fmt::format("  {}: {}", rec["device"].get<std::string>(),
+                                       rec["advice"].get<std::string>());
+        if (rec.contains("streamed")) line += "\n" + streamed_lines(rec["streamed"]);
+        return line;
+    }
+    const json& r = rec["row"];
+    if (rec.contains("streamed")) {
+        return recommendation_found_line(rec, r) + "\n    faster streamed:\n" +
+               streamed_lines(rec["streamed"]);
+    }
+    return recommendation_found_line(rec, r);
 }
 
 // Rows under memory budgets: the runtime's refusal, or the expert cache, its predicted hit rate,
@@ -232,6 +276,24 @@ void print_plan(const json& plan) {
                         fmt::format("{:<5} {:>5} ({})", c["fits"].get<std::string>(),
                                     human_rate(c["decode_tok_s_expected"].get<double>()),
                                     human_rate(c["decode_tok_s_ceiling"].get<double>())));
+                }
+                fmt::print("{}\n", line);
+            }
+            // Where it does not fit in RAM: streamed at each device's free memory.
+            std::map<std::string, const json*> streamed;
+            for (const json& rec : plan["recommendations"]) {
+                if (rec["model"] == name && rec.contains("streamed"))
+                    streamed[rec["device"].get<std::string>()] = &rec["streamed"];
+            }
+            if (!streamed.empty()) {
+                std::string line =
+                    fmt::format("  {:<61}|", "streamed at the device's --mem-budget");
+                for (const std::string& id : device_ids) {
+                    const auto it = streamed.find(id);
+                    const json* o = it == streamed.end() ? nullptr : &(*it->second)["options"][0];
+                    line += fmt::format(
+                        " {:<19}", o ? o->at("quant").get<std::string>() + " " + stream_rate(*o)
+                                     : std::string());
                 }
                 fmt::print("{}\n", line);
             }

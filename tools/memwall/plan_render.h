@@ -18,6 +18,9 @@ std::string human_bytes(double bytes);
 std::string human_time(int64_t unix_seconds);
 // Tokens per second with sensible precision ("0.42", "7.3", "153").
 std::string human_rate(double tok_s);
+// Decode tok/s of a plan's budget row: the range from uniform to skewed routing ("2.1-6.3"), one
+// figure where they agree (a dense model's layers).
+std::string stream_rate(const nlohmann::json& budget_row);
 
 // One table per model: memory per quantization, fit and decode speed per device, then each
 // device's recommendation.
