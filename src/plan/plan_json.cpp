@@ -59,6 +59,7 @@ json row_json(const PlanRow& r) {
             {"kv_type", r.kv_type},
             {"weights_bytes", r.memory.weights_bytes},
             {"kv_bytes", r.memory.kv_bytes},
+            {"state_bytes", r.memory.state_bytes},
             {"compute_bytes", r.memory.compute_bytes},
             {"overhead_bytes", r.memory.overhead_bytes},
             {"total_bytes", r.memory.total_bytes()},
