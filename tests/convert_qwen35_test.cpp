@@ -158,16 +158,18 @@ std::map<std::string, HfTensor> hf_tensors(const gguf::GgufFile& f, const std::s
             out[la + "out_proj.weight"] = {shape, v};
         } else if (r == "ffn_gate_inp_shexp.weight") {
             out[mlp + "shared_expert_gate.weight"] = {{1, shape[0]}, v};
-        } else if (r.ends_with("_exps.weight")) {  // [expert][out][in] -> one tensor per expert
-            const std::string kind = r.starts_with("ffn_gate") ? "gate"
-                                     : r.starts_with("ffn_up") ? "up"
-                                                               : "down";
+        } else if (r == "ffn_down_exps.weight") {  // as stored: [expert][n_embd][n_ff]
+            out[mlp + "experts.down_proj"] = {shape, v};
+        } else if (r == "ffn_gate_exps.weight" || r == "ffn_up_exps.weight") {
+            // Stacked as Qwen3.5's checkpoints: gate_up_proj [expert][gate rows | up rows][in].
+            HfTensor& gu = out[mlp + "experts.gate_up_proj"];
+            gu.shape = {shape[0], 2 * shape[1], shape[2]};
+            gu.values.resize(shape[0] * 2 * shape[1] * shape[2]);
             const uint64_t per = shape[1] * shape[2];
             for (uint64_t e = 0; e < shape[0]; ++e) {
-                out[fmt::format("{}experts.{}.{}_proj.weight", mlp, e, kind)] = {
-                    {shape[1], shape[2]},
-                    std::vector<double>(v.begin() + int64_t(e * per),
-                                        v.begin() + int64_t((e + 1) * per))};
+                std::copy_n(
+                    v.begin() + int64_t(e * per), per,
+                    gu.values.begin() + int64_t((2 * e + (r == "ffn_up_exps.weight")) * per));
             }
         } else {
             ADD_FAILURE() << "unmapped tensor " << n;
@@ -200,7 +202,8 @@ std::string text_config(bool moe) {
 }
 
 // The dense model as Qwen's multimodal checkpoint (text_config, model.language_model.*, with a
-// vision tensor and an MTP tensor that are left out), the MoE as a text-only one.
+// vision tensor and an MTP tensor that are left out), the MoE as a text-only one with its
+// experts stacked (gate_up_proj, down_proj), as Qwen3.5-35B-A3B's checkpoint has them.
 std::string write_folder(const std::string& model, bool moe) {
     const std::vector<uint8_t> bytes =
         test::read_file(test::shared_path("reference/models/" + model + "-F16.gguf"));

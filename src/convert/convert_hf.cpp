@@ -137,9 +137,25 @@ void build_moe(TensorBuilder& b, Checkpoint& ck, const HfConfig& c, const std::s
         return names;
     };
     b.add(g + "ffn_gate_inp.weight", moe + "gate.weight", {c.n_expert, E});
-    b.add_experts(g + "ffn_gate_exps.weight", expert_names("w1", "gate_proj"), {F, E});
-    b.add_experts(g + "ffn_up_exps.weight", expert_names("w3", "up_proj"), {F, E});
-    b.add_experts(g + "ffn_down_exps.weight", expert_names("w2", "down_proj"), {E, F});
+    if (const std::string fused = moe + "experts.gate_up_proj"; ck.has(fused)) {
+        // Newer checkpoints (Qwen3.5's) stack the experts: gate_up_proj [expert][gate F | up F]
+        // [E], down_proj [expert][E][F].
+        std::vector<uint32_t> gate, up;
+        for (uint32_t e = 0; e < c.n_expert; ++e) {
+            for (uint32_t r = 0; r < F; ++r) {
+                gate.push_back(uint32_t(e * 2 * F + r));
+                up.push_back(uint32_t(e * 2 * F + F + r));
+            }
+        }
+        const std::vector<uint64_t> shape = {c.n_expert, 2 * F, E}, half = {c.n_expert, F, E};
+        b.add_rows(g + "ffn_gate_exps.weight", fused, shape, half, std::move(gate));
+        b.add_rows(g + "ffn_up_exps.weight", fused, shape, half, std::move(up));
+        b.add(g + "ffn_down_exps.weight", moe + "experts.down_proj", {c.n_expert, E, F});
+    } else {
+        b.add_experts(g + "ffn_gate_exps.weight", expert_names("w1", "gate_proj"), {F, E});
+        b.add_experts(g + "ffn_up_exps.weight", expert_names("w3", "up_proj"), {F, E});
+        b.add_experts(g + "ffn_down_exps.weight", expert_names("w2", "down_proj"), {E, F});
+    }
     if (c.n_ff_shared_expert > 0) {
         const uint64_t S = c.n_ff_shared_expert;
         if (c.arch == "qwen35moe") {  // a 1-D gate vector in qwen35moe files
