@@ -238,6 +238,39 @@ TEST(Qwen35Spec, HuggingFaceConfigGivesTheCatalogueSpec) {
     EXPECT_EQ(la.tensors, lb.tensors);
     EXPECT_EQ(la.keys, lb.keys);
 
+    // Qwen3.5-35B-A3B's text_config (shape fields as published).
+    const std::string moe_types = [] {
+        std::string t;
+        for (int i = 0; i < 40; ++i) {
+            t += i ? ", " : "";
+            t += i % 4 == 3 ? "\"full_attention\"" : "\"linear_attention\"";
+        }
+        return t;
+    }();
+    const ModelSpec moe = spec_from_hf_config(
+        R"({"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+        "tie_word_embeddings": false, "text_config": {"model_type": "qwen3_5_moe_text",
+        "vocab_size": 248320, "hidden_size": 2048, "num_hidden_layers": 40,
+        "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+        "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+        "shared_expert_intermediate_size": 512, "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+        "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+        "max_position_embeddings": 262144, "layer_types": [)" +
+            moe_types +
+            R"(], "rope_parameters": {"rope_theta": 10000000, "partial_rotary_factor": 0.25,
+        "mrope_section": [11, 11, 10]}}})",
+        "config.json");
+    const std::vector<uint8_t> moe_hf = spec_gguf_header(moe, QuantRecipe::Q4_K_M);
+    const std::vector<uint8_t> moe_cat =
+        spec_gguf_header(*find_catalogue_model("qwen3.5-35b-a3b"), QuantRecipe::Q4_K_M);
+    const Layout lc =
+        layout_of(gguf::GgufFile::parse(moe_hf, "hf", {.header_only = true}), "qwen35moe");
+    const Layout ld =
+        layout_of(gguf::GgufFile::parse(moe_cat, "cat", {.header_only = true}), "qwen35moe");
+    EXPECT_EQ(lc.tensors, ld.tensors);
+    EXPECT_EQ(lc.keys, ld.keys);
+
     const auto refused = [](const std::string& text, const std::string& word) {
         try {
             spec_from_hf_config(text, "config.json");
