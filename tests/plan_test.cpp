@@ -515,13 +515,14 @@ TEST(PlanCli, JsonHasEveryNumber) {
     ASSERT_EQ(plan["rows"].size(), 2u * 4u * 7u);
     for (const json& row : plan["rows"]) {
         for (const char* key : {"quant", "ctx", "kv_type", "weights_bytes", "kv_bytes",
-                                "compute_bytes", "overhead_bytes", "total_bytes", "fits",
-                                "decode_tok_s_ceiling", "decode_tok_s_expected"}) {
+                                "state_bytes", "compute_bytes", "overhead_bytes", "total_bytes",
+                                "fits", "decode_tok_s_ceiling", "decode_tok_s_expected"}) {
             EXPECT_TRUE(row.contains(key)) << key;
         }
         EXPECT_EQ(row["total_bytes"].get<uint64_t>(),
                   row["weights_bytes"].get<uint64_t>() + row["kv_bytes"].get<uint64_t>() +
-                      row["compute_bytes"].get<uint64_t>() + row["overhead_bytes"].get<uint64_t>());
+                      row["state_bytes"].get<uint64_t>() + row["compute_bytes"].get<uint64_t>() +
+                      row["overhead_bytes"].get<uint64_t>());
         const std::string fits = row["fits"];
         EXPECT_TRUE(fits == "yes" || fits == "tight" || fits == "no") << fits;
         EXPECT_GT(row["decode_tok_s_ceiling"].get<double>(),

@@ -110,19 +110,19 @@ TEST_P(QuantizeMatchesLlamaCpp, TensorTypesSizesAndFileSize) {
     std::remove(out.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Reference, QuantizeMatchesLlamaCpp,
-                         ::testing::Values(Listed{"kq-tiny", "Q4_K_M"}, Listed{"kq-tiny", "Q3_K_M"},
-                                           Listed{"kq-tiny", "Q5_K_M"},
-                                           Listed{"moe-tiny", "Q4_K_M"},
-                                           Listed{"qwen2-tiny", "Q8_0"}),
-                         [](const auto& param_info) {
-                             std::string name =
-                                 param_info.param.model + "_" + param_info.param.type;
-                             for (char& ch : name) {
-                                 if (ch == '-') ch = '_';
-                             }
-                             return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Reference, QuantizeMatchesLlamaCpp,
+    ::testing::Values(Listed{"kq-tiny", "Q4_K_M"}, Listed{"kq-tiny", "Q3_K_M"},
+                      Listed{"kq-tiny", "Q5_K_M"}, Listed{"moe-tiny", "Q4_K_M"},
+                      Listed{"qwen2-tiny", "Q8_0"}, Listed{"qwen35-tiny", "Q4_K_M"},
+                      Listed{"qwen35moe-tiny", "Q4_K_M"}, Listed{"qwen35moe-tiny", "Q8_0"}),
+    [](const auto& param_info) {
+        std::string name = param_info.param.model + "_" + param_info.param.type;
+        for (char& ch : name) {
+            if (ch == '-') ch = '_';
+        }
+        return name;
+    });
 
 // Every kq-tiny file in the reference folder is llama-quantize's output of kq-tiny-F16: the same
 // types tensor by tensor, and the same file size, for the recipes without a tensors.json too.

@@ -15,6 +15,7 @@
 #include "convert/hf_config.h"
 #include "convert/hf_vocab.h"
 #include "convert/spm_model.h"
+#include "convert/tensor_builder.h"
 #include "format/gguf_writer.h"
 #include "format/json_text.h"
 #include "format/safetensors.h"
@@ -24,312 +25,6 @@ namespace mw::convert {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string join(const std::string& dir, const std::string& file) {
-    return (fs::path(dir) / file).string();
-}
-
-bool is_file(const std::string& path) {
-    std::error_code ec;
-    return fs::is_regular_file(path, ec);
-}
-
-std::string shape_text(const std::vector<uint64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
-    return s + "]";
-}
-
-// The safetensors shards of the folder, mapped, with every tensor by name.
-class Checkpoint {
-  public:
-    explicit Checkpoint(const std::string& dir) : dir_(dir) {
-        const std::string index_path = join(dir, "model.safetensors.index.json");
-        std::map<std::string, std::string> weight_map;  // tensor -> shard file name
-        std::vector<std::string> shards;
-        if (is_file(index_path)) {
-            weight_map = read_index(index_path);
-            std::set<std::string> names;
-            for (const auto& [tensor, file] : weight_map) names.insert(file);
-            shards.assign(names.begin(), names.end());
-        } else {
-            std::error_code ec;
-            for (const auto& entry : fs::directory_iterator(dir, ec)) {
-                const std::string n = entry.path().filename().string();
-                if (n.rfind("model", 0) == 0 && n.size() > 12 &&
-                    n.compare(n.size() - 12, 12, ".safetensors") == 0) {
-                    shards.push_back(n);
-                }
-            }
-            if (ec) fail(ErrorKind::io, "{}: cannot list the folder: {}", dir, ec.message());
-            std::sort(shards.begin(), shards.end());
-        }
-        if (shards.empty()) no_weights();
-        for (const std::string& shard : shards) add_shard(shard, weight_map);
-        for (const auto& [tensor, file] : weight_map) {
-            if (!tensors_.count(tensor)) {
-                fail(ErrorKind::bad_file,
-                     "{}: the weight map puts tensor \"{}\" in {}, but that file does not have it",
-                     index_path, tensor, file);
-            }
-        }
-    }
-
-    // The tensor, or null when absent. Marks it used.
-    const SourceTensor* take(const std::string& name) {
-        const auto it = tensors_.find(name);
-        if (it == tensors_.end()) return nullptr;
-        used_.insert(name);
-        return &it->second;
-    }
-    bool has(const std::string& name) const { return tensors_.count(name) != 0; }
-
-    std::vector<std::string> unused() const {
-        std::vector<std::string> out;
-        for (const auto& [name, t] : tensors_) {
-            if (!used_.count(name)) out.push_back(name);
-        }
-        return out;
-    }
-
-  private:
-    [[noreturn]] void no_weights() const {
-        for (const char* other : {"pytorch_model.bin", "pytorch_model.bin.index.json",
-                                  "consolidated.00.pth", "model.gguf"}) {
-            if (is_file(join(dir_, other))) {
-                fail(ErrorKind::unsupported,
-                     "{}: has {} but no model*.safetensors: memwall converts safetensors "
-                     "checkpoints only",
-                     dir_, other);
-            }
-        }
-        fail(ErrorKind::bad_file,
-             "{}: no model*.safetensors files (and no "
-             "model.safetensors.index.json)",
-             dir_);
-    }
-
-    std::map<std::string, std::string> read_index(const std::string& path) {
-        const MappedFile f = MappedFile::open(path, {.use_mmap = false});
-        const nlohmann::json root = parse_json_strict(f.bytes(), path, "safetensors index");
-        const auto it = root.is_object() ? root.find("weight_map") : root.end();
-        if (it == root.end() || !it->is_object()) {
-            fail(ErrorKind::bad_file, "{}: \"weight_map\" is missing or not an object", path);
-        }
-        std::map<std::string, std::string> map;
-        for (const auto& [tensor, file] : it->items()) {
-            if (!file.is_string()) {
-                fail(ErrorKind::bad_file,
-                     "{}: \"weight_map\" entry \"{}\" is {}, expected a file "
-                     "name",
-                     path, tensor, json_type_word(file));
-            }
-            const std::string& name = file.get_ref<const std::string&>();
-            // Shards are plain file names beside the index; anything else is not read.
-            if (name.empty() || name.find('/') != name.npos || name.find('\\') != name.npos ||
-                name == "." || name == "..") {
-                fail(ErrorKind::bad_file,
-                     "{}: \"weight_map\" entry \"{}\" names \"{}\", which is "
-                     "not a file in the model folder",
-                     path, tensor, name);
-            }
-            map[tensor] = name;
-        }
-        if (map.empty()) fail(ErrorKind::bad_file, "{}: \"weight_map\" is empty", path);
-        return map;
-    }
-
-    void add_shard(const std::string& shard, const std::map<std::string, std::string>& weight_map) {
-        const std::string path = join(dir_, shard);
-        if (!is_file(path)) {
-            fail(ErrorKind::io,
-                 "{}: missing safetensors shard (named by "
-                 "model.safetensors.index.json)",
-                 path);
-        }
-        files_.push_back(std::make_unique<MappedFile>(MappedFile::open(path)));
-        const std::span<const uint8_t> bytes = files_.back()->bytes();
-        const safetensors::Header header = safetensors::parse_header(bytes, path);
-        for (const safetensors::TensorInfo& info : header.tensors) {
-            if (!weight_map.empty()) {
-                const auto it = weight_map.find(info.name);
-                if (it == weight_map.end() || it->second != shard) {
-                    fail(ErrorKind::bad_file,
-                         "{}: has tensor \"{}\", which model.safetensors.index.json {}", path,
-                         info.name,
-                         it == weight_map.end() ? std::string("does not list")
-                                                : "puts in " + it->second);
-                }
-            }
-            SourceTensor t;
-            t.name = info.name;
-            t.file = path;
-            t.data = bytes.data() + info.offset;
-            t.shape = info.shape;
-            switch (info.dtype) {
-                case safetensors::Dtype::F32:
-                    t.dtype = SourceDtype::F32;
-                    break;
-                case safetensors::Dtype::F16:
-                    t.dtype = SourceDtype::F16;
-                    break;
-                case safetensors::Dtype::BF16:
-                    t.dtype = SourceDtype::BF16;
-                    break;
-                case safetensors::Dtype::F64:
-                    t.dtype = SourceDtype::F64;
-                    break;
-                default:
-                    fail(ErrorKind::unsupported,
-                         "{}: tensor \"{}\" has dtype {}; memwall converts F32, F16, BF16 and F64 "
-                         "tensors",
-                         path, info.name, safetensors::dtype_name(info.dtype));
-            }
-            const auto [it, inserted] = tensors_.emplace(info.name, std::move(t));
-            if (!inserted) {
-                fail(ErrorKind::bad_file, "{}: tensor \"{}\" is also in {}", path, info.name,
-                     it->second.file);
-            }
-        }
-    }
-
-    std::string dir_;
-    std::vector<std::unique_ptr<MappedFile>> files_;
-    std::map<std::string, SourceTensor> tensors_;
-    std::set<std::string> used_;
-};
-
-// Builds the GGUF tensor list from the checkpoint, collecting every missing or misshapen tensor
-// so that one error lists them all.
-class TensorBuilder {
-  public:
-    TensorBuilder(Checkpoint& ck, OutType out) : ck_(ck), out_(out) {}
-
-    // A tensor of `shape` (HF order, outermost first), written with GGUF dims reversed.
-    void add(const std::string& gguf_name, const std::string& hf_name,
-             const std::vector<uint64_t>& shape, std::vector<uint32_t> row_order = {}) {
-        const SourceTensor* src = find(hf_name, shape);
-        if (!src) return;
-        OutputTensor t = output(gguf_name, shape);
-        t.parts.push_back(*src);
-        t.row_order = std::move(row_order);
-        outputs_.push_back(std::move(t));
-    }
-
-    // Some rows of a source tensor, in the order given (deepseek2's attn_v_b out of kv_b_proj);
-    // out_shape in HF order.
-    void add_rows(const std::string& gguf_name, const std::string& hf_name,
-                  const std::vector<uint64_t>& shape, const std::vector<uint64_t>& out_shape,
-                  std::vector<uint32_t> row_order) {
-        const SourceTensor* src = find(hf_name, shape);
-        if (!src) return;
-        OutputTensor t = output(gguf_name, out_shape);
-        t.parts.push_back(*src);
-        t.row_order = std::move(row_order);
-        outputs_.push_back(std::move(t));
-    }
-
-    // A tensor computed from a source tensor while the file is written (a transpose).
-    void add_computed(const std::string& gguf_name, const std::string& hf_name,
-                      const std::vector<uint64_t>& shape, const std::vector<uint64_t>& out_shape,
-                      std::function<void(const SourceTensor&, float*)> fn) {
-        const SourceTensor* src = find(hf_name, shape);
-        if (!src) return;
-        OutputTensor t = output(gguf_name, out_shape);
-        t.compute = [source = *src, fn = std::move(fn)](float* out) { fn(source, out); };
-        outputs_.push_back(std::move(t));
-    }
-
-    // A norm weight; Gemma stores w for a norm that multiplies by 1 + w, GGUF the factor.
-    void add_norm(const std::string& gguf_name, const std::string& hf_name, uint64_t n,
-                  bool plus_one) {
-        if (!plus_one) return add(gguf_name, hf_name, {n});
-        const SourceTensor* src = find(hf_name, {n});
-        if (!src) return;
-        OutputTensor t = output(gguf_name, {n});
-        t.values.resize(n);
-        src->decode_row(0, t.values.data());
-        for (float& v : t.values) v += 1.0f;
-        outputs_.push_back(std::move(t));
-    }
-
-    // A vector whose elements are reordered (a Q/K bias in llama layout).
-    void add_permuted_vector(const std::string& gguf_name, const std::string& hf_name, uint64_t n,
-                             const std::vector<uint32_t>& order) {
-        const SourceTensor* src = find(hf_name, {n});
-        if (!src) return;
-        std::vector<float> v(n);
-        src->decode_row(0, v.data());
-        OutputTensor t = output(gguf_name, {n});
-        t.values.resize(n);
-        for (uint64_t i = 0; i < n; ++i) t.values[i] = v[order[i]];
-        outputs_.push_back(std::move(t));
-    }
-
-    // Experts stacked into one 3-D tensor: GGUF dims [in, out, n_expert].
-    void add_experts(const std::string& gguf_name, const std::vector<std::string>& hf_names,
-                     const std::vector<uint64_t>& shape) {
-        OutputTensor t = output(gguf_name, {uint64_t(hf_names.size()), shape[0], shape[1]});
-        for (const std::string& name : hf_names) {
-            if (const SourceTensor* src = find(name, shape)) t.parts.push_back(*src);
-        }
-        if (t.parts.size() == hf_names.size()) outputs_.push_back(std::move(t));
-    }
-
-    void add_values(const std::string& gguf_name, std::vector<float> values) {
-        OutputTensor t = output(gguf_name, {values.size()});
-        t.values = std::move(values);
-        outputs_.push_back(std::move(t));
-    }
-
-    void finish(const std::string& dir, const HfConfig& c) const {
-        if (missing_.empty() && problems_.empty()) return;
-        std::string msg =
-            fmt::format("{}: the checkpoint does not match config.json ({}, {} layers):", dir,
-                        c.model_type, c.n_layer);
-        if (!missing_.empty()) {
-            msg += fmt::format(" {} missing tensor{}:", missing_.size(),
-                               missing_.size() > 1 ? "s" : "");
-            for (size_t i = 0; i < missing_.size() && i < 16; ++i) msg += " " + missing_[i];
-            if (missing_.size() > 16) msg += fmt::format(" ... and {} more", missing_.size() - 16);
-            msg += ".";
-        }
-        for (size_t i = 0; i < problems_.size() && i < 16; ++i) msg += " " + problems_[i] + ".";
-        throw Error(ErrorKind::bad_file, msg);
-    }
-
-    const std::vector<OutputTensor>& outputs() const { return outputs_; }
-
-  private:
-    const SourceTensor* find(const std::string& hf_name, const std::vector<uint64_t>& shape) {
-        const SourceTensor* src = ck_.take(hf_name);
-        if (!src) {
-            missing_.push_back(hf_name);
-            return nullptr;
-        }
-        if (src->shape != shape) {
-            problems_.push_back(fmt::format("{} (in {}) has shape {}, expected {}", hf_name,
-                                            fs::path(src->file).filename().string(),
-                                            shape_text(src->shape), shape_text(shape)));
-            return nullptr;
-        }
-        return src;
-    }
-
-    OutputTensor output(const std::string& gguf_name, const std::vector<uint64_t>& shape) const {
-        OutputTensor t;
-        t.name = gguf_name;
-        t.ne.assign(shape.rbegin(), shape.rend());
-        t.type = choose_type(out_, gguf_name, shape.size(), t.ne[0]);
-        return t;
-    }
-
-    Checkpoint& ck_;
-    OutType out_;
-    std::vector<OutputTensor> outputs_;
-    std::vector<std::string> missing_;
-    std::vector<std::string> problems_;
-};
 
 // Llama 3.1's RoPE frequency factors (rope_scaling.rope_type = "llama3"), as rope_freqs.weight.
 std::vector<float> llama3_rope_factors(const HfConfig& c) {
@@ -442,12 +137,33 @@ void build_moe(TensorBuilder& b, Checkpoint& ck, const HfConfig& c, const std::s
         return names;
     };
     b.add(g + "ffn_gate_inp.weight", moe + "gate.weight", {c.n_expert, E});
-    b.add_experts(g + "ffn_gate_exps.weight", expert_names("w1", "gate_proj"), {F, E});
-    b.add_experts(g + "ffn_up_exps.weight", expert_names("w3", "up_proj"), {F, E});
-    b.add_experts(g + "ffn_down_exps.weight", expert_names("w2", "down_proj"), {E, F});
+    if (const std::string fused = moe + "experts.gate_up_proj"; ck.has(fused)) {
+        // Newer checkpoints (Qwen3.5's) stack the experts: gate_up_proj [expert][gate F | up F]
+        // [E], down_proj [expert][E][F].
+        std::vector<uint32_t> gate, up;
+        for (uint32_t e = 0; e < c.n_expert; ++e) {
+            for (uint32_t r = 0; r < F; ++r) {
+                gate.push_back(uint32_t(e * 2 * F + r));
+                up.push_back(uint32_t(e * 2 * F + F + r));
+            }
+        }
+        const std::vector<uint64_t> shape = {c.n_expert, 2 * F, E}, half = {c.n_expert, F, E};
+        b.add_rows(g + "ffn_gate_exps.weight", fused, shape, half, std::move(gate));
+        b.add_rows(g + "ffn_up_exps.weight", fused, shape, half, std::move(up));
+        b.add(g + "ffn_down_exps.weight", moe + "experts.down_proj", {c.n_expert, E, F});
+    } else {
+        b.add_experts(g + "ffn_gate_exps.weight", expert_names("w1", "gate_proj"), {F, E});
+        b.add_experts(g + "ffn_up_exps.weight", expert_names("w3", "up_proj"), {F, E});
+        b.add_experts(g + "ffn_down_exps.weight", expert_names("w2", "down_proj"), {E, F});
+    }
     if (c.n_ff_shared_expert > 0) {
         const uint64_t S = c.n_ff_shared_expert;
-        b.add(g + "ffn_gate_inp_shexp.weight", hf + "mlp.shared_expert_gate.weight", {1, E});
+        if (c.arch == "qwen35moe") {  // a 1-D gate vector in qwen35moe files
+            b.add_rows(g + "ffn_gate_inp_shexp.weight", hf + "mlp.shared_expert_gate.weight",
+                       {1, E}, {E}, {});
+        } else {
+            b.add(g + "ffn_gate_inp_shexp.weight", hf + "mlp.shared_expert_gate.weight", {1, E});
+        }
         b.add(g + "ffn_gate_shexp.weight", hf + "mlp.shared_expert.gate_proj.weight", {S, E});
         b.add(g + "ffn_up_shexp.weight", hf + "mlp.shared_expert.up_proj.weight", {S, E});
         b.add(g + "ffn_down_shexp.weight", hf + "mlp.shared_expert.down_proj.weight", {E, S});
@@ -469,7 +185,8 @@ void build_moe(TensorBuilder& b, Checkpoint& ck, const HfConfig& c, const std::s
 void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
     const uint64_t E = c.n_embd, V = c.vocab_size;
     const bool p1 = c.norm_plus_one;
-    b.add("token_embd.weight", "model.embed_tokens.weight", {V, E});
+    const std::string& m = c.tensor_prefix;
+    b.add("token_embd.weight", m + "embed_tokens.weight", {V, E});
     if (c.rope_scaling.kind == RopeScalingKind::llama3) {
         b.add_values("rope_freqs.weight", llama3_rope_factors(c));
     }
@@ -478,11 +195,16 @@ void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
         b.add_values("rope_factors_short.weight", c.rope_scaling.short_factor);
     }
     const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
+    const bool qwen35 = c.arch == "qwen35" || c.arch == "qwen35moe";
     for (uint32_t i = 0; i < c.n_layer; ++i) {
-        const std::string hf = fmt::format("model.layers.{}.", i);
+        const std::string hf = fmt::format("{}layers.{}.", m, i);
         const std::string g = fmt::format("blk.{}.", i);
         b.add_norm(g + "attn_norm.weight", hf + "input_layernorm.weight", E, p1);
-        if (c.arch == "deepseek2") {
+        if (qwen35) {  // post_attention_layernorm is the pre-FFN norm, a (1 + w) one
+            build_qwen35_mixer(b, c, hf, g, i);
+            b.add_norm(g + "post_attention_norm.weight", hf + "post_attention_layernorm.weight", E,
+                       p1);
+        } else if (c.arch == "deepseek2") {
             build_mla(b, c, hf, g);
         } else {
             build_attention(b, c, hf, g);
@@ -493,7 +215,7 @@ void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
                        p1);
             b.add_norm(g + "ffn_norm.weight", hf + "pre_feedforward_layernorm.weight", E, p1);
             b.add_norm(g + "post_ffw_norm.weight", hf + "post_feedforward_layernorm.weight", E, p1);
-        } else if (c.arch != "command-r") {  // command-r's FFN reads the attention's norm
+        } else if (c.arch != "command-r" && !qwen35) {  // command-r's FFN reads the attention's
             b.add(g + "ffn_norm.weight", hf + "post_attention_layernorm.weight", {E});
         }
         if (c.n_expert > 0 && i >= c.n_layer_dense_lead) {
@@ -507,7 +229,7 @@ void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
             b.add(g + "ffn_down.weight", hf + "mlp.down_proj.weight", {E, c.n_ff});
         }
     }
-    b.add_norm("output_norm.weight", "model.norm.weight", E, p1);
+    b.add_norm("output_norm.weight", m + "norm.weight", E, p1);
     if (c.tie_word_embeddings) {
         ck.take("lm_head.weight");  // a tied checkpoint may store the copy; it is not needed
     } else {
@@ -558,6 +280,16 @@ void write_arch_hparams(gguf::GgufWriter& w, const HfConfig& c) {
             w.set_f32(a + "rope.scaling.yarn_log_multiplier", float(c.yarn_log_mul));
         }
     }
+    if (c.arch == "qwen35" || c.arch == "qwen35moe") {
+        w.set_u32(a + "ssm.conv_kernel", c.ssm_conv_kernel);
+        w.set_u32(a + "ssm.state_size", c.ssm_head_dim);
+        w.set_u32(a + "ssm.group_count", c.ssm_k_heads);
+        w.set_u32(a + "ssm.time_step_rank", c.ssm_v_heads);
+        w.set_u32(a + "ssm.inner_size", c.ssm_v_heads * c.ssm_head_dim);
+        w.set_array_bool(a + "attention.recurrent_layers", c.recurrent_layers);
+        w.set_u32(a + "full_attention_interval", c.full_attn_interval);
+        w.set_array_i32(a + "rope.dimension_sections", c.rope_sections);
+    }
     if (c.sliding_window > 0 && c.arch != "phi3") {  // gemma2, gemma3
         w.set_u32(a + "attention.sliding_window", c.sliding_window);
         w.set_u32(a + "attention.sliding_window_pattern", c.sliding_window_pattern);
@@ -605,7 +337,8 @@ void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& na
         if (c.n_ff_shared_expert > 0) {
             w.set_u32(a + "expert_shared_feed_forward_length", c.n_ff_shared_expert);
         }
-        w.set_bool(a + "expert_weights_norm", c.expert_weights_norm);
+        // qwen35moe always renormalises; llama.cpp's converter writes no key for it.
+        if (c.arch != "qwen35moe") w.set_bool(a + "expert_weights_norm", c.expert_weights_norm);
     }
     w.set_u32("general.file_type", file_type_of(out));
     w.set_u32("general.quantization_version", 2);
@@ -682,13 +415,26 @@ ConvertResult convert_hf(const std::string& dir, const std::string& out_path,
     build_tensors(builder, ck, c);
     builder.finish(dir, c);
     std::vector<std::string> unused = ck.unused();
-    std::erase_if(unused, [&c](const std::string& n) {
+    size_t skipped = 0;
+    std::erase_if(unused, [&c, &skipped](const std::string& n) {
         if (n.size() >= 21 && n.compare(n.size() - 21, 21, "rotary_emb.inv_freq") == 0) return true;
         // DeepSeek-V3's multi-token-prediction layers follow the model's: not for inference.
         unsigned layer = 0;
-        return c.n_nextn_layers > 0 && std::sscanf(n.c_str(), "model.layers.%u.", &layer) == 1 &&
-               layer >= c.n_layer && layer < c.n_layer + c.n_nextn_layers;
+        if (c.n_nextn_layers > 0 && std::sscanf(n.c_str(), "model.layers.%u.", &layer) == 1 &&
+            layer >= c.n_layer && layer < c.n_layer + c.n_nextn_layers) {
+            return true;
+        }
+        // Qwen3.5's vision encoder and MTP layer: not part of the language model memwall runs.
+        const bool extra = (c.arch == "qwen35" || c.arch == "qwen35moe") &&
+                           (n.starts_with("model.visual.") || n.starts_with("mtp.") ||
+                            n.starts_with("model.mtp."));
+        skipped += extra;
+        return extra;
     });
+    if (skipped > 0) {
+        result.warnings.push_back(fmt::format(
+            "{} tensors of the vision encoder and the MTP layers are not converted", skipped));
+    }
     if (!unused.empty()) {
         std::string list;
         for (size_t i = 0; i < unused.size() && i < 8; ++i) list += (i ? ", " : "") + unused[i];

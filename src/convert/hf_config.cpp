@@ -28,6 +28,8 @@ constexpr ModelType kModelTypes[] = {
     {"cohere", "command-r", false, false},     {"gemma2", "gemma2", false, false},
     {"gemma3_text", "gemma3", false, false},   {"phi3", "phi3", false, false},
     {"deepseek_v2", "deepseek2", false, true}, {"deepseek_v3", "deepseek2", false, true},
+    {"qwen3_5_text", "qwen35", false, false},  {"qwen3_5_moe_text", "qwen35moe", false, true},
+    {"qwen3_5", "qwen35", false, false},       {"qwen3_5_moe", "qwen35moe", false, true},
 };
 
 // A list of positive numbers (LongRoPE's per-frequency factors).
@@ -100,7 +102,7 @@ void read_moe(const Fields& f, HfConfig& c) {
     } else {
         c.n_expert = f.count("num_experts", 1, 1024);
         c.n_ff_expert = f.count("moe_intermediate_size", 1, 1u << 20);
-        c.expert_weights_norm = f.flag("norm_topk_prob", false);
+        c.expert_weights_norm = f.flag("norm_topk_prob", c.arch == "qwen35moe");
         // Every layer must be a MoE layer: memwall's qwen MoE graphs have no dense layers.
         const uint32_t step = f.opt_count("decoder_sparse_step", 0, 4096).value_or(1);
         if (step != 1) {
@@ -116,7 +118,7 @@ void read_moe(const Fields& f, HfConfig& c) {
                                       "not supported",
                                       json_brief(*only)));
         }
-        if (c.model_type == "qwen2_moe") {
+        if (c.model_type == "qwen2_moe" || c.arch == "qwen35moe") {
             c.n_ff_shared_expert = f.count("shared_expert_intermediate_size", 1, 1u << 20);
         }
     }
@@ -127,7 +129,8 @@ void read_moe(const Fields& f, HfConfig& c) {
 
 const char* supported_hf_model_types() {
     return "llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, granite, cohere, gemma2, "
-           "gemma3_text, phi3, deepseek_v2, deepseek_v3";
+           "gemma3_text, phi3, deepseek_v2, deepseek_v3, qwen3_5, qwen3_5_text, qwen3_5_moe, "
+           "qwen3_5_moe_text";
 }
 
 HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name) {
@@ -136,11 +139,18 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
         fail(ErrorKind::bad_file, "{}: the config is {}, expected an object", name,
              json_type_word(root));
     }
-    const Fields f(root, name);
+    const Fields top(root, name);
     HfConfig c;
-    const auto model_type = f.text("model_type");
-    if (!model_type) f.missing("model_type");
+    const auto model_type = top.text("model_type");
+    if (!model_type) top.missing("model_type");
     c.model_type = *model_type;
+    // The multimodal Qwen3.5 configs keep the language model's fields in text_config (its
+    // tensors under model.language_model.); the vision tower is not converted.
+    const bool multimodal = c.model_type == "qwen3_5" || c.model_type == "qwen3_5_moe";
+    const json* text = multimodal ? top.get("text_config") : nullptr;
+    if (multimodal && (!text || !text->is_object())) top.missing("text_config");
+    const Fields f(text ? *text : root, name, text ? "text_config." : "");
+    if (multimodal) c.tensor_prefix = "model.language_model.";
     const ModelType* type = nullptr;
     for (const ModelType& t : kModelTypes) {
         if (c.model_type == t.hf) type = &t;
@@ -157,23 +167,25 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     }
     c.arch = type->arch;
     c.permute_qk = type->permute_qk;
-    if (const json* archs = f.get("architectures")) {
-        if (!archs->is_array()) f.bad("architectures", "is not an array");
+    if (const json* archs = top.get("architectures")) {
+        if (!archs->is_array()) top.bad("architectures", "is not an array");
         for (const json& a : *archs) {
-            if (!a.is_string()) f.bad("architectures", "holds a value that is not a string");
+            if (!a.is_string()) top.bad("architectures", "holds a value that is not a string");
             const std::string& s = a.get_ref<const std::string&>();
-            if (s.size() < 11 || s.compare(s.size() - 11, 11, "ForCausalLM") != 0) {
-                f.unsupported("architectures",
-                              fmt::format("= \"{}\": only causal language models (...ForCausalLM) "
-                                          "are converted",
-                                          s));
+            const bool causal = s.size() >= 11 && s.compare(s.size() - 11, 11, "ForCausalLM") == 0;
+            if (!causal && !(multimodal && s.ends_with("ForConditionalGeneration"))) {
+                top.unsupported(
+                    "architectures",
+                    fmt::format("= \"{}\": only causal language models (...ForCausalLM) "
+                                "are converted",
+                                s));
             }
         }
     }
-    if (f.has("quantization_config")) {
-        f.unsupported("quantization_config",
-                      "is present: pre-quantized checkpoints (GPTQ, AWQ, FP8, ...) are not "
-                      "supported; convert the original weights");
+    if (top.has("quantization_config")) {
+        top.unsupported("quantization_config",
+                        "is present: pre-quantized checkpoints (GPTQ, AWQ, FP8, ...) are not "
+                        "supported; convert the original weights");
     }
     const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
     const bool deepseek = c.arch == "deepseek2";
@@ -191,9 +203,10 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
         // The output projection gets a bias too, which memwall's graph does not have.
         f.unsupported("attention_bias", "= true is not supported (an output projection bias)");
     }
-    c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe" || c.arch == "gemma3";
+    c.qk_norm = c.arch == "qwen3" || c.arch == "qwen3moe" || c.arch == "gemma3" ||
+                c.arch == "qwen35" || c.arch == "qwen35moe";
 
-    if (const auto n = f.text("_name_or_path")) {
+    if (const auto n = top.text("_name_or_path")) {
         const size_t slash = n->find_last_of('/');
         c.name = slash == std::string::npos ? *n : n->substr(slash + 1);
     }
@@ -232,7 +245,7 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     c.rms_norm_eps = f.number("rms_norm_eps", 1e-6, 0.0, 0.5);
     c.rope_theta = f.number("rope_theta", 10000.0, 1.0 + 1e-9, 1e12);
     c.rope_scaling = read_rope_scaling(f, c.n_ctx_train, c.arch == "phi3");
-    c.tie_word_embeddings = f.flag("tie_word_embeddings", false);
+    c.tie_word_embeddings = f.flag("tie_word_embeddings", top.flag("tie_word_embeddings", false));
 
     if (f.flag("use_sliding_window", false)) {
         f.unsupported("use_sliding_window", "= true: sliding-window attention is not supported");

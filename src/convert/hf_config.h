@@ -74,6 +74,15 @@ struct HfConfig {
     uint32_t n_expert_groups = 0, n_group_used = 0;
     double yarn_log_mul = 0.0;  // 0.1 x rope_scaling.mscale_all_dim
 
+    // qwen35 / qwen35moe (Qwen3.5): gated DeltaNet layers between gated full-attention layers.
+    uint32_t ssm_conv_kernel = 0, ssm_head_dim = 0, ssm_k_heads = 0, ssm_v_heads = 0;
+    std::vector<bool> recurrent_layers;  // per layer: DeltaNet (layer_types)
+    uint32_t full_attn_interval = 0;
+    std::vector<int32_t> rope_sections;  // M-RoPE sections (rotation pairs), 4 entries
+    // Where the language model's tensors are: "model." or, in the multimodal Qwen3.5
+    // checkpoints, "model.language_model." (beside model.visual.*, which is not converted).
+    std::string tensor_prefix = "model.";
+
     // Mixture of experts (n_expert == 0: dense).
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;

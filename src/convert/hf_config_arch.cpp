@@ -223,6 +223,89 @@ void read_deepseek(const Fields& f, HfConfig& c) {
     }
 }
 
+// Qwen3.5: the DeltaNet shape (linear_*), the layer pattern (layer_types, else every
+// full_attention_interval-th layer is attention), partial interleaved M-RoPE from
+// rope_parameters. The MTP layers (mtp_num_hidden_layers) are not converted.
+void read_qwen35(const Fields& f, HfConfig& c) {
+    c.norm_plus_one = true;  // (1 + w) RMSNorms, except the DeltaNet output norm
+    c.head_dim = f.count_or("head_dim", 256, 2, 4096);
+    c.head_dim_given = true;
+    if (!f.flag("attn_output_gate", true)) {
+        f.unsupported("attn_output_gate", "= false is not supported (Qwen3.5's gated attention)");
+    }
+    c.ssm_conv_kernel = f.count("linear_conv_kernel_dim", 1, 64);
+    c.ssm_head_dim = f.count("linear_key_head_dim", 1, 1024);
+    c.ssm_k_heads = f.count("linear_num_key_heads", 1, 1024);
+    c.ssm_v_heads = f.count("linear_num_value_heads", 1, 1024);
+    if (const uint32_t v = f.count_or("linear_value_head_dim", c.ssm_head_dim, 1, 1024);
+        v != c.ssm_head_dim) {
+        f.unsupported("linear_value_head_dim",
+                      fmt::format("= {} differs from linear_key_head_dim = {}: not supported", v,
+                                  c.ssm_head_dim));
+    }
+    if (c.ssm_v_heads % c.ssm_k_heads != 0) {
+        f.bad("linear_num_value_heads", fmt::format("= {} is not a multiple of "
+                                                    "linear_num_key_heads = {}",
+                                                    c.ssm_v_heads, c.ssm_k_heads));
+    }
+    c.full_attn_interval = f.count_or("full_attention_interval", 4, 1, c.n_layer);
+    c.recurrent_layers.assign(c.n_layer, false);
+    for (uint32_t i = 0; i < c.n_layer; ++i) {
+        c.recurrent_layers[i] = (i + 1) % c.full_attn_interval != 0;
+    }
+    if (const json* types = f.get("layer_types")) {
+        if (!types->is_array() || types->size() != c.n_layer) {
+            f.bad("layer_types",
+                  fmt::format("is not an array of num_hidden_layers = {} strings", c.n_layer));
+        }
+        for (uint32_t i = 0; i < c.n_layer; ++i) {
+            const json& t = (*types)[i];
+            if (t != "linear_attention" && t != "full_attention") {
+                f.unsupported("layer_types", fmt::format("[{}] = {} is not supported "
+                                                         "(linear_attention or full_attention)",
+                                                         i, json_brief(t)));
+            }
+            c.recurrent_layers[i] = t == "linear_attention";
+        }
+    }
+    const json* rope = f.get("rope_parameters");
+    if (rope && !rope->is_object()) f.bad("rope_parameters", "is not an object");
+    static const json kNone = json::object();
+    const Fields r(rope ? *rope : kNone, f.file(), "rope_parameters.");
+    if (const auto type = r.text("rope_type"); type && *type != "default") {
+        r.unsupported("rope_type", fmt::format("= \"{}\" is not supported (default)", *type));
+    }
+    c.rope_theta =
+        r.number("rope_theta", f.number("rope_theta", 1e7, 1.0 + 1e-9, 1e12), 1.0 + 1e-9, 1e12);
+    const double partial = r.number("partial_rotary_factor",
+                                    f.number("partial_rotary_factor", 0.25, 1e-6, 1.0), 1e-6, 1.0);
+    c.n_rot = uint32_t(std::lround(partial * c.head_dim));
+    if (c.n_rot == 0 || c.n_rot % 2 != 0) {
+        r.bad("partial_rotary_factor", fmt::format("= {} gives {} rotated dims of a head of {}",
+                                                   partial, partial * c.head_dim, c.head_dim));
+    }
+    // As llama.cpp's converter: [11, 11, 10, 0] when the config names no sections.
+    c.rope_sections = {11, 11, 10, 0};
+    if (const json* sec = r.get("mrope_section")) {
+        if (!sec->is_array() || sec->size() > 4) r.bad("mrope_section", "is not a list of counts");
+        c.rope_sections.assign(4, 0);
+        for (size_t i = 0; i < sec->size(); ++i) {
+            const json& v = (*sec)[i];
+            if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 4096) {
+                r.bad("mrope_section", fmt::format("holds {}, expected counts", json_brief(v)));
+            }
+            c.rope_sections[i] = int32_t(v.get<int64_t>());
+        }
+    }
+    if (c.arch == "qwen35moe") {
+        c.n_ff = 0;  // every layer is MoE; the file has no dense width
+        if (!c.expert_weights_norm) {
+            f.unsupported("norm_topk_prob",
+                          "= false is not supported (qwen35moe renormalises the top-k weights)");
+        }
+    }
+}
+
 }  // namespace
 
 void read_arch_fields(const Fields& f, HfConfig& c) {
@@ -236,6 +319,8 @@ void read_arch_fields(const Fields& f, HfConfig& c) {
         read_phi3(f, c);
     } else if (c.arch == "deepseek2") {
         read_deepseek(f, c);
+    } else if (c.arch == "qwen35" || c.arch == "qwen35moe") {
+        read_qwen35(f, c);
     }
 }
 

@@ -143,6 +143,12 @@ void GgufWriter::set_array_u32(std::string_view k, std::span<const uint32_t> v) 
 void GgufWriter::set_array_f32(std::string_view k, std::span<const float> v) {
     set_raw(k, ValueType::array, numeric_array(ValueType::f32, v));
 }
+void GgufWriter::set_array_bool(std::string_view k, const std::vector<bool>& v) {
+    std::vector<uint8_t> bytes(v.size());
+    for (size_t i = 0; i < v.size(); ++i) bytes[i] = v[i] ? 1 : 0;
+    set_raw(k, ValueType::array,
+            numeric_array(ValueType::boolean, std::span<const uint8_t>(bytes)));
+}
 void GgufWriter::set_value(std::string_view k, const Value& v) {
     std::vector<uint8_t> out;
     encode_value(out, v);

@@ -38,6 +38,7 @@ class GgufWriter {
     void set_array_i32(std::string_view key, std::span<const int32_t> v);
     void set_array_u32(std::string_view key, std::span<const uint32_t> v);
     void set_array_f32(std::string_view key, std::span<const float> v);
+    void set_array_bool(std::string_view key, const std::vector<bool>& v);
     // Copies a value read from another file (any type, arrays included).
     void set_value(std::string_view key, const Value& v);
     void remove(std::string_view key);

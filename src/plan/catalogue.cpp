@@ -100,6 +100,58 @@ void add_family_settings(ModelSpec& s) {
     }
 }
 
+// Qwen3.5 (February 2026): three gated DeltaNet layers in every four, the fourth gated full
+// attention. Shapes from the public config.json files (text_config) of Qwen/Qwen3.5-0.8B, -2B,
+// -4B, -9B, -27B, -35B-A3B and -122B-A10B; read from copies quoted in public code (the 0.8B's and
+// 27B's text_config in full, the others' shape fields, each from two or more sources). Common to
+// all: vocab 248320, context 262144, head_dim 256, DeltaNet 16 q/k heads of 128 (value heads of
+// 128 too), conv kernel 4, full_attention_interval 4, rope_theta 1e7, partial_rotary_factor 0.25,
+// mrope_section [11, 11, 10]. tie_word_embeddings: true for 0.8B (config) and 4B (a vLLM loader's
+// note); for 2B not found in a quoted copy, taken as true from its published size (2.27 B with
+// the vision encoder fits tied, not untied); false for 9B, 27B and the MoEs. params_b: the
+// language model as converted (no vision encoder, no MTP layer), so it is below the names for
+// the small models.
+struct Qwen35Row {
+    const char* id;
+    const char* name;
+    double params_b;
+    uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, ssm_v_heads;
+    bool tied;
+    uint32_t n_expert, n_expert_used, n_ff_expert, n_ff_shared;
+};
+
+// clang-format off
+constexpr Qwen35Row kQwen35[] = {
+    // id                  name                 params  embd  lay head kv  ff     v_heads tied  experts used ff_exp shared
+    {"qwen3.5-0.8b",       "Qwen3.5 0.8B",      0.752,  1024, 24, 8,   2,  3584,  16,     true,  0,   0,   0,     0},
+    {"qwen3.5-2b",         "Qwen3.5 2B",        1.88,   2048, 24, 8,   2,  6144,  16,     true,  0,   0,   0,     0},
+    {"qwen3.5-4b",         "Qwen3.5 4B",        4.21,   2560, 32, 16,  4,  9216,  32,     true,  0,   0,   0,     0},
+    {"qwen3.5-9b",         "Qwen3.5 9B",        8.95,   4096, 32, 16,  4,  12288, 32,     false, 0,   0,   0,     0},
+    {"qwen3.5-27b",        "Qwen3.5 27B",       26.9,   5120, 64, 24,  4,  17408, 48,     false, 0,   0,   0,     0},
+    {"qwen3.5-35b-a3b",    "Qwen3.5 35B-A3B",   34.7,   2048, 40, 16,  2,  0,     32,     false, 256, 8,   512,   512},
+    {"qwen3.5-122b-a10b",  "Qwen3.5 122B-A10B", 122.1,  3072, 48, 32,  2,  0,     64,     false, 256, 8,   1024,  1024},
+};
+// clang-format on
+
+ModelSpec from_qwen35_row(const Qwen35Row& r) {
+    ModelSpec s =
+        from_row({r.id, r.name, r.n_expert ? "qwen35moe" : "qwen35", r.params_b, 248320, 262144,
+                  r.n_embd, r.n_layer, r.n_head, r.n_head_kv, 256, r.n_ff, r.tied});
+    s.rope_freq_base = 1e7f;
+    s.n_rot = 64;
+    s.rope_sections = {11, 11, 10, 0};
+    s.full_attn_interval = 4;
+    s.ssm_conv_kernel = 4;
+    s.ssm_head_dim = 128;
+    s.ssm_k_heads = 16;
+    s.ssm_v_heads = r.ssm_v_heads;
+    s.n_expert = r.n_expert;
+    s.n_expert_used = r.n_expert_used;
+    s.n_ff_expert = r.n_ff_expert;
+    s.n_ff_shared = r.n_ff_shared;
+    return s;
+}
+
 std::vector<ModelSpec> build_catalogue() {
     std::vector<ModelSpec> all;
     for (const DenseRow& r : kDense) all.push_back(from_row(r));
@@ -138,6 +190,7 @@ std::vector<ModelSpec> build_catalogue() {
     dsv2.yarn_orig_ctx = 4096;
     dsv2.yarn_mscale_all_dim = 0.707f;
     all.push_back(dsv2);
+    for (const Qwen35Row& r : kQwen35) all.push_back(from_qwen35_row(r));
     for (ModelSpec& s : all) add_family_settings(s);
     return all;
 }

@@ -14,6 +14,9 @@ bool has_qk_norm(const std::string& arch) {
 bool is_gemma(const std::string& arch) {
     return arch == "gemma2" || arch == "gemma3";
 }
+bool is_qwen35(const std::string& arch) {
+    return arch == "qwen35" || arch == "qwen35moe";
+}
 
 class TensorList {
   public:
@@ -27,11 +30,46 @@ class TensorList {
     void router(std::string name, uint64_t n_embd, uint64_t n_expert) {
         list_.push_back({std::move(name), {n_embd, n_expert}, GgmlType::F32});
     }
+    // A matrix the converter forces to F32 (Qwen3.5's conv kernels).
+    void matrix_f32(std::string name, std::vector<uint64_t> ne) {
+        list_.push_back({std::move(name), std::move(ne), GgmlType::F32});
+    }
     std::vector<TensorDesc> take() { return std::move(list_); }
 
   private:
     std::vector<TensorDesc> list_;
 };
+
+// Qwen3.5's mixers as llama.cpp's converter writes them. A DeltaNet layer: the fused q|k|v
+// projection (before the causal conv), the output gate z, the conv kernel [kernel, channels]
+// (F32), beta and alpha per value head, dt bias and A = -exp(A_log), the per-head output norm,
+// the output projection. A full-attention layer: Q with its sigmoid gate (per head 2 x head_dim
+// rows: query, then gate), K, V, per-head Q/K norms, output.
+void add_qwen35_mixer(TensorList& t, const ModelSpec& s, const std::string& p, uint32_t layer) {
+    const uint64_t E = s.n_embd;
+    if (s.is_recurrent_layer(layer)) {
+        const uint64_t S = s.ssm_head_dim, nv = s.ssm_v_heads;
+        const uint64_t key = uint64_t(s.ssm_k_heads) * S, value = nv * S;
+        t.matrix(p + "attn_qkv.weight", {E, 2 * key + value});
+        t.matrix(p + "attn_gate.weight", {E, value});
+        t.matrix_f32(p + "ssm_conv1d.weight", {s.ssm_conv_kernel, 2 * key + value});
+        t.vector(p + "ssm_dt.bias", nv);
+        t.vector(p + "ssm_a", nv);
+        t.matrix(p + "ssm_beta.weight", {E, nv});
+        t.matrix(p + "ssm_alpha.weight", {E, nv});
+        t.vector(p + "ssm_norm.weight", S);
+        t.matrix(p + "ssm_out.weight", {value, E});
+        return;
+    }
+    const uint64_t hd = s.head_dim_or_default();
+    const uint64_t Q = uint64_t(s.n_head) * hd, K = uint64_t(s.n_head_kv) * hd;
+    t.matrix(p + "attn_q.weight", {E, 2 * Q});
+    t.vector(p + "attn_q_norm.weight", hd);
+    t.matrix(p + "attn_k.weight", {E, K});
+    t.vector(p + "attn_k_norm.weight", hd);
+    t.matrix(p + "attn_v.weight", {E, K});
+    t.matrix(p + "attn_output.weight", {Q, E});
+}
 
 void add_attention(TensorList& t, const ModelSpec& s, const std::string& p) {
     const uint64_t E = s.n_embd, hd = s.head_dim_or_default();
@@ -82,6 +120,7 @@ void add_ffn(TensorList& t, const ModelSpec& s, const std::string& p, uint32_t l
         t.matrix(p + "ffn_down_exps.weight", {F, E, N});
         if (s.n_ff_shared > 0) {
             if (s.arch == "qwen2moe") t.matrix(p + "ffn_gate_inp_shexp.weight", {E, 1});
+            if (s.arch == "qwen35moe") t.vector(p + "ffn_gate_inp_shexp.weight", E);
             t.matrix(p + "ffn_gate_shexp.weight", {E, s.n_ff_shared});
             t.matrix(p + "ffn_up_shexp.weight", {E, s.n_ff_shared});
             t.matrix(p + "ffn_down_shexp.weight", {s.n_ff_shared, E});
@@ -132,6 +171,87 @@ class Config {
     const std::string& source_;
 };
 
+// Qwen3.5's text model (qwen3_5_text, qwen3_5_moe_text, or text_config of the multimodal
+// configs): the DeltaNet shape, the layer pattern, partial M-RoPE. The MTP layer
+// (mtp_num_hidden_layers) is not part of the spec: memwall does not run it.
+void read_qwen35_fields(const Config& c, ModelSpec& s, const std::string& source) {
+    s.head_dim = c.u32_or("head_dim", 256);
+    s.ssm_conv_kernel = c.u32("linear_conv_kernel_dim");
+    s.ssm_head_dim = c.u32("linear_key_head_dim");
+    s.ssm_k_heads = c.u32("linear_num_key_heads");
+    s.ssm_v_heads = c.u32("linear_num_value_heads");
+    const uint32_t v_dim = c.u32_or("linear_value_head_dim", s.ssm_head_dim);
+    if (v_dim != s.ssm_head_dim) {
+        fail(ErrorKind::invalid_argument,
+             "{}: linear_value_head_dim = {} differs from linear_key_head_dim = {}: GGUF's "
+             "ssm.state_size holds one head size",
+             source, v_dim, s.ssm_head_dim);
+    }
+    if (s.ssm_conv_kernel == 0 || s.ssm_head_dim == 0 || s.ssm_k_heads == 0 ||
+        s.ssm_v_heads % s.ssm_k_heads != 0) {
+        fail(ErrorKind::invalid_argument,
+             "{}: linear_conv_kernel_dim, linear_key_head_dim and linear_num_key_heads must be "
+             "positive and linear_num_value_heads = {} a multiple of linear_num_key_heads = {}",
+             source, s.ssm_v_heads, s.ssm_k_heads);
+    }
+    s.full_attn_interval = c.u32_or("full_attention_interval", 4);
+    if (s.full_attn_interval == 0) {
+        fail(ErrorKind::invalid_argument, "{}: \"full_attention_interval\" = 0", source);
+    }
+    if (c.has("layer_types")) {
+        const nlohmann::json& types = c.json()["layer_types"];
+        if (!types.is_array() || types.size() != s.n_layer) {
+            fail(ErrorKind::invalid_argument,
+                 "{}: \"layer_types\" is not an array of num_hidden_layers = {} strings", source,
+                 s.n_layer);
+        }
+        s.recurrent_layers.assign(s.n_layer, false);
+        for (uint32_t i = 0; i < s.n_layer; ++i) {
+            if (types[i] != "linear_attention" && types[i] != "full_attention") {
+                fail(ErrorKind::invalid_argument,
+                     "{}: \"layer_types\"[{}] = {} is neither linear_attention nor full_attention",
+                     source, i, types[i].dump());
+            }
+            s.recurrent_layers[i] = types[i] == "linear_attention";
+        }
+    }
+    // rope_parameters (transformers 5) or the top-level fields of older configs.
+    const nlohmann::json* rope = c.has("rope_parameters") && c.json()["rope_parameters"].is_object()
+                                     ? &c.json()["rope_parameters"]
+                                     : nullptr;
+    const Config r(rope ? *rope : c.json(), source);
+    s.rope_freq_base = float(r.number_or("rope_theta", c.number_or("rope_theta", 1e7)));
+    const double partial =
+        r.number_or("partial_rotary_factor", c.number_or("partial_rotary_factor", 0.25));
+    s.n_rot = uint32_t(partial * s.head_dim + 0.5);
+    if (s.n_rot == 0 || s.n_rot % 2 != 0 || s.n_rot > s.head_dim) {
+        fail(ErrorKind::invalid_argument,
+             "{}: partial_rotary_factor = {} gives {} rotated dims of a head of {}", source,
+             partial, s.n_rot, s.head_dim);
+    }
+    // llama.cpp's converter writes [11, 11, 10, 0] when the config has no mrope_section.
+    s.rope_sections = {11, 11, 10, 0};
+    if (r.has("mrope_section") && r.json()["mrope_section"].is_array()) {
+        s.rope_sections.clear();
+        for (const auto& v : r.json()["mrope_section"]) {
+            if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 1024) {
+                fail(ErrorKind::invalid_argument,
+                     "{}: \"mrope_section\" = {} is not a list of counts", source,
+                     r.json()["mrope_section"].dump());
+            }
+            s.rope_sections.push_back(int32_t(v.get<int64_t>()));
+        }
+        s.rope_sections.resize(4, 0);
+    }
+    if (s.arch == "qwen35moe") {
+        s.n_expert = c.u32("num_experts");
+        s.n_expert_used = c.u32("num_experts_per_tok");
+        s.n_ff_expert = c.u32("moe_intermediate_size");
+        s.n_ff_shared = c.u32_or("shared_expert_intermediate_size", 0);
+        s.n_ff = 0;  // no dense layers
+    }
+}
+
 }  // namespace
 
 std::vector<TensorDesc> spec_tensors(const ModelSpec& s) {
@@ -149,6 +269,12 @@ std::vector<TensorDesc> spec_tensors(const ModelSpec& s) {
     for (uint32_t i = 0; i < s.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";
         t.vector(p + "attn_norm.weight", E);
+        if (is_qwen35(s.arch)) {  // post_attention_norm is the pre-FFN norm
+            add_qwen35_mixer(t, s, p, i);
+            t.vector(p + "post_attention_norm.weight", E);
+            add_ffn(t, s, p, i);
+            continue;
+        }
         add_attention(t, s, p);
         if (is_gemma(s.arch)) t.vector(p + "post_attention_norm.weight", E);
         // Command-R runs attention and FFN in parallel from one norm.
@@ -183,7 +309,9 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
     // Mixtral-style files (arch llama with experts) carry the expert width here: llama.cpp sizes
     // the llama architecture's expert tensors by feed_forward_length.
     const bool llama_moe = s.arch == "llama" && s.n_expert > 0 && s.n_ff == 0;
-    w.set_u32(a + "feed_forward_length", llama_moe ? s.n_ff_expert : s.n_ff);
+    // qwen35moe files have no dense width.
+    if (s.arch != "qwen35moe")
+        w.set_u32(a + "feed_forward_length", llama_moe ? s.n_ff_expert : s.n_ff);
     w.set_u32(a + "attention.head_count", s.n_head);
     // MLA: the absorbed MQA view llama.cpp reads, one KV "head" of latent + rope key.
     w.set_u32(a + "attention.head_count_kv", s.kv_lora_rank > 0 ? 1 : s.n_head_kv);
@@ -240,6 +368,19 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
         w.set_f32(a + "attn_logit_softcapping", 50.0f);
         w.set_f32(a + "final_logit_softcapping", 30.0f);
     }
+    if (s.has_delta_net()) {
+        w.set_u32(a + "vocab_size", s.n_vocab);  // as the Qwen3.5 converter writes it
+        w.set_u32(a + "ssm.conv_kernel", s.ssm_conv_kernel);
+        w.set_u32(a + "ssm.state_size", s.ssm_head_dim);
+        w.set_u32(a + "ssm.group_count", s.ssm_k_heads);
+        w.set_u32(a + "ssm.time_step_rank", s.ssm_v_heads);
+        w.set_u32(a + "ssm.inner_size", s.ssm_v_heads * s.ssm_head_dim);
+        std::vector<bool> recurrent(s.n_layer);
+        for (uint32_t i = 0; i < s.n_layer; ++i) recurrent[i] = s.is_recurrent_layer(i);
+        w.set_array_bool(a + "attention.recurrent_layers", recurrent);
+        w.set_u32(a + "full_attention_interval", s.full_attn_interval ? s.full_attn_interval : 4);
+    }
+    if (!s.rope_sections.empty()) w.set_array_i32(a + "rope.dimension_sections", s.rope_sections);
     if (s.logit_scale > 0.0f) w.set_f32(a + "logit_scale", s.logit_scale);
     if (s.embedding_scale > 0.0f) w.set_f32(a + "embedding_scale", s.embedding_scale);
     if (s.residual_scale > 0.0f) w.set_f32(a + "residual_scale", s.residual_scale);
@@ -288,11 +429,23 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
     s.id = "hf-config";
     s.name = Config(root, source).string_or("_name_or_path", source);
     static const std::pair<const char*, const char*> kArchOf[] = {
-        {"llama", "llama"},           {"mistral", "llama"},      {"mixtral", "llama"},
-        {"qwen2", "qwen2"},           {"qwen2_moe", "qwen2moe"}, {"qwen3", "qwen3"},
-        {"qwen3_moe", "qwen3moe"},    {"gemma2", "gemma2"},      {"gemma3", "gemma3"},
-        {"gemma3_text", "gemma3"},    {"phi3", "phi3"},          {"cohere", "command-r"},
+        {"llama", "llama"},
+        {"mistral", "llama"},
+        {"mixtral", "llama"},
+        {"qwen2", "qwen2"},
+        {"qwen2_moe", "qwen2moe"},
+        {"qwen3", "qwen3"},
+        {"qwen3_moe", "qwen3moe"},
+        {"gemma2", "gemma2"},
+        {"gemma3", "gemma3"},
+        {"gemma3_text", "gemma3"},
+        {"phi3", "phi3"},
+        {"cohere", "command-r"},
         {"deepseek_v2", "deepseek2"},
+        {"qwen3_5", "qwen35"},
+        {"qwen3_5_text", "qwen35"},
+        {"qwen3_5_moe", "qwen35moe"},
+        {"qwen3_5_moe_text", "qwen35moe"},
     };
     for (const auto& [hf, gguf_arch] : kArchOf) {
         if (model_type == hf) s.arch = gguf_arch;
@@ -300,7 +453,9 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
     if (s.arch.empty()) {
         fail(ErrorKind::invalid_argument,
              "{}: model_type \"{}\" is not known to the planner (known: llama, mistral, mixtral, "
-             "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, phi3, cohere, deepseek_v2)",
+             "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, phi3, cohere, deepseek_v2, "
+             "qwen3_5, "
+             "qwen3_5_moe)",
              source, model_type);
     }
     s.n_vocab = c.u32("vocab_size");
@@ -312,7 +467,10 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
     s.n_ctx_train = c.u32_or("max_position_embeddings", 4096);
     s.head_dim = c.u32_or("head_dim", 0);
     s.rope_freq_base = float(c.number_or("rope_theta", 10000.0));
-    s.tied_embeddings = c.bool_or("tie_word_embeddings", is_gemma(s.arch));
+    // Qwen3.5's multimodal configs write it beside text_config.
+    s.tied_embeddings =
+        c.bool_or("tie_word_embeddings",
+                  Config(root, source).bool_or("tie_word_embeddings", is_gemma(s.arch)));
     if (s.n_head == 0 || s.n_head_kv == 0 || s.n_embd == 0 || s.n_layer == 0) {
         fail(ErrorKind::invalid_argument,
              "{}: hidden_size, num_hidden_layers and the head counts "
@@ -342,6 +500,8 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
         s.qk_rope_dim = c.u32("qk_rope_head_dim");
         s.qk_nope_dim = c.u32("qk_nope_head_dim");
         s.v_head_dim = c.u32("v_head_dim");
+    } else if (is_qwen35(s.arch)) {
+        read_qwen35_fields(c, s, source);
     }
     if (s.n_ff == 0 && s.n_expert == 0) {
         fail(ErrorKind::invalid_argument, "{}: \"intermediate_size\" is missing", source);
@@ -375,6 +535,10 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
     check("qk_rope_head_dim", s.qk_rope_dim, 1u << 16);
     check("qk_nope_head_dim", s.qk_nope_dim, 1u << 16);
     check("v_head_dim", s.v_head_dim, 1u << 16);
+    check("linear_conv_kernel_dim", s.ssm_conv_kernel, 64);
+    check("linear_key_head_dim", s.ssm_head_dim, 1024);
+    check("linear_num_key_heads", s.ssm_k_heads, 1024);
+    check("linear_num_value_heads", s.ssm_v_heads, 1024);
     return s;
 }
 

@@ -63,7 +63,22 @@ struct ModelSpec {
     float residual_scale = 0.0f;
     float attention_scale = 0.0f;
 
+    // Qwen3.5 (qwen35, qwen35moe): gated DeltaNet layers (a recurrent state, no KV cache) between
+    // gated full-attention layers, as the ssm.* keys of llama.cpp's converter describe them.
+    uint32_t full_attn_interval = 0;     // every n-th layer is full attention (0: no DeltaNet)
+    std::vector<bool> recurrent_layers;  // from layer_types; empty: by full_attn_interval
+    uint32_t ssm_conv_kernel = 0;        // linear_conv_kernel_dim
+    uint32_t ssm_head_dim = 0;           // linear_key_head_dim (= linear_value_head_dim)
+    uint32_t ssm_k_heads = 0;            // linear_num_key_heads (ssm.group_count)
+    uint32_t ssm_v_heads = 0;            // linear_num_value_heads (ssm.time_step_rank)
+    std::vector<int32_t> rope_sections;  // M-RoPE sections in rotation pairs (empty: none)
+
     uint32_t head_dim_or_default() const { return head_dim ? head_dim : n_embd / n_head; }
+    bool has_delta_net() const { return full_attn_interval > 0 || !recurrent_layers.empty(); }
+    bool is_recurrent_layer(uint32_t il) const {
+        if (!recurrent_layers.empty()) return il < recurrent_layers.size() && recurrent_layers[il];
+        return full_attn_interval > 0 && (il + 1) % full_attn_interval != 0;
+    }
 };
 
 // One tensor of a GGUF file as planned: name, dimensions (ne[0] is the row length), type.

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "model/recurrent_state.h"
 #include "plan/catalogue.h"
 #include "plan/device_cache.h"
 #include "runtime/speed_label.h"
@@ -59,6 +60,7 @@ json row_json(const PlanRow& r) {
             {"kv_type", r.kv_type},
             {"weights_bytes", r.memory.weights_bytes},
             {"kv_bytes", r.memory.kv_bytes},
+            {"state_bytes", r.memory.state_bytes},
             {"compute_bytes", r.memory.compute_bytes},
             {"overhead_bytes", r.memory.overhead_bytes},
             {"total_bytes", r.memory.total_bytes()},
@@ -149,6 +151,8 @@ json model_json(const PlannedModel& m) {
               {"sliding_window", hp.n_swa},
               {"sliding_window_layers", n_swa_layers},
               {"kv_latent", hp.kv_lora_rank},
+              {"recurrent_layers", hp.n_recurrent_layers()},
+              {"state_bytes_per_sequence", RecurrentState::bytes_per_sequence(hp)},
               {"runnable", m.facts.runnable},
               {"note", m.facts.note}};
     if (m.remote) {

@@ -182,20 +182,6 @@ GgmlType attn_output_type(R recipe, GgmlType t, const QuantModelInfo& m, bool fa
     }
 }
 
-GgmlType attn_qkv_type(R recipe, GgmlType t) {
-    switch (recipe) {
-        case R::Q3_K_M:
-        case R::Q3_K_L:
-            return T::Q4_K;
-        case R::Q4_K_M:
-            return T::Q5_K;
-        case R::Q5_K_M:
-            return T::Q6_K;
-        default:
-            return t;
-    }
-}
-
 }  // namespace
 
 const char* recipe_name(QuantRecipe recipe) {
@@ -286,8 +272,11 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
     } else if (recipe == R::MXFP4_MOE) {
         t = n_dims >= 3 ? T::MXFP4 : T::Q8_0;  // experts, and everything else
     } else if (name == "token_embd.weight") {
+        // The recipes here keep the base type for the embedding (the ternary ones excepted).
         if (recipe == R::TQ1_0 || recipe == R::TQ2_0) t = T::Q4_K;
-    } else if (contains(name, "attn_v.weight")) {
+    } else if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
+        // llama.cpp counts fused QKV projections (phi3, Qwen3.5's DeltaNet layers) as attn_v,
+        // one per layer, so the layer number is its counter.
         t = attn_v_type(recipe, t, m, layer);
     } else if (contains(name, "attn_k.weight")) {
         if (m.n_expert == 8) t = T::Q8_0;
@@ -297,8 +286,6 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
         t = ffn_down_type(recipe, t, m, layer, falcon);
     } else if (contains(name, "attn_output.weight")) {
         t = attn_output_type(recipe, t, m, falcon);
-    } else if (contains(name, "attn_qkv.weight")) {
-        t = attn_qkv_type(recipe, t);
     }
     return fit_row_length(t, ne0);
 }

@@ -108,6 +108,9 @@ gguf::GgufWriter::Producer producer_for(const TensorDesc& t, GgmlType type, uint
     const std::vector<float> row_scale = router_row_scales(t, router_skew, seed);
     const uint64_t row_len = t.ne.empty() ? 1 : t.ne[0];
     const bool is_norm = t.name.find("norm") != std::string::npos;
+    // Qwen3.5's A = -exp(A_log) < 0, so that each step's decay exp(A softplus(.)) is below 1
+    // (a positive value would grow the recurrent state without bound).
+    const bool is_ssm_a = t.name.size() > 6 && t.name.compare(t.name.size() - 6, 6, ".ssm_a") == 0;
     // Frequency divisors (Llama 3.1 rope_freqs, phi3 LongRoPE factors): 1, the plain RoPE.
     const bool is_rope_freqs = t.name.rfind("rope_f", 0) == 0;
     return [=](uint8_t* dst) {
@@ -117,6 +120,7 @@ gguf::GgufWriter::Producer producer_for(const TensorDesc& t, GgmlType type, uint
                 float v = 0.02f * rng.normal();
                 if (is_norm) v = 1.0f + 0.05f * rng.normal();
                 if (is_rope_freqs) v = 1.0f;
+                if (is_ssm_a) v = -std::exp(0.5f * rng.normal());
                 if (!row_scale.empty()) v *= row_scale[size_t(i / row_len)];
                 if (type == GgmlType::F32) {
                     std::memcpy(dst + 4 * i, &v, 4);
@@ -272,7 +276,7 @@ ModelSpec synth_preset(std::string_view id) {
 
 void write_synth_model(const SynthOptions& options, const std::string& path,
                        const std::function<void(const SynthProgress&)>& progress) {
-    const ModelSpec spec = synth_preset(options.preset);
+    const ModelSpec spec = options.spec ? *options.spec : synth_preset(options.preset);
     gguf::GgufWriter w =
         spec_gguf_writer(spec, options.recipe, [&](const TensorDesc& t, GgmlType type) {
             return producer_for(t, type, tensor_seed(options.seed, t.name), options.router_skew);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,8 @@ ModelSpec synth_preset(std::string_view id);
 
 struct SynthOptions {
     std::string preset;
+    // Instead of a preset: any spec (tests write real layouts at a scaled-down size).
+    std::optional<ModelSpec> spec;
     QuantRecipe recipe = QuantRecipe::Q4_K_M;
     uint64_t seed = 1;
     // MoE routers with uneven expert popularity, as real ones have (uniform random routers

@@ -67,6 +67,13 @@ std::string model_summary(const json& m, const std::string& kv_type) {
                          m["kv_latent"].get<int>(),
                          m["head_dim_k"].get<int>() - m["kv_latent"].get<int>());
     }
+    if (m.value("recurrent_layers", 0) > 0) {
+        s += fmt::format(
+            "; {} of the {} layers are recurrent (no KV cache): {} of state per "
+            "sequence, whatever the context",
+            m["recurrent_layers"].get<int>(), m["n_layer"].get<int>(),
+            human_bytes(m["state_bytes_per_sequence"].get<double>()));
+    }
     return s;
 }
 
