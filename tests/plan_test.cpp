@@ -365,6 +365,16 @@ TEST(Catalogue, EveryEntryPlansAndSupportedOnesBind) {
     EXPECT_NEAR(double(moe.bytes_per_token) / double(moe.weights_bytes), 3.3 / 30.5, 0.01);
 }
 
+// Every row of the main job says where to download it (issue 40).
+TEST(Catalogue, EveryModelHasADownloadSource) {
+    for (const ModelSpec& s : model_catalogue()) {
+        const HfFile f = hf_file_for(s.id, "Q4_K_M", 1);
+        EXPECT_FALSE(f.repo.empty()) << s.id;
+        EXPECT_NE(f.file.find("Q4_K_M"), std::string::npos) << s.id << ": " << f.file;
+    }
+    EXPECT_EQ(hf_file_for("granite-3-2b", "Q8_0", 1).file, "granite-3.0-2b-instruct-Q8_0.gguf");
+}
+
 TEST(Catalogue, HuggingFaceConfigGivesTheCatalogueNumbers) {
     const std::string dir = test::temp_dir();
     const std::string path = dir + "/config.json";

@@ -240,6 +240,7 @@ constexpr HfRow kHf[] = {
     {"gemma-3-27b",   "bartowski/google_gemma-3-27b-it-GGUF",       "google_gemma-3-27b-it",        false},
     {"command-r-35b", "bartowski/c4ai-command-r-v01-GGUF",          "c4ai-command-r-v01",           false},
     {"deepseek-v2-lite", "bartowski/DeepSeek-V2-Lite-Chat-GGUF",    "DeepSeek-V2-Lite-Chat",        false},
+    {"granite-3-2b",  "bartowski/granite-3.0-2b-instruct-GGUF",     "granite-3.0-2b-instruct",      false},
 };
 // clang-format on
 
