@@ -285,10 +285,10 @@ TEST(ConvertQwen35, RoundTripGivesTheReferenceTensorsKeysAndLogits) {
         const std::vector<float> want = test::memwall_logits(ref_path, tokens);
         const std::vector<float> have = test::memwall_logits(out, tokens);
         ASSERT_EQ(want.size(), have.size());
-        // A = -exp(A_log) comes back to within an ulp, not bit for bit; the MoE's routing
-        // amplifies that (qwen35moe-tiny has routing-fragile positions). The wrong value-head
-        // order would be ~1.
-        EXPECT_LT(test::rel_rms(want.data(), have.data(), want.size()), moe ? 1e-3 : 1e-5);
+        // A = -exp(A_log) and the norms come back to within an ulp, not bit for bit; the SIMD
+        // sets' F16-rounded activations and the MoE's routing amplify that (5e-4 on avx2 and
+        // avx512, 0 on the scalar set). The wrong value-head order would be ~1.
+        EXPECT_LT(test::rel_rms(want.data(), have.data(), want.size()), 1e-3);
     }
 }
 

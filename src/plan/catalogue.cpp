@@ -241,6 +241,14 @@ constexpr HfRow kHf[] = {
     {"command-r-35b", "bartowski/c4ai-command-r-v01-GGUF",          "c4ai-command-r-v01",           false},
     {"deepseek-v2-lite", "bartowski/DeepSeek-V2-Lite-Chat-GGUF",    "DeepSeek-V2-Lite-Chat",        false},
     {"granite-3-2b",  "bartowski/granite-3.0-2b-instruct-GGUF",     "granite-3.0-2b-instruct",      false},
+    // Qwen3.5 in bartowski's naming of Qwen releases (not checked on Hugging Face from here).
+    {"qwen3.5-0.8b",  "bartowski/Qwen_Qwen3.5-0.8B-GGUF",           "Qwen_Qwen3.5-0.8B",            false},
+    {"qwen3.5-2b",    "bartowski/Qwen_Qwen3.5-2B-GGUF",             "Qwen_Qwen3.5-2B",              false},
+    {"qwen3.5-4b",    "bartowski/Qwen_Qwen3.5-4B-GGUF",             "Qwen_Qwen3.5-4B",              false},
+    {"qwen3.5-9b",    "bartowski/Qwen_Qwen3.5-9B-GGUF",             "Qwen_Qwen3.5-9B",              false},
+    {"qwen3.5-27b",   "bartowski/Qwen_Qwen3.5-27B-GGUF",            "Qwen_Qwen3.5-27B",             false},
+    {"qwen3.5-35b-a3b", "bartowski/Qwen_Qwen3.5-35B-A3B-GGUF",      "Qwen_Qwen3.5-35B-A3B",         false},
+    {"qwen3.5-122b-a10b", "bartowski/Qwen_Qwen3.5-122B-A10B-GGUF",  "Qwen_Qwen3.5-122B-A10B",       false},
 };
 // clang-format on
 
