@@ -41,6 +41,19 @@ inline std::vector<size_t> half_fields(GgmlType type) {
             return {108};
         case GgmlType::Q6_K:
             return {208};
+        case GgmlType::IQ4_NL:
+        case GgmlType::IQ4_XS:
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ2_S:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ3_S:
+        case GgmlType::IQ1_S:
+            return {0};
+        case GgmlType::TQ1_0:
+            return {52};
+        case GgmlType::TQ2_0:
+            return {64};
         default:
             return {};
     }

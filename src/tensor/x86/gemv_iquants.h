@@ -9,6 +9,7 @@
 // The 32-element types (Q8_0 activations) use 256 bits in every set: one block per vector.
 #pragma once
 
+#include "tensor/iq_grids.h"
 #include "tensor/x86/codes.h"
 #include "tensor/x86/simd.h"
 
@@ -177,18 +178,178 @@ struct DecodeTQ1_0 {
     }
 };
 
-// The lattice i-quants: each super-block unpacked by the reference (ref::lattice_unpack), the
-// product written once over V as for the types above.
-template <GgmlType kType, class BlockT>
-struct DecodeLattice {
-    using Block = BlockT;
+// ---- Lattice i-quants: grid points gathered by index (tensor/iq_grids.h), signs applied as a
+// 32-bit mask per 32 values; w and the integer scales as ref::lattice_unpack gives them.
+
+// w with the bytes whose bit is set in `signs` negated (byte k takes bit k).
+inline __m256i apply_signs(__m256i w, uint32_t signs) {
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int(signs)),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_sub_epi8(_mm256_xor_si256(w, m), m);
+}
+inline __m256i points8(const uint64_t* grid, int i0, int i1, int i2, int i3) {
+    return _mm256_set_epi64x(int64_t(grid[i3]), int64_t(grid[i2]), int64_t(grid[i1]),
+                             int64_t(grid[i0]));
+}
+inline __m256i points4(const uint32_t* grid, const int* i) {
+    return _mm256_setr_epi32(int(grid[i[0]]), int(grid[i[1]]), int(grid[i[2]]), int(grid[i[3]]),
+                             int(grid[i[4]]), int(grid[i[5]]), int(grid[i[6]]), int(grid[i[7]]));
+}
+// Four 7-bit sign indexes of an IQ2_XXS / IQ3_XXS word, expanded to 32 sign bits.
+inline uint32_t signs_of(const uint8_t* table, uint32_t aux) {
+    return uint32_t(table[aux & 127]) | uint32_t(table[(aux >> 7) & 127]) << 8 |
+           uint32_t(table[(aux >> 14) & 127]) << 16 | uint32_t(table[(aux >> 21) & 127]) << 24;
+}
+// 8 g + delta for IQ1's points g in -1..1 (three doublings) and a +-1 per byte.
+inline __m256i iq1_values(__m256i g, __m256i delta) {
+    const __m256i g2 = _mm256_add_epi8(g, g), g4 = _mm256_add_epi8(g2, g2);
+    return _mm256_add_epi8(_mm256_add_epi8(g4, g4), delta);
+}
+inline int64_t iq1_delta(bool minus) {
+    return minus ? -1 : 0x0101010101010101;
+}
+
+struct DecodeIQ2_XXS {
+    using Block = BlockIQ2_XXS;
     static constexpr bool kUnitScales = false;
     static float decode(const Block& b, __m256i w[8], __m256i* words) {
-        ref::LatticeBlock u;
-        ref::lattice_unpack(kType, &b, &u);
-        for (int v = 0; v < 8; ++v) w[v] = load256(u.w + 32 * v);
-        *words = load256(u.scale);
-        return u.factor;
+        const IqGrids& g = iq_grids();
+        const auto* q8 = reinterpret_cast<const uint8_t*>(b.qs);
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* p = q8 + 8 * j;
+            const uint32_t aux = uint32_t(load_i32(p + 4));
+            w[j] = apply_signs(points8(g.iq2xxs, p[0], p[1], p[2], p[3]), signs_of(g.signs, aux));
+            sc[2 * j] = sc[2 * j + 1] = int16_t(2 * (aux >> 28) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.125f;
+    }
+};
+
+struct DecodeIQ2_XS {
+    using Block = BlockIQ2_XS;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint16_t* q = b.qs + 4 * j;
+            const uint32_t signs =
+                uint32_t(g.signs[q[0] >> 9]) | uint32_t(g.signs[q[1] >> 9]) << 8 |
+                uint32_t(g.signs[q[2] >> 9]) << 16 | uint32_t(g.signs[q[3] >> 9]) << 24;
+            w[j] = apply_signs(points8(g.iq2xs, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511),
+                               signs);
+            sc[2 * j] = int16_t(2 * (b.scales[j] & 0xF) + 1);
+            sc[2 * j + 1] = int16_t(2 * (b.scales[j] >> 4) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.125f;
+    }
+};
+
+struct DecodeIQ2_S {
+    using Block = BlockIQ2_S;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* q = b.qs + 4 * j;
+            const int h = b.qh[j];
+            w[j] = apply_signs(points8(g.iq2s, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300),
+                                       q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300)),
+                               uint32_t(load_i32(b.qs + 32 + 4 * j)));
+            sc[2 * j] = int16_t(2 * (b.scales[j] & 0xF) + 1);
+            sc[2 * j + 1] = int16_t(2 * (b.scales[j] >> 4) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.125f;
+    }
+};
+
+struct DecodeIQ3_XXS {
+    using Block = BlockIQ3_XXS;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint32_t aux = uint32_t(load_i32(b.qs + 64 + 4 * j));
+            int idx[8];
+            for (int k = 0; k < 8; ++k) idx[k] = b.qs[8 * j + k];
+            w[j] = apply_signs(points4(g.iq3xxs, idx), signs_of(g.signs, aux));
+            sc[2 * j] = sc[2 * j + 1] = int16_t(2 * (aux >> 28) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.25f;
+    }
+};
+
+struct DecodeIQ3_S {
+    using Block = BlockIQ3_S;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            int idx[8];
+            for (int k = 0; k < 8; ++k) idx[k] = b.qs[8 * j + k] | ((b.qh[j] << (8 - k)) & 256);
+            w[j] = apply_signs(points4(g.iq3s, idx), uint32_t(load_i32(b.signs + 4 * j)));
+            sc[2 * j] = sc[2 * j + 1] = int16_t(2 * ((b.scales[j / 2] >> (4 * (j % 2))) & 0xF) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d);
+    }
+};
+
+struct DecodeIQ1_S {
+    using Block = BlockIQ1_S;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const int h = b.qh[j];
+            const uint8_t* q = b.qs + 4 * j;
+            const __m256i p = points8(g.iq1s, q[0] | (h & 7) << 8, q[1] | ((h >> 3) & 7) << 8,
+                                      q[2] | ((h >> 6) & 7) << 8, q[3] | ((h >> 9) & 7) << 8);
+            w[j] = iq1_values(p, _mm256_set1_epi64x(iq1_delta(h & 0x8000)));
+            sc[2 * j] = sc[2 * j + 1] = int16_t(2 * ((h >> 12) & 7) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.125f;
+    }
+};
+
+struct DecodeIQ1_M {
+    using Block = BlockIQ1_M;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        uint16_t s[4];
+        std::memcpy(s, b.scales, sizeof s);
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* q = b.qs + 4 * j;
+            const int h0 = b.qh[2 * j], h1 = b.qh[2 * j + 1];
+            const __m256i p =
+                points8(g.iq1s, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
+                        q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
+            const __m256i delta = _mm256_set_epi64x(iq1_delta(h1 & 0x80), iq1_delta(h1 & 0x08),
+                                                    iq1_delta(h0 & 0x80), iq1_delta(h0 & 0x08));
+            w[j] = iq1_values(p, delta);
+            const int word = s[j / 2] >> (6 * (j % 2));
+            sc[2 * j] = int16_t(2 * (word & 7) + 1);
+            sc[2 * j + 1] = int16_t(2 * ((word >> 3) & 7) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        const uint16_t d = uint16_t((s[0] >> 12) | ((s[1] >> 8) & 0x00F0) | ((s[2] >> 4) & 0x0F00) |
+                                    (s[3] & 0xF000));
+        return half(d) * 0.125f;
     }
 };
 
