@@ -1,6 +1,8 @@
-// Decode kernels of the types whose weights are signed values from a table or a small set
-// (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0; issue 38), written once for every vector width V. They
-// serve every token count: these types have no prefill panels yet.
+// Decode kernels of the types whose weights are signed values from a table, a small set or a
+// lattice grid (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0, the IQ3/IQ2/IQ1 types; issue 38), written
+// once for every vector width V. They serve every token count: these types have no prefill
+// panels yet; with more than 4 tokens the 256-element types decode each row once and then run
+// every token against it.
 //
 // A block is decoded into signed 8-bit values in element order (each 32 elements one 256-bit
 // vector; AVX-512 joins two), multiplied with the activation quants as |w| x sign(x, w) by
@@ -353,48 +355,118 @@ struct DecodeIQ1_M {
     }
 };
 
+// A super-block ready for the products: values, their magnitudes, the scale words, the factor.
+template <class V>
+struct Decoded {
+    static constexpr int N = 256 / V::kBytes;
+    typename V::I w[N], aw[N], sc[N];
+    float d;
+};
+
+template <class V, class D>
+inline void decode_sb(const typename D::Block& b, Decoded<V>& out) {
+    __m256i w8[8], words = _mm256_setzero_si256();
+    out.d = D::decode(b, w8, &words);
+    join<V>(w8, out.w);
+    for (int v = 0; v < Decoded<V>::N; ++v) out.aw[v] = abs8(out.w[v]);
+    if constexpr (D::kUnitScales) {
+        for (int v = 0; v < Decoded<V>::N; ++v) out.sc[v] = V::set1_i32(0x00010001);
+    } else {
+        spread_scales16(words, out.sc);
+    }
+}
+
+// acc + the super-block's product with one token's quants.
+template <class V>
+inline typename V::F dot_sb(const Decoded<V>& b, const BlockQ8_K* x, typename V::F acc) {
+    typename V::I s = V::zero();
+    for (int v = 0; v < Decoded<V>::N; ++v) {
+        const typename V::I p = V::maddubs(b.aw[v], sign8(V::load(x->qs + V::kBytes * v), b.w[v]));
+        s = V::dpwssd(s, p, b.sc[v]);
+    }
+    return V::fmadd(V::cvt(s), V::set1(b.d * x->d), acc);
+}
+
+// T tokens from t0 against rows [r0, r1), each super-block decoded where it is used (decode).
 template <class V, class D, int T>
 void signed_rows(const MatmulArgs& a, int64_t t0) {
-    using I = typename V::I;
-    using F = typename V::F;
-    constexpr int N = 256 / V::kBytes;
     const int64_t nsb = a.n_cols / 256;
-    const I ones = V::set1_i32(0x00010001);
     for (int64_t r = a.r0; r < a.r1; ++r) {
         const auto* w = reinterpret_cast<const typename D::Block*>(a.w + size_t(r) * a.w_row_bytes);
-        F acc[T];
+        typename V::F acc[T];
         for (int t = 0; t < T; ++t) acc[t] = V::zerof();
         for (int64_t i = 0; i < nsb; ++i) {
             const uint8_t* bp = reinterpret_cast<const uint8_t*>(w + i);
             for (int l = 0; l < int(sizeof(typename D::Block) + 63) / 64; ++l)
                 V::prefetch(bp + 2048 + 64 * l);
-            __m256i w8[8], words = _mm256_setzero_si256();
-            const float d = D::decode(w[i], w8, &words);
-            I wv[N], aw[N], sc[N];
-            join<V>(w8, wv);
-            for (int v = 0; v < N; ++v) aw[v] = abs8(wv[v]);
-            if constexpr (!D::kUnitScales) spread_scales16(words, sc);
+            Decoded<V> b;
+            decode_sb<V, D>(w[i], b);
             for (int t = 0; t < T; ++t) {
-                const auto* x =
-                    reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i;
-                I s = V::zero();
-                for (int v = 0; v < N; ++v) {
-                    const I p = V::maddubs(aw[v], sign8(V::load(x->qs + V::kBytes * v), wv[v]));
-                    if constexpr (D::kUnitScales) {
-                        s = V::dpwssd(s, p, ones);
-                    } else {
-                        s = V::dpwssd(s, p, sc[v]);
-                    }
-                }
-                acc[t] = V::fmadd(V::cvt(s), V::set1(d * x->d), acc[t]);
+                acc[t] = dot_sb<V>(
+                    b,
+                    reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i,
+                    acc[t]);
             }
         }
         for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = V::reduce(acc[t]);
     }
 }
 
+// T tokens from t0 against one row already decoded into `row`.
+template <class V, int T>
+void predecoded_tokens(const MatmulArgs& a, const Decoded<V>* row, int64_t r, int64_t t0) {
+    const int64_t nsb = a.n_cols / 256;
+    typename V::F acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = V::zerof();
+    for (int64_t i = 0; i < nsb; ++i) {
+        for (int t = 0; t < T; ++t) {
+            acc[t] = dot_sb<V>(
+                row[i],
+                reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i,
+                acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = V::reduce(acc[t]);
+}
+
+// Whether prefill decodes each row once: not for TQ2_0, whose decoding (shifts and masks) costs
+// less than storing and reloading it (measured: 0.87x).
+template <class D>
+constexpr bool kDecodeRowOnce = true;
+template <>
+constexpr bool kDecodeRowOnce<DecodeTQ2_0> = false;
+
 template <class V, class D>
 void gemv_signed(const MatmulArgs& a) {
+    if (a.n_tokens <= 0) return;
+    if (a.n_tokens > 4 && kDecodeRowOnce<D>) {
+        // Prefill: each row decoded once into a per-thread buffer (a few KiB to some tens of KiB,
+        // cache-resident), then every token; the decoding costs more than a product here.
+        static thread_local ScratchBuffer buffer;
+        const int64_t nsb = a.n_cols / 256;
+        auto* row = reinterpret_cast<Decoded<V>*>(buffer.get(sizeof(Decoded<V>) * size_t(nsb)));
+        for (int64_t r = a.r0; r < a.r1; ++r) {
+            const auto* w =
+                reinterpret_cast<const typename D::Block*>(a.w + size_t(r) * a.w_row_bytes);
+            for (int64_t i = 0; i < nsb; ++i) decode_sb<V, D>(w[i], row[i]);
+            int64_t t0 = 0;
+            for (; t0 + 4 <= a.n_tokens; t0 += 4) predecoded_tokens<V, 4>(a, row, r, t0);
+            switch (a.n_tokens - t0) {
+                case 1:
+                    predecoded_tokens<V, 1>(a, row, r, t0);
+                    break;
+                case 2:
+                    predecoded_tokens<V, 2>(a, row, r, t0);
+                    break;
+                case 3:
+                    predecoded_tokens<V, 3>(a, row, r, t0);
+                    break;
+                default:
+                    break;
+            }
+        }
+        return;
+    }
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
         switch (a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4) {
             case 1:
