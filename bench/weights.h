@@ -71,6 +71,8 @@ inline void fill_weights(const TypeTraits& t, uint8_t* dst, size_t bytes) {
                 const uint16_t h = f32_to_fp16(0.001f * float(1 + rng() % 16));
                 std::memcpy(p.data() + block * t.type_size + off, &h, 2);
             }
+            // MXFP4's E8M0 exponent: 2^-10 .. 2^-3 (random bytes would give subnormal scales).
+            if (t.type == GgmlType::MXFP4) p[block * t.type_size] = uint8_t(118 + rng() % 8);
         }
     } else {
         std::normal_distribution<float> normal(0.0f, 0.1f);

@@ -13,6 +13,7 @@
 
 #include "tensor/iq_grids.h"
 #include "tensor/x86/codes.h"
+#include "tensor/x86/gemv.h"
 #include "tensor/x86/simd.h"
 
 namespace mw::x86 {
@@ -66,9 +67,10 @@ struct DecodeMXFP4 {
     static float scale(const Block& b) { return e8m0_half(b.e); }
 };
 
+// T tokens against rows [r0, r1); the activations prepared once per call (prepare_tokens32:
+// quants contiguous, scales as floats).
 template <class D, int T>
-void nl32_rows(const MatmulArgs& a, int64_t t0) {
-    const int64_t nb = a.n_cols / 32;
+void nl32_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
     const __m256i table = table16(D::table()), ones = _mm256_set1_epi16(1);
     for (int64_t r = a.r0; r < a.r1; ++r) {
         const auto* w = reinterpret_cast<const typename D::Block*>(a.w + size_t(r) * a.w_row_bytes);
@@ -80,11 +82,9 @@ void nl32_rows(const MatmulArgs& a, int64_t t0) {
             const __m256i aw = abs8(wv);
             const float dw = D::scale(w[b]);
             for (int t = 0; t < T; ++t) {
-                const auto* x =
-                    reinterpret_cast<const BlockQ8_0*>(a.act + size_t(t0 + t) * a.act_stride) + b;
-                const __m256i p = _mm256_maddubs_epi16(aw, sign8(load256(x->qs), wv));
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones)),
-                                         _mm256_set1_ps(dw * half(x->d)), acc[t]);
+                const __m256i prod = _mm256_maddubs_epi16(aw, sign8(load256(p.xs[t] + 32 * b), wv));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones)),
+                                         _mm256_set1_ps(dw * p.dx[t][b]), acc[t]);
             }
         }
         for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = reduce256(acc[t]);
@@ -93,19 +93,22 @@ void nl32_rows(const MatmulArgs& a, int64_t t0) {
 
 template <class D>
 void gemv_nl32(const MatmulArgs& a) {
+    const int64_t nb = a.n_cols / 32;
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
-        switch (a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4) {
+        const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
+        const Act32 p = prepare_tokens32(a, t0, n, kActQ8_0, -1, nb);
+        switch (n) {
             case 1:
-                nl32_rows<D, 1>(a, t0);
+                nl32_rows<D, 1>(a, t0, p, nb);
                 break;
             case 2:
-                nl32_rows<D, 2>(a, t0);
+                nl32_rows<D, 2>(a, t0, p, nb);
                 break;
             case 3:
-                nl32_rows<D, 3>(a, t0);
+                nl32_rows<D, 3>(a, t0, p, nb);
                 break;
             default:
-                nl32_rows<D, 4>(a, t0);
+                nl32_rows<D, 4>(a, t0, p, nb);
                 break;
         }
     }
