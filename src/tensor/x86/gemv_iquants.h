@@ -11,6 +11,8 @@
 // The 32-element types (Q8_0 activations) use 256 bits in every set: one block per vector.
 #pragma once
 
+#include <type_traits>
+
 #include "tensor/iq_grids.h"
 #include "tensor/x86/codes.h"
 #include "tensor/x86/gemv.h"
@@ -366,8 +368,68 @@ struct Decoded {
     float d;
 };
 
+#if defined(__AVX512VBMI__)
+// vpermt2b indexes that put the low (first operand) and high (second) nibbles of the 64 bytes of
+// four IQ4_XS sub-blocks in element order, two sub-blocks per vector (k = 0, 1).
+struct Iq4xsInterleave {
+    uint8_t idx[2][64];
+};
+constexpr Iq4xsInterleave make_iq4xs_interleave() {
+    Iq4xsInterleave t{};
+    for (int k = 0; k < 2; ++k) {
+        for (int i = 0; i < 64; ++i) {
+            const int sub = i / 32, pos = i % 32;
+            t.idx[k][i] = uint8_t(32 * k + 16 * sub + pos % 16 + (pos < 16 ? 0 : 64));
+        }
+    }
+    return t;
+}
+constexpr Iq4xsInterleave kIq4xsInterleave = make_iq4xs_interleave();
+#endif
+
+// IQ4_XS at the width of V: scales one per 32 values, so broadcast instead of spread; AVX-512
+// decodes four sub-blocks per load with byte permutes (VBMI).
+template <class V>
+inline void decode_iq4_xs(const BlockIQ4_XS& b, Decoded<V>& out) {
+    int s[8];
+    for (int j = 0; j < 8; ++j) s[j] = iq4xs_scale(b, j);
+    out.d = half(b.d);
+    if constexpr (V::kBytes == 32) {
+        const __m256i table = table16(kIq4Values);
+        for (int j = 0; j < 8; ++j) {
+            out.w[j] = _mm256_shuffle_epi8(table, nibbles32(b.qs + 16 * j));
+            out.aw[j] = abs8(out.w[j]);
+            out.sc[j] = _mm256_set1_epi16(short(s[j]));
+        }
+    } else {
+#if defined(__AVX512VBMI__)
+        const __m512i table =
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+        const __m512i low4 = _mm512_set1_epi8(0x0F);
+        for (int h = 0; h < 2; ++h) {
+            const __m512i q = _mm512_loadu_si512(b.qs + 64 * h);
+            const __m512i lo = _mm512_and_si512(q, low4);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+            for (int k = 0; k < 2; ++k) {
+                const int v = 2 * h + k;
+                const __m512i codes =
+                    _mm512_permutex2var_epi8(lo, _mm512_loadu_si512(kIq4xsInterleave.idx[k]), hi);
+                out.w[v] = _mm512_shuffle_epi8(table, codes);
+                out.aw[v] = abs8(out.w[v]);
+                out.sc[v] = _mm512_inserti64x4(_mm512_set1_epi16(short(s[2 * v])),
+                                               _mm256_set1_epi16(short(s[2 * v + 1])), 1);
+            }
+        }
+#endif
+    }
+}
+
 template <class V, class D>
 inline void decode_sb(const typename D::Block& b, Decoded<V>& out) {
+    if constexpr (std::is_same_v<D, DecodeIQ4_XS>) {
+        decode_iq4_xs<V>(b, out);
+        return;
+    }
     __m256i w8[8], words = _mm256_setzero_si256();
     out.d = D::decode(b, w8, &words);
     join<V>(w8, out.w);
