@@ -1,5 +1,5 @@
-// AVX-512 decode kernels of the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in their GGUF
-// layout: what differs in kind from the other sets, so written for this set alone.
+// AVX-512 decode kernels of the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) in their
+// GGUF layout: what differs in kind from the other sets, so written for this set alone.
 //
 // Decoding is memory-bound on paper, but on a small core the work per byte decides whether the
 // weights stream at memory speed, so these read 8 blocks at once (three 64-byte loads) and pick
@@ -76,12 +76,25 @@ inline __m512i gather(__m512i r0, __m512i r1, __m512i r2) {
 
 struct NibbleLayout {
     int block_bytes;
-    int qs;      // offset of the 16 nibble bytes
-    int m;       // offset of the fp16 min, or -1
-    int qh;      // offset of the 32 high bits, or -1
-    int offset;  // subtracted from each code (0 for the types with a min)
+    int qs;            // offset of the 16 nibble bytes
+    int m;             // offset of the fp16 min, or -1
+    int qh;            // offset of the 32 high bits, or -1
+    int offset;        // subtracted from each code (0 for the types with a min)
+    bool iq4 = false;  // codes index the IQ4 code book (stored + 128, offset 128)
 };
 constexpr NibbleLayout kQ4_0{18, 2, -1, -1, 8};
+constexpr NibbleLayout kIQ4_NL{18, 2, -1, -1, 128, true};  // Q4_0's layout, non-linear values
+
+// The IQ4 code book plus 128 (unsigned, for vpdpbusd) in each 128-bit lane, for vpshufb.
+struct Iq4Unsigned {
+    uint8_t v[64];
+};
+constexpr Iq4Unsigned make_iq4_unsigned() {
+    Iq4Unsigned t{};
+    for (int i = 0; i < 64; ++i) t.v[i] = uint8_t(kIq4Values[i % 16] + 128);
+    return t;
+}
+constexpr Iq4Unsigned kIq4Unsigned = make_iq4_unsigned();
 constexpr NibbleLayout kQ4_1{20, 4, 2, -1, 0};
 constexpr NibbleLayout kQ5_0{22, 6, -1, 2, 16};
 constexpr NibbleLayout kQ5_1{24, 8, 2, 4, 0};
@@ -220,6 +233,13 @@ void nibble_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
             __m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(n0, 4), low4);
             __m512i lo1 = _mm512_and_si512(n1, low4);
             __m512i hi1 = _mm512_and_si512(_mm512_srli_epi16(n1, 4), low4);
+            if constexpr (L.iq4) {
+                const __m512i book = _mm512_loadu_si512(kIq4Unsigned.v);
+                lo0 = _mm512_shuffle_epi8(book, lo0);
+                hi0 = _mm512_shuffle_epi8(book, hi0);
+                lo1 = _mm512_shuffle_epi8(book, lo1);
+                hi1 = _mm512_shuffle_epi8(book, hi1);
+            }
             if constexpr (L.qh >= 0) {
                 lo0 = add_high_bit(lo0, meta, 0);
                 hi0 = add_high_bit(hi0, meta, 1);
@@ -343,6 +363,9 @@ void gemv_q4_0(const MatmulArgs& a) {
 }
 void gemv_q4_1(const MatmulArgs& a) {
     gemv_nibble<kQ4_1>(a, kActQ8_1);
+}
+void gemv_iq4_nl(const MatmulArgs& a) {
+    gemv_nibble<kIQ4_NL>(a, kActQ8_0);
 }
 void gemv_q5_0(const MatmulArgs& a) {
     gemv_nibble<kQ5_0>(a, kActQ8_0);

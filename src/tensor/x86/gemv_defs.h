@@ -76,7 +76,11 @@ void Set<I>::gemv_q6_k(const MatmulArgs& a) {
 
 template <Isa I>
 void Set<I>::gemv_iq4_nl(const MatmulArgs& a) {
-    gemv_nl32<DecodeIQ4_NL>(a);
+    if constexpr (I == Isa::avx512) {
+        vbmi::gemv_iq4_nl(a);  // Q4_0's kernel with the code book in a byte shuffle
+    } else {
+        gemv_nl32<DecodeIQ4_NL>(a);
+    }
 }
 template <Isa I>
 void Set<I>::gemv_mxfp4(const MatmulArgs& a) {
