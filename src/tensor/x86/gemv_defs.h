@@ -84,7 +84,11 @@ void Set<I>::gemv_iq4_nl(const MatmulArgs& a) {
 }
 template <Isa I>
 void Set<I>::gemv_mxfp4(const MatmulArgs& a) {
-    gemv_nl32<DecodeMXFP4>(a);
+    if constexpr (I == Isa::avx512) {
+        vbmi::gemv_mxfp4(a);
+    } else {
+        gemv_nl32<DecodeMXFP4>(a);
+    }
 }
 template <Isa I>
 void Set<I>::gemv_iq4_xs(const MatmulArgs& a) {
