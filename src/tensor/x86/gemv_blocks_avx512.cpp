@@ -256,11 +256,14 @@ void nibble_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
             }
             __m256 dw;
             if constexpr (L.e8m0) {
-                // 2^(e - 127) through the exponent field, halved: 2^(e - 128) (0 for e = 0, where
-                // the format has 2^-128).
-                dw = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(
-                                       _mm256_cvtepu8_epi32(_mm512_castsi512_si128(meta)), 23)),
-                                   _mm256_set1_ps(0.5f));
+                // 2^(e - 128), exactly as e8m0_half: (e - 1) << 23 in the exponent field, the
+                // subnormals 2^-128 and 2^-127 for e = 0, 1.
+                const __m256i e = _mm256_cvtepu8_epi32(_mm512_castsi512_si128(meta));
+                const __m256i normal =
+                    _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+                const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+                dw = _mm256_castsi256_ps(
+                    _mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
             } else {
                 dw = _mm256_cvtph_ps(_mm512_castsi512_si128(meta));
             }
