@@ -120,10 +120,12 @@ void bench_gemm(benchmark::State& state, const TypeTraits* w, int64_t n_rows, in
         benchmark::Counter(macs * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-const GgmlType kTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                           GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,  GgmlType::BF16,
-                           GgmlType::F32};
+const GgmlType kTypes[] = {
+    GgmlType::Q4_0,  GgmlType::Q4_1,   GgmlType::Q5_0,    GgmlType::Q5_1,   GgmlType::Q8_0,
+    GgmlType::Q2_K,  GgmlType::Q3_K,   GgmlType::Q4_K,    GgmlType::Q5_K,   GgmlType::Q6_K,
+    GgmlType::F16,   GgmlType::BF16,   GgmlType::F32,     GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+    GgmlType::MXFP4, GgmlType::TQ1_0,  GgmlType::TQ2_0,   GgmlType::IQ3_S,  GgmlType::IQ3_XXS,
+    GgmlType::IQ2_S, GgmlType::IQ2_XS, GgmlType::IQ2_XXS, GgmlType::IQ1_S,  GgmlType::IQ1_M};
 
 struct Shape {
     int64_t rows, cols;

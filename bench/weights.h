@@ -41,6 +41,19 @@ inline std::vector<size_t> half_fields(GgmlType type) {
             return {108};
         case GgmlType::Q6_K:
             return {208};
+        case GgmlType::IQ4_NL:
+        case GgmlType::IQ4_XS:
+        case GgmlType::IQ2_XXS:
+        case GgmlType::IQ2_XS:
+        case GgmlType::IQ2_S:
+        case GgmlType::IQ3_XXS:
+        case GgmlType::IQ3_S:
+        case GgmlType::IQ1_S:
+            return {0};
+        case GgmlType::TQ1_0:
+            return {52};
+        case GgmlType::TQ2_0:
+            return {64};
         default:
             return {};
     }
@@ -58,6 +71,8 @@ inline void fill_weights(const TypeTraits& t, uint8_t* dst, size_t bytes) {
                 const uint16_t h = f32_to_fp16(0.001f * float(1 + rng() % 16));
                 std::memcpy(p.data() + block * t.type_size + off, &h, 2);
             }
+            // MXFP4's E8M0 exponent: 2^-10 .. 2^-3 (random bytes would give subnormal scales).
+            if (t.type == GgmlType::MXFP4) p[block * t.type_size] = uint8_t(118 + rng() % 8);
         }
     } else {
         std::normal_distribution<float> normal(0.0f, 0.1f);

@@ -168,9 +168,11 @@ uint64_t dequantized_hash(const gguf::GgufFile& f) {
     return h;
 }
 
-// The expected hashes are of ggml's own dequantize_row_* run on the same tensor bytes (ggml's
-// ggml-quants.c, built outside this project; the README's check_dequant.py found gguf-py's
-// dequantization bit-identical to it on these files). Bit-identical decoding or nothing.
+// The expected hashes are of ggml's own dequantize_row_* run on the same tensor bytes:
+// ggml-quants.c and ggml-common.h of ggml-org/ggml at d99724f2, compiled outside this project into
+// a small program that decodes each tensor's raw bytes (read from the file's tensor table) and
+// hashes them the same way. The README's check_dequant.py found gguf-py's dequantization
+// bit-identical to ggml's on these files. Bit-identical decoding or nothing.
 TEST(IQuantRealData, DecodingIsBitIdenticalToGgml) {
     const std::pair<const char*, uint64_t> files[] = {
         {"kq-tiny-IQ4_NL.gguf", 0x0aef0b65efb5de2cull},

@@ -227,6 +227,37 @@ TEST_P(X86Kernels, MatmulLongRows) {
     }
 }
 
+// MXFP4's E8M0 scales at the ends of the range (subnormal 2^-128 and 2^-127, huge 2^72): the
+// kernels decode them exactly as the reference does.
+TEST_P(X86Kernels, Mxfp4ExtremeExponents) {
+    const TypeTraits& w = row_of(table_, GgmlType::MXFP4);
+    const TypeTraits& ref = row_of(reference_type_traits(), GgmlType::MXFP4);
+    const TypeTraits& act = row_of(reference_type_traits(), GgmlType::Q8_0);
+    std::mt19937 rng(19);
+    const uint8_t exponents[] = {0, 1, 2, 3, 100, 127, 130, 200, 0, 1, 2};
+    const int64_t nb = int64_t(std::size(exponents)), n = 32 * nb;
+    std::vector<uint8_t> row(size_t(nb) * sizeof(BlockMXFP4));
+    for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* block = row.data() + b * int64_t(sizeof(BlockMXFP4));
+        block[0] = exponents[b];
+        for (int j = 1; j < 17; ++j) block[j] = uint8_t(rng());
+    }
+    std::vector<uint8_t> xq(row_bytes(act, n));
+    for (int trial = 0; trial < 10; ++trial) {
+        const auto x = random_floats(size_t(n), rng);
+        act.from_float(x.data(), xq.data(), n);
+        // Each block alone, so that no block's product hides another's.
+        for (int64_t b = 0; b < nb; ++b) {
+            const uint8_t* wb = row.data() + b * int64_t(sizeof(BlockMXFP4));
+            const uint8_t* xb = xq.data() + b * int64_t(sizeof(BlockQ8_0));
+            const float got = w.vec_dot(32, wb, xb), want = ref.vec_dot(32, wb, xb);
+            const double scale = abs_products(w, wb, act, xb, 32);
+            EXPECT_NEAR(got, want, 2e-6 * scale) << "e = " << int(exponents[b]);
+            EXPECT_FALSE(std::isnan(got)) << "e = " << int(exponents[b]);
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Sets, X86Kernels,
                          ::testing::Values(x86::Isa::avx2, x86::Isa::avxvnni, x86::Isa::avx512),
                          isa_name);

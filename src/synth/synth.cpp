@@ -79,6 +79,16 @@ ScaleFields scale_fields(GgmlType type) {
             return {0, 0.00015f, 2, 0.003f};
         case GgmlType::Q6_K:
             return {208, 0.000015f, -1, 0};
+        case GgmlType::IQ4_NL:
+            return {0, 0.00025f, -1, 0};
+        case GgmlType::IQ4_XS:
+            return {0, 0.00002f, -1, 0};
+        case GgmlType::TQ1_0:
+            return {52, 0.02f, -1, 0};
+        case GgmlType::TQ2_0:
+            return {64, 0.02f, -1, 0};
+        case GgmlType::MXFP4:
+            return {0, 0.0f, -1, 0};  // an E8M0 exponent byte, set in fill_random_blocks
         default:
             fail(ErrorKind::invalid_argument, "synth: no random block generator for this type");
     }
@@ -202,6 +212,14 @@ void fill_random_blocks(GgmlType type, uint8_t* dst, uint64_t n_blocks, uint64_t
     for (uint64_t b = 0; b < n_blocks; ++b) {
         uint8_t* p = dst + b * block;
         fill_bytes(rng, p, block);
+        if (type == GgmlType::MXFP4) {
+            p[0] = uint8_t(119 + (rng.next() & 1));  // 2^-9 or 2^-8 times values up to 12
+            continue;
+        }
+        if (type == GgmlType::TQ2_0) {
+            // Ternary codes only (0..2): a code 3 becomes 2.
+            for (size_t k = 0; k < 64; ++k) p[k] = uint8_t(p[k] & ~(p[k] & (p[k] >> 1) & 0x55));
+        }
         // Vary the scale a little per block, as real blocks do.
         const float jitter = 0.75f + 0.5f * float(rng.next() & 0xff) / 255.0f;
         put_half(p, f.d_offset, f.d * jitter);

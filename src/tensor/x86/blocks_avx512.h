@@ -8,6 +8,8 @@ namespace mw::x86::vbmi {
 
 void gemv_q4_0(const MatmulArgs& a);
 void gemv_q4_1(const MatmulArgs& a);
+void gemv_iq4_nl(const MatmulArgs& a);
+void gemv_mxfp4(const MatmulArgs& a);
 void gemv_q5_0(const MatmulArgs& a);
 void gemv_q5_1(const MatmulArgs& a);
 void gemv_q8_0(const MatmulArgs& a);

@@ -1,5 +1,5 @@
-// AVX-512 decode kernels of the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) in their GGUF
-// layout: what differs in kind from the other sets, so written for this set alone.
+// AVX-512 decode kernels of the 32-element types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4)
+// in their GGUF layout: what differs in kind from the other sets, so written for this set alone.
 //
 // Decoding is memory-bound on paper, but on a small core the work per byte decides whether the
 // weights stream at memory speed, so these read 8 blocks at once (three 64-byte loads) and pick
@@ -76,12 +76,28 @@ inline __m512i gather(__m512i r0, __m512i r1, __m512i r2) {
 
 struct NibbleLayout {
     int block_bytes;
-    int qs;      // offset of the 16 nibble bytes
-    int m;       // offset of the fp16 min, or -1
-    int qh;      // offset of the 32 high bits, or -1
-    int offset;  // subtracted from each code (0 for the types with a min)
+    int qs;                        // offset of the 16 nibble bytes
+    int m;                         // offset of the fp16 min, or -1
+    int qh;                        // offset of the 32 high bits, or -1
+    int offset;                    // subtracted from each code (0 for the types with a min)
+    const int8_t* book = nullptr;  // codes index this code book (stored + offset, unsigned)
+    bool e8m0 = false;             // the scale is one E8M0 byte (MXFP4), not fp16
 };
 constexpr NibbleLayout kQ4_0{18, 2, -1, -1, 8};
+constexpr NibbleLayout kIQ4_NL{18, 2, -1, -1, 128, kIq4Values};  // Q4_0's layout, non-linear
+// MXFP4's book is -12..12: the smallest offset keeps the bias (offset * sum(x)) that cancels
+// small, as rounding goes.
+constexpr NibbleLayout kMXFP4{17, 1, -1, -1, 12, kMxfp4Values, true};
+
+// A code book plus the offset (unsigned, for vpdpbusd) in each 128-bit lane, for vpshufb.
+struct UnsignedBook {
+    uint8_t v[64];
+};
+constexpr UnsignedBook unsigned_book(const int8_t* book, int offset) {
+    UnsignedBook t{};
+    for (int i = 0; i < 64; ++i) t.v[i] = uint8_t(book[i % 16] + offset);
+    return t;
+}
 constexpr NibbleLayout kQ4_1{20, 4, 2, -1, 0};
 constexpr NibbleLayout kQ5_0{22, 6, -1, 2, 16};
 constexpr NibbleLayout kQ5_1{24, 8, 2, 4, 0};
@@ -98,6 +114,10 @@ constexpr std::array<int, 64> meta_src(const NibbleLayout& l) {
     std::array<int, 64> s{};
     for (int i = 0; i < 64; ++i) s[i] = -1;
     for (int k = 0; k < 8; ++k) {
+        if (l.e8m0) {  // bytes 0-7: the exponents
+            s[k] = l.block_bytes * k;
+            continue;
+        }
         s[2 * k] = l.block_bytes * k;
         s[2 * k + 1] = l.block_bytes * k + 1;
         if (l.m >= 0) {
@@ -116,6 +136,7 @@ struct NibblePlans {
     static constexpr GatherPlan n0 = make_plan(8 * L.block_bytes, nibble_src(L, 0));
     static constexpr GatherPlan n1 = make_plan(8 * L.block_bytes, nibble_src(L, 1));
     static constexpr GatherPlan meta = make_plan(8 * L.block_bytes, meta_src(L));
+    static constexpr UnsignedBook book = L.book ? unsigned_book(L.book, L.offset) : UnsignedBook{};
 };
 
 // Byte permutes of the meta vector that put, for each code byte of a split vector, the qh byte
@@ -220,13 +241,32 @@ void nibble_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
             __m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(n0, 4), low4);
             __m512i lo1 = _mm512_and_si512(n1, low4);
             __m512i hi1 = _mm512_and_si512(_mm512_srli_epi16(n1, 4), low4);
+            if constexpr (L.book != nullptr) {
+                const __m512i book = _mm512_loadu_si512(Plans::book.v);
+                lo0 = _mm512_shuffle_epi8(book, lo0);
+                hi0 = _mm512_shuffle_epi8(book, hi0);
+                lo1 = _mm512_shuffle_epi8(book, lo1);
+                hi1 = _mm512_shuffle_epi8(book, hi1);
+            }
             if constexpr (L.qh >= 0) {
                 lo0 = add_high_bit(lo0, meta, 0);
                 hi0 = add_high_bit(hi0, meta, 1);
                 lo1 = add_high_bit(lo1, meta, 2);
                 hi1 = add_high_bit(hi1, meta, 3);
             }
-            const __m256 dw = _mm256_cvtph_ps(_mm512_castsi512_si128(meta));
+            __m256 dw;
+            if constexpr (L.e8m0) {
+                // 2^(e - 128), exactly as e8m0_half: (e - 1) << 23 in the exponent field, the
+                // subnormals 2^-128 and 2^-127 for e = 0, 1.
+                const __m256i e = _mm256_cvtepu8_epi32(_mm512_castsi512_si128(meta));
+                const __m256i normal =
+                    _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+                const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+                dw = _mm256_castsi256_ps(
+                    _mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+            } else {
+                dw = _mm256_cvtph_ps(_mm512_castsi512_si128(meta));
+            }
             __m256 w2 = dw;
             if constexpr (L.m >= 0) w2 = _mm256_cvtph_ps(_mm512_extracti32x4_epi32(meta, 1));
             for (int t = 0; t < T; ++t) {
@@ -343,6 +383,12 @@ void gemv_q4_0(const MatmulArgs& a) {
 }
 void gemv_q4_1(const MatmulArgs& a) {
     gemv_nibble<kQ4_1>(a, kActQ8_1);
+}
+void gemv_iq4_nl(const MatmulArgs& a) {
+    gemv_nibble<kIQ4_NL>(a, kActQ8_0);
+}
+void gemv_mxfp4(const MatmulArgs& a) {
+    gemv_nibble<kMXFP4>(a, kActQ8_0);
 }
 void gemv_q5_0(const MatmulArgs& a) {
     gemv_nibble<kQ5_0>(a, kActQ8_0);

@@ -76,11 +76,19 @@ void Set<I>::gemv_q6_k(const MatmulArgs& a) {
 
 template <Isa I>
 void Set<I>::gemv_iq4_nl(const MatmulArgs& a) {
-    gemv_nl32<DecodeIQ4_NL>(a);
+    if constexpr (I == Isa::avx512) {
+        vbmi::gemv_iq4_nl(a);  // Q4_0's kernel with the code book in a byte shuffle
+    } else {
+        gemv_nl32<DecodeIQ4_NL>(a);
+    }
 }
 template <Isa I>
 void Set<I>::gemv_mxfp4(const MatmulArgs& a) {
-    gemv_nl32<DecodeMXFP4>(a);
+    if constexpr (I == Isa::avx512) {
+        vbmi::gemv_mxfp4(a);
+    } else {
+        gemv_nl32<DecodeMXFP4>(a);
+    }
 }
 template <Isa I>
 void Set<I>::gemv_iq4_xs(const MatmulArgs& a) {
@@ -97,31 +105,31 @@ void Set<I>::gemv_tq2_0(const MatmulArgs& a) {
 
 template <Isa I>
 void Set<I>::gemv_iq2_xxs(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ2_XXS, BlockIQ2_XXS>>(a);
+    gemv_signed<typename VecOf<I>::type, DecodeIQ2_XXS>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq2_xs(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ2_XS, BlockIQ2_XS>>(a);
+    gemv_signed<typename VecOf<I>::type, DecodeIQ2_XS>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq2_s(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ2_S, BlockIQ2_S>>(a);
+    gemv_signed<typename VecOf<I>::type, DecodeIQ2_S>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq3_xxs(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ3_XXS, BlockIQ3_XXS>>(a);
+    gemv_signed<typename VecOf<I>::type, DecodeIQ3_XXS>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq3_s(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ3_S, BlockIQ3_S>>(a);
+    gemv_signed<typename VecOf<I>::type, DecodeIQ3_S>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq1_s(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ1_S, BlockIQ1_S>>(a);
+    gemv_signed<typename VecOf<I>::type, DecodeIQ1_S>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq1_m(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeLattice<GgmlType::IQ1_M, BlockIQ1_M>>(a);
+    gemv_signed<typename VecOf<I>::type, DecodeIQ1_M>(a);
 }
 
 template <Isa I>

@@ -1,6 +1,8 @@
-// Decode kernels of the types whose weights are signed values from a table or a small set
-// (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0; issue 38), written once for every vector width V. They
-// serve every token count: these types have no prefill panels yet.
+// Decode kernels of the types whose weights are signed values from a table, a small set or a
+// lattice grid (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0, the IQ3/IQ2/IQ1 types; issue 38), written
+// once for every vector width V. They serve every token count: these types have no prefill
+// panels yet; with more than 4 tokens the 256-element types decode each row once and then run
+// every token against it.
 //
 // A block is decoded into signed 8-bit values in element order (each 32 elements one 256-bit
 // vector; AVX-512 joins two), multiplied with the activation quants as |w| x sign(x, w) by
@@ -9,7 +11,11 @@
 // The 32-element types (Q8_0 activations) use 256 bits in every set: one block per vector.
 #pragma once
 
+#include <type_traits>
+
+#include "tensor/iq_grids.h"
 #include "tensor/x86/codes.h"
+#include "tensor/x86/gemv.h"
 #include "tensor/x86/simd.h"
 
 namespace mw::x86 {
@@ -63,9 +69,10 @@ struct DecodeMXFP4 {
     static float scale(const Block& b) { return e8m0_half(b.e); }
 };
 
+// T tokens against rows [r0, r1); the activations prepared once per call (prepare_tokens32:
+// quants contiguous, scales as floats).
 template <class D, int T>
-void nl32_rows(const MatmulArgs& a, int64_t t0) {
-    const int64_t nb = a.n_cols / 32;
+void nl32_rows(const MatmulArgs& a, int64_t t0, const Act32& p, int64_t nb) {
     const __m256i table = table16(D::table()), ones = _mm256_set1_epi16(1);
     for (int64_t r = a.r0; r < a.r1; ++r) {
         const auto* w = reinterpret_cast<const typename D::Block*>(a.w + size_t(r) * a.w_row_bytes);
@@ -77,11 +84,9 @@ void nl32_rows(const MatmulArgs& a, int64_t t0) {
             const __m256i aw = abs8(wv);
             const float dw = D::scale(w[b]);
             for (int t = 0; t < T; ++t) {
-                const auto* x =
-                    reinterpret_cast<const BlockQ8_0*>(a.act + size_t(t0 + t) * a.act_stride) + b;
-                const __m256i p = _mm256_maddubs_epi16(aw, sign8(load256(x->qs), wv));
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones)),
-                                         _mm256_set1_ps(dw * half(x->d)), acc[t]);
+                const __m256i prod = _mm256_maddubs_epi16(aw, sign8(load256(p.xs[t] + 32 * b), wv));
+                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones)),
+                                         _mm256_set1_ps(dw * p.dx[t][b]), acc[t]);
             }
         }
         for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = reduce256(acc[t]);
@@ -90,19 +95,22 @@ void nl32_rows(const MatmulArgs& a, int64_t t0) {
 
 template <class D>
 void gemv_nl32(const MatmulArgs& a) {
+    const int64_t nb = a.n_cols / 32;
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
-        switch (a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4) {
+        const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
+        const Act32 p = prepare_tokens32(a, t0, n, kActQ8_0, -1, nb);
+        switch (n) {
             case 1:
-                nl32_rows<D, 1>(a, t0);
+                nl32_rows<D, 1>(a, t0, p, nb);
                 break;
             case 2:
-                nl32_rows<D, 2>(a, t0);
+                nl32_rows<D, 2>(a, t0, p, nb);
                 break;
             case 3:
-                nl32_rows<D, 3>(a, t0);
+                nl32_rows<D, 3>(a, t0, p, nb);
                 break;
             default:
-                nl32_rows<D, 4>(a, t0);
+                nl32_rows<D, 4>(a, t0, p, nb);
                 break;
         }
     }
@@ -177,63 +185,353 @@ struct DecodeTQ1_0 {
     }
 };
 
-// The lattice i-quants: each super-block unpacked by the reference (ref::lattice_unpack), the
-// product written once over V as for the types above.
-template <GgmlType kType, class BlockT>
-struct DecodeLattice {
-    using Block = BlockT;
+// ---- Lattice i-quants: grid points gathered by index (tensor/iq_grids.h), signs applied as a
+// 32-bit mask per 32 values; w and the integer scales as ref::lattice_unpack gives them.
+
+// w with the bytes whose bit is set in `signs` negated (byte k takes bit k).
+inline __m256i apply_signs(__m256i w, uint32_t signs) {
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(int(signs)),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_sub_epi8(_mm256_xor_si256(w, m), m);
+}
+inline __m256i points8(const uint64_t* grid, int i0, int i1, int i2, int i3) {
+    return _mm256_set_epi64x(int64_t(grid[i3]), int64_t(grid[i2]), int64_t(grid[i1]),
+                             int64_t(grid[i0]));
+}
+inline __m256i points4(const uint32_t* grid, const int* i) {
+    return _mm256_setr_epi32(int(grid[i[0]]), int(grid[i[1]]), int(grid[i[2]]), int(grid[i[3]]),
+                             int(grid[i[4]]), int(grid[i[5]]), int(grid[i[6]]), int(grid[i[7]]));
+}
+// Four 7-bit sign indexes of an IQ2_XXS / IQ3_XXS word, expanded to 32 sign bits.
+inline uint32_t signs_of(const uint8_t* table, uint32_t aux) {
+    return uint32_t(table[aux & 127]) | uint32_t(table[(aux >> 7) & 127]) << 8 |
+           uint32_t(table[(aux >> 14) & 127]) << 16 | uint32_t(table[(aux >> 21) & 127]) << 24;
+}
+// 8 g + delta for IQ1's points g in -1..1 (three doublings) and a +-1 per byte.
+inline __m256i iq1_values(__m256i g, __m256i delta) {
+    const __m256i g2 = _mm256_add_epi8(g, g), g4 = _mm256_add_epi8(g2, g2);
+    return _mm256_add_epi8(_mm256_add_epi8(g4, g4), delta);
+}
+inline int64_t iq1_delta(bool minus) {
+    return minus ? -1 : 0x0101010101010101;
+}
+
+struct DecodeIQ2_XXS {
+    using Block = BlockIQ2_XXS;
     static constexpr bool kUnitScales = false;
     static float decode(const Block& b, __m256i w[8], __m256i* words) {
-        ref::LatticeBlock u;
-        ref::lattice_unpack(kType, &b, &u);
-        for (int v = 0; v < 8; ++v) w[v] = load256(u.w + 32 * v);
-        *words = load256(u.scale);
-        return u.factor;
+        const IqGrids& g = iq_grids();
+        const auto* q8 = reinterpret_cast<const uint8_t*>(b.qs);
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* p = q8 + 8 * j;
+            const uint32_t aux = uint32_t(load_i32(p + 4));
+            w[j] = apply_signs(points8(g.iq2xxs, p[0], p[1], p[2], p[3]), signs_of(g.signs, aux));
+            sc[2 * j] = sc[2 * j + 1] = int16_t(2 * (aux >> 28) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.125f;
     }
 };
 
+struct DecodeIQ2_XS {
+    using Block = BlockIQ2_XS;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint16_t* q = b.qs + 4 * j;
+            const uint32_t signs =
+                uint32_t(g.signs[q[0] >> 9]) | uint32_t(g.signs[q[1] >> 9]) << 8 |
+                uint32_t(g.signs[q[2] >> 9]) << 16 | uint32_t(g.signs[q[3] >> 9]) << 24;
+            w[j] = apply_signs(points8(g.iq2xs, q[0] & 511, q[1] & 511, q[2] & 511, q[3] & 511),
+                               signs);
+            sc[2 * j] = int16_t(2 * (b.scales[j] & 0xF) + 1);
+            sc[2 * j + 1] = int16_t(2 * (b.scales[j] >> 4) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.125f;
+    }
+};
+
+struct DecodeIQ2_S {
+    using Block = BlockIQ2_S;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* q = b.qs + 4 * j;
+            const int h = b.qh[j];
+            w[j] = apply_signs(points8(g.iq2s, q[0] | ((h << 8) & 0x300), q[1] | ((h << 6) & 0x300),
+                                       q[2] | ((h << 4) & 0x300), q[3] | ((h << 2) & 0x300)),
+                               uint32_t(load_i32(b.qs + 32 + 4 * j)));
+            sc[2 * j] = int16_t(2 * (b.scales[j] & 0xF) + 1);
+            sc[2 * j + 1] = int16_t(2 * (b.scales[j] >> 4) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.125f;
+    }
+};
+
+struct DecodeIQ3_XXS {
+    using Block = BlockIQ3_XXS;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint32_t aux = uint32_t(load_i32(b.qs + 64 + 4 * j));
+            int idx[8];
+            for (int k = 0; k < 8; ++k) idx[k] = b.qs[8 * j + k];
+            w[j] = apply_signs(points4(g.iq3xxs, idx), signs_of(g.signs, aux));
+            sc[2 * j] = sc[2 * j + 1] = int16_t(2 * (aux >> 28) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.25f;
+    }
+};
+
+struct DecodeIQ3_S {
+    using Block = BlockIQ3_S;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            int idx[8];
+            for (int k = 0; k < 8; ++k) idx[k] = b.qs[8 * j + k] | ((b.qh[j] << (8 - k)) & 256);
+            w[j] = apply_signs(points4(g.iq3s, idx), uint32_t(load_i32(b.signs + 4 * j)));
+            sc[2 * j] = sc[2 * j + 1] = int16_t(2 * ((b.scales[j / 2] >> (4 * (j % 2))) & 0xF) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d);
+    }
+};
+
+struct DecodeIQ1_S {
+    using Block = BlockIQ1_S;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const int h = b.qh[j];
+            const uint8_t* q = b.qs + 4 * j;
+            const __m256i p = points8(g.iq1s, q[0] | (h & 7) << 8, q[1] | ((h >> 3) & 7) << 8,
+                                      q[2] | ((h >> 6) & 7) << 8, q[3] | ((h >> 9) & 7) << 8);
+            w[j] = iq1_values(p, _mm256_set1_epi64x(iq1_delta(h & 0x8000)));
+            sc[2 * j] = sc[2 * j + 1] = int16_t(2 * ((h >> 12) & 7) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        return half(b.d) * 0.125f;
+    }
+};
+
+struct DecodeIQ1_M {
+    using Block = BlockIQ1_M;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        uint16_t s[4];
+        std::memcpy(s, b.scales, sizeof s);
+        alignas(32) int16_t sc[16];
+        for (int j = 0; j < 8; ++j) {
+            const uint8_t* q = b.qs + 4 * j;
+            const int h0 = b.qh[2 * j], h1 = b.qh[2 * j + 1];
+            const __m256i p =
+                points8(g.iq1s, q[0] | ((h0 << 8) & 0x700), q[1] | ((h0 << 4) & 0x700),
+                        q[2] | ((h1 << 8) & 0x700), q[3] | ((h1 << 4) & 0x700));
+            const __m256i delta = _mm256_set_epi64x(iq1_delta(h1 & 0x80), iq1_delta(h1 & 0x08),
+                                                    iq1_delta(h0 & 0x80), iq1_delta(h0 & 0x08));
+            w[j] = iq1_values(p, delta);
+            const int word = s[j / 2] >> (6 * (j % 2));
+            sc[2 * j] = int16_t(2 * (word & 7) + 1);
+            sc[2 * j + 1] = int16_t(2 * ((word >> 3) & 7) + 1);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(sc));
+        const uint16_t d = uint16_t((s[0] >> 12) | ((s[1] >> 8) & 0x00F0) | ((s[2] >> 4) & 0x0F00) |
+                                    (s[3] & 0xF000));
+        return half(d) * 0.125f;
+    }
+};
+
+// A super-block ready for the products: values, their magnitudes, the scale words, the factor.
+template <class V>
+struct Decoded {
+    static constexpr int N = 256 / V::kBytes;
+    typename V::I w[N], aw[N], sc[N];
+    float d;
+};
+
+#if defined(__AVX512VBMI__)
+// vpermt2b indexes that put the low (first operand) and high (second) nibbles of the 64 bytes of
+// four IQ4_XS sub-blocks in element order, two sub-blocks per vector (k = 0, 1).
+struct Iq4xsInterleave {
+    uint8_t idx[2][64];
+};
+constexpr Iq4xsInterleave make_iq4xs_interleave() {
+    Iq4xsInterleave t{};
+    for (int k = 0; k < 2; ++k) {
+        for (int i = 0; i < 64; ++i) {
+            const int sub = i / 32, pos = i % 32;
+            t.idx[k][i] = uint8_t(32 * k + 16 * sub + pos % 16 + (pos < 16 ? 0 : 64));
+        }
+    }
+    return t;
+}
+constexpr Iq4xsInterleave kIq4xsInterleave = make_iq4xs_interleave();
+#endif
+
+// IQ4_XS at the width of V: scales one per 32 values, so broadcast instead of spread; AVX-512
+// decodes four sub-blocks per load with byte permutes (VBMI).
+template <class V>
+inline void decode_iq4_xs(const BlockIQ4_XS& b, Decoded<V>& out) {
+    int s[8];
+    for (int j = 0; j < 8; ++j) s[j] = iq4xs_scale(b, j);
+    out.d = half(b.d);
+    if constexpr (V::kBytes == 32) {
+        const __m256i table = table16(kIq4Values);
+        for (int j = 0; j < 8; ++j) {
+            out.w[j] = _mm256_shuffle_epi8(table, nibbles32(b.qs + 16 * j));
+            out.aw[j] = abs8(out.w[j]);
+            out.sc[j] = _mm256_set1_epi16(short(s[j]));
+        }
+    } else {
+#if defined(__AVX512VBMI__)
+        const __m512i table =
+            _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Values)));
+        const __m512i low4 = _mm512_set1_epi8(0x0F);
+        for (int h = 0; h < 2; ++h) {
+            const __m512i q = _mm512_loadu_si512(b.qs + 64 * h);
+            const __m512i lo = _mm512_and_si512(q, low4);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+            for (int k = 0; k < 2; ++k) {
+                const int v = 2 * h + k;
+                const __m512i codes =
+                    _mm512_permutex2var_epi8(lo, _mm512_loadu_si512(kIq4xsInterleave.idx[k]), hi);
+                out.w[v] = _mm512_shuffle_epi8(table, codes);
+                out.aw[v] = abs8(out.w[v]);
+                out.sc[v] = _mm512_inserti64x4(_mm512_set1_epi16(short(s[2 * v])),
+                                               _mm256_set1_epi16(short(s[2 * v + 1])), 1);
+            }
+        }
+#endif
+    }
+}
+
+template <class V, class D>
+inline void decode_sb(const typename D::Block& b, Decoded<V>& out) {
+    if constexpr (std::is_same_v<D, DecodeIQ4_XS>) {
+        decode_iq4_xs<V>(b, out);
+        return;
+    }
+    __m256i w8[8], words = _mm256_setzero_si256();
+    out.d = D::decode(b, w8, &words);
+    join<V>(w8, out.w);
+    for (int v = 0; v < Decoded<V>::N; ++v) out.aw[v] = abs8(out.w[v]);
+    if constexpr (D::kUnitScales) {
+        for (int v = 0; v < Decoded<V>::N; ++v) out.sc[v] = V::set1_i32(0x00010001);
+    } else {
+        spread_scales16(words, out.sc);
+    }
+}
+
+// acc + the super-block's product with one token's quants.
+template <class V>
+inline typename V::F dot_sb(const Decoded<V>& b, const BlockQ8_K* x, typename V::F acc) {
+    typename V::I s = V::zero();
+    for (int v = 0; v < Decoded<V>::N; ++v) {
+        const typename V::I p = V::maddubs(b.aw[v], sign8(V::load(x->qs + V::kBytes * v), b.w[v]));
+        s = V::dpwssd(s, p, b.sc[v]);
+    }
+    return V::fmadd(V::cvt(s), V::set1(b.d * x->d), acc);
+}
+
+// T tokens from t0 against rows [r0, r1), each super-block decoded where it is used (decode).
 template <class V, class D, int T>
 void signed_rows(const MatmulArgs& a, int64_t t0) {
-    using I = typename V::I;
-    using F = typename V::F;
-    constexpr int N = 256 / V::kBytes;
     const int64_t nsb = a.n_cols / 256;
-    const I ones = V::set1_i32(0x00010001);
     for (int64_t r = a.r0; r < a.r1; ++r) {
         const auto* w = reinterpret_cast<const typename D::Block*>(a.w + size_t(r) * a.w_row_bytes);
-        F acc[T];
+        typename V::F acc[T];
         for (int t = 0; t < T; ++t) acc[t] = V::zerof();
         for (int64_t i = 0; i < nsb; ++i) {
             const uint8_t* bp = reinterpret_cast<const uint8_t*>(w + i);
             for (int l = 0; l < int(sizeof(typename D::Block) + 63) / 64; ++l)
                 V::prefetch(bp + 2048 + 64 * l);
-            __m256i w8[8], words = _mm256_setzero_si256();
-            const float d = D::decode(w[i], w8, &words);
-            I wv[N], aw[N], sc[N];
-            join<V>(w8, wv);
-            for (int v = 0; v < N; ++v) aw[v] = abs8(wv[v]);
-            if constexpr (!D::kUnitScales) spread_scales16(words, sc);
+            Decoded<V> b;
+            decode_sb<V, D>(w[i], b);
             for (int t = 0; t < T; ++t) {
-                const auto* x =
-                    reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i;
-                I s = V::zero();
-                for (int v = 0; v < N; ++v) {
-                    const I p = V::maddubs(aw[v], sign8(V::load(x->qs + V::kBytes * v), wv[v]));
-                    if constexpr (D::kUnitScales) {
-                        s = V::dpwssd(s, p, ones);
-                    } else {
-                        s = V::dpwssd(s, p, sc[v]);
-                    }
-                }
-                acc[t] = V::fmadd(V::cvt(s), V::set1(d * x->d), acc[t]);
+                acc[t] = dot_sb<V>(
+                    b,
+                    reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i,
+                    acc[t]);
             }
         }
         for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = V::reduce(acc[t]);
     }
 }
 
+// T tokens from t0 against one row already decoded into `row`.
+template <class V, int T>
+void predecoded_tokens(const MatmulArgs& a, const Decoded<V>* row, int64_t r, int64_t t0) {
+    const int64_t nsb = a.n_cols / 256;
+    typename V::F acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = V::zerof();
+    for (int64_t i = 0; i < nsb; ++i) {
+        for (int t = 0; t < T; ++t) {
+            acc[t] = dot_sb<V>(
+                row[i],
+                reinterpret_cast<const BlockQ8_K*>(a.act + size_t(t0 + t) * a.act_stride) + i,
+                acc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.ldy + r] = V::reduce(acc[t]);
+}
+
+// Whether prefill decodes each row once: not for TQ2_0, whose decoding (shifts and masks) costs
+// less than storing and reloading it (measured: 0.87x).
+template <class D>
+constexpr bool kDecodeRowOnce = true;
+template <>
+constexpr bool kDecodeRowOnce<DecodeTQ2_0> = false;
+
 template <class V, class D>
 void gemv_signed(const MatmulArgs& a) {
+    if (a.n_tokens <= 0) return;
+    if (a.n_tokens > 4 && kDecodeRowOnce<D>) {
+        // Prefill: each row decoded once into a per-thread buffer (a few KiB to some tens of KiB,
+        // cache-resident), then every token; the decoding costs more than a product here.
+        static thread_local ScratchBuffer buffer;
+        const int64_t nsb = a.n_cols / 256;
+        auto* row = reinterpret_cast<Decoded<V>*>(buffer.get(sizeof(Decoded<V>) * size_t(nsb)));
+        for (int64_t r = a.r0; r < a.r1; ++r) {
+            const auto* w =
+                reinterpret_cast<const typename D::Block*>(a.w + size_t(r) * a.w_row_bytes);
+            for (int64_t i = 0; i < nsb; ++i) decode_sb<V, D>(w[i], row[i]);
+            int64_t t0 = 0;
+            for (; t0 + 4 <= a.n_tokens; t0 += 4) predecoded_tokens<V, 4>(a, row, r, t0);
+            switch (a.n_tokens - t0) {
+                case 1:
+                    predecoded_tokens<V, 1>(a, row, r, t0);
+                    break;
+                case 2:
+                    predecoded_tokens<V, 2>(a, row, r, t0);
+                    break;
+                case 3:
+                    predecoded_tokens<V, 3>(a, row, r, t0);
+                    break;
+                default:
+                    break;
+            }
+        }
+        return;
+    }
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
         switch (a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4) {
             case 1:
