@@ -114,6 +114,7 @@ Model Model::bind(const gguf::GgufFile& file) {
     }
     m.layers.resize(hp.n_layer);
     const bool qwen35 = hp.arch == "qwen35" || hp.arch == "qwen35moe";
+    const bool gptoss = hp.arch == "gpt-oss";
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         Layer& l = m.layers[i];
         const std::string p = fmt::format("blk.{}.", i);
@@ -124,6 +125,8 @@ Model Model::bind(const gguf::GgufFile& file) {
         } else if (lfm2) {
             bind_lfm2_mixer(b, hp, i, l);
             l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+        } else if (gptoss) {
+            bind_gptoss_layer(b, hp, i, l);
         } else {
             bind_attention(b, hp, p, l);
         }
