@@ -215,6 +215,11 @@ Model Model::bind(const gguf::GgufFile& file) {
             }
         }
         for (auto v : kLayerVectors) per_token += (l.*v).size() * sizeof(float);
+        // Of the experts' biases (gpt-oss), only the chosen experts' are read.
+        for (auto v : {&Layer::exp_gate_bias, &Layer::exp_up_bias, &Layer::exp_down_bias}) {
+            per_token -= (l.*v).size() * sizeof(float) * (hp.n_expert - hp.n_expert_used) /
+                         std::max(1u, hp.n_expert);
+        }
     }
     m.bytes_per_token = per_token;
     return m;
