@@ -37,13 +37,14 @@ struct Case {
     int n_head, n_head_kv, head_dim_k, head_dim_v;
     uint32_t pos0, n_tokens;
     int n_threads;
-    float q_scale;  // larger queries: peaked softmax, the running maximum moves between blocks
+    float q_scale;       // larger queries: peaked softmax, the running maximum moves between blocks
+    bool sinks = false;  // a sink logit per query head (gpt-oss)
 };
 
 std::string describe(const Case& c) {
-    return fmt::format("{} heads {}/{} dims {}/{} pos0 {} tokens {} threads {} q x{}",
+    return fmt::format("{} heads {}/{} dims {}/{} pos0 {} tokens {} threads {} q x{}{}",
                        type_traits(c.type)->name, c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v,
-                       c.pos0, c.n_tokens, c.n_threads, c.q_scale);
+                       c.pos0, c.n_tokens, c.n_threads, c.q_scale, c.sinks ? " sinks" : "");
 }
 
 // Cached rows in `type` for n_pos positions of n_head_kv heads, plus their decoded values (what
@@ -84,6 +85,10 @@ void check_case(const Case& c) {
     std::vector<float> q(size_t(c.n_tokens) * c.n_head * c.head_dim_k);
     for (float& x : q) x = normal(rng);
     std::vector<float> out(size_t(c.n_tokens) * c.n_head * c.head_dim_v, NAN);
+    // Sinks around the scores' own range, so that some heads give them most of the mass.
+    std::vector<float> sinks(size_t(c.n_head));
+    std::normal_distribution<float> sink_normal(0.0f, 3.0f);
+    for (float& x : sinks) x = sink_normal(rng);
 
     const float scale = 1.0f / std::sqrt(float(c.head_dim_k));
     // Position-major rows holding every head (the engine's cache is head-major: both are strides).
@@ -102,6 +107,7 @@ void check_case(const Case& c) {
     b.head_dim_k = c.head_dim_k;
     b.head_dim_v = c.head_dim_v;
     b.scale = scale;
+    b.sinks = c.sinks ? sinks.data() : nullptr;
     AttentionScratch scratch(
         {c.n_tokens, 1, c.n_head, c.n_head_kv, c.head_dim_k, c.head_dim_v, c.n_threads});
     SequentialThreads threads(c.n_threads);
@@ -126,6 +132,7 @@ void check_case(const Case& c) {
             }
             double sum = 0.0;
             for (double& x : s) sum += (x = std::exp(x - max));
+            if (c.sinks) sum += std::exp(double(sinks[size_t(h)]) - max);
             const float* oh = out.data() + (size_t(t) * c.n_head + h) * c.head_dim_v;
             double err = 0.0, norm = 0.0;
             for (int d = 0; d < c.head_dim_v; ++d) {
@@ -166,6 +173,15 @@ TEST(Attention, SplitDecodeStepsMatch) {
         check_case({type, 8, 2, 64, 64, 1500, 1, 4, 3.0f});
         check_case({type, 4, 1, 128, 128, 777, 1, 8, 1.0f});
         check_case({type, 2, 2, 32, 32, 2049, 1, 3, 1.0f});
+    }
+}
+
+TEST(Attention, SinksTakeTheirShareOfEachHead) {
+    // Prefill (one state per query) and split decode (the sink joins the merged states once).
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16}) {
+        check_case({type, 8, 2, 64, 64, 0, 37, 1, 1.0f, true});
+        check_case({type, 8, 2, 64, 64, 45, 19, 3, 4.0f, true});
+        check_case({type, 8, 2, 64, 64, 1500, 1, 4, 3.0f, true});
     }
 }
 

@@ -168,7 +168,8 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchedDecode,
                                          ModelCase{"reference/models/qwen35moe-tiny-F16.gguf",
                                                    3e-3},
                                          ModelCase{"reference/models/lfm2-tiny-F16.gguf", 3e-3},
-                                         ModelCase{"reference/models/lfm2moe-tiny-F16.gguf", 3e-3}),
+                                         ModelCase{"reference/models/lfm2moe-tiny-F16.gguf", 3e-3},
+                                         ModelCase{"reference/models/gpt-oss-tiny-F16.gguf", 3e-3}),
                          [](const testing::TestParamInfo<ModelCase>& p) {
                              std::string name = p.param.path;
                              name = name.substr(name.rfind('/') + 1);

@@ -198,7 +198,8 @@ TEST_P(MemBudget, LogitsEqualTheInRamPathAtEveryCacheSize) {
 INSTANTIATE_TEST_SUITE_P(MoeModels, MemBudget,
                          ::testing::Values("moe-tiny-F16.wap", "moe-tiny-Q4_K_M.wap",
                                            "deepseek2-tiny-Q4_K_M.once", "qwen35moe-tiny-F16.wap",
-                                           "qwen35moe-tiny-Q4_K_M.wap"),
+                                           "qwen35moe-tiny-Q4_K_M.wap", "gpt-oss-tiny-F16.wap",
+                                           "gpt-oss-tiny-MXFP4.wap"),
                          [](const ::testing::TestParamInfo<std::string>& param_info) {
                              std::string name = param_info.param;
                              for (char& ch : name) {

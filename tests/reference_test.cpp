@@ -39,6 +39,8 @@ bool pending_family_runs(const std::string& id) {
         "lfm2moe-tiny-Q4_K_M",
         "smollm3-tiny-F16",
         "smollm3-tiny-Q4_K_M",
+        "gpt-oss-tiny-F16",
+        "gpt-oss-tiny-MXFP4",
     };
     // clang-format on
     const std::string model = id.substr(0, id.find('.'));

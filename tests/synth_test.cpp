@@ -122,5 +122,48 @@ TEST(Synth, Qwen35AtAScaledDownShapeRuns) {
     }
 }
 
+// The gpt-oss-20b preset's layout at a CI size (256 wide, 4 layers, 8 experts, window 8), in
+// MXFP4_MOE: it loads, and a prompt longer than the window gives the same finite logits in one
+// batch as token by token.
+TEST(Synth, GptOssAtAScaledDownShapeRuns) {
+    ModelSpec s = synth_preset("gpt-oss-20b");
+    s.n_vocab = 1024;
+    s.n_embd = 256;
+    s.n_layer = 4;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.n_ff = s.n_ff_expert = 256;
+    s.n_expert = 8;
+    s.n_expert_used = 2;
+    s.n_swa = 8;
+    SynthOptions o;
+    o.spec = s;
+    o.recipe = QuantRecipe::MXFP4_MOE;
+    o.seed = 5;
+    const std::string path = test::temp_dir() + "/gptoss.gguf";
+    write_synth_model(o, path);
+    const auto m = LoadedModel::load(path, LoadOptions{});
+    EXPECT_TRUE(m->model.hp.swa_layer(0));
+    EXPECT_FALSE(m->model.hp.swa_layer(1));
+    const std::vector<uint8_t> bytes = test::read_file(path);
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "gptoss", {.header_only = true});
+    EXPECT_EQ(GgmlType(f.find_tensor("blk.0.ffn_gate_exps.weight")->type), GgmlType::MXFP4);
+    EXPECT_EQ(GgmlType(f.find_tensor("blk.0.attn_q.weight")->type), GgmlType::Q8_0);
+    std::vector<int32_t> tokens;
+    for (int32_t i = 0; i < 24; ++i) tokens.push_back(3 + (i * 37) % 1000);
+    ContextParams p;
+    p.n_ctx = 64;
+    p.n_threads = 2;
+    Context batch(*m, p), steps(*m, p);
+    batch.decode(tokens.data(), uint32_t(tokens.size()), false);
+    for (const int32_t t : tokens) steps.decode(&t, 1, false);
+    const uint32_t n = m->model.hp.n_vocab;
+    const float *a = batch.logits(-1), *b = steps.logits(-1);
+    ASSERT_TRUE(a && b);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i]));
+    EXPECT_LT(test::rel_rms(a, b, n), 0.02);
+    std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace mw

@@ -1,6 +1,6 @@
 // The attention blocks of the forward pass: grouped-query attention (with the features some
 // families add: fused QKV, biases, per-head Q/K norms, sliding windows with their own RoPE,
-// soft-capped scores, a given score scale) and DeepSeek's multi-head latent attention.
+// soft-capped scores, a given score scale, sinks) and DeepSeek's multi-head latent attention.
 #include <algorithm>
 #include <cmath>
 
@@ -104,6 +104,7 @@ void ForwardStep::attention(uint32_t il) {
     batch.scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt(float(hd_k));
     batch.window = swa ? hp.n_swa : 0;
     batch.softcap = hp.attn_softcap;
+    batch.sinks = l.attn_sinks.empty() ? nullptr : l.attn_sinks.data();
     mw::attention(par, batch, s.attention);
 
     if (gated) {
@@ -115,6 +116,11 @@ void ForwardStep::attention(uint32_t il) {
         });
     }
     matmul(l.wo, s.attn.data(), n, s.xb2.data());
+    if (!l.bo.empty()) {
+        for_each_token(n, hp.n_embd, [&](uint32_t t) {
+            add_inplace(s.xb2.data() + t * hp.n_embd, l.bo.data(), hp.n_embd);
+        });
+    }
 }
 
 // Multi-head latent attention in its absorbed form: the cache holds one row per position, the

@@ -1,6 +1,7 @@
-// The feed-forward blocks of the forward pass: the gated FFN (SwiGLU, or GeGLU for gemma; gate and
-// up in two matrices or fused in one for phi3) and the mixture of experts (softmax or sigmoid
-// routing, optional group limit and selection bias, weight scale, shared experts).
+// The feed-forward blocks of the forward pass: the gated FFN (SwiGLU, GeGLU for gemma, the clamped
+// SwiGLU of gpt-oss; gate and up in two matrices or fused in one for phi3) and the mixture of
+// experts (softmax or sigmoid routing, router bias, optional group limit and selection bias,
+// weight scale, shared experts, expert biases).
 #include <algorithm>
 #include <cmath>
 
@@ -73,6 +74,22 @@ void select_experts(const HParams& hp, const float* logits, const float* bias, i
     }
 }
 
+// gpt-oss's expert activation: the gate clamped from above and the up projection on both sides
+// (at 7), then gate sigmoid(1.702 gate) (up + 1). `out` may be `gate`.
+void swiglu_oai(const float* gate, const float* up, float* out, int64_t n) {
+    constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = std::min(gate[i], kLimit);
+        const float u = std::clamp(up[i], -kLimit, kLimit);
+        out[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+    }
+}
+
+// Adds `bias` (width floats) to each of `rows` rows.
+void add_rows(float* x, const float* bias, uint32_t rows, int64_t width) {
+    for (uint32_t t = 0; t < rows; ++t) add_inplace(x + t * width, bias, width);
+}
+
 }  // namespace
 
 void ForwardStep::prefetch_experts(uint32_t il, const float* in) {
@@ -88,6 +105,8 @@ void ForwardStep::prefetch_experts(uint32_t il, const float* in) {
     const Layer& next = m.layers[il + 1];
     // Not through the observer: this product is a guess, not part of the computation.
     mw::matmul(par, next.router, in, n, s.router_logits.data(), s.act.data());
+    if (!next.router_bias.empty())
+        add_rows(s.router_logits.data(), next.router_bias.data(), n, n_exp);
     int32_t ids[64];
     float weights[64];
     if (k_used > 64) return;
@@ -104,6 +123,7 @@ void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
     const Layer& l = *layer;
     const int64_t n_embd = hp.n_embd;
     const bool gelu = hp.ffn_act == FfnActivation::gelu;
+    const bool oai = hp.ffn_act == FfnActivation::swiglu_oai;
     // gate[i] = act(gate[i]) * up[i] over rows of `width` (gate and up `stride` apart per token).
     const auto glu = [&](float* gate, const float* up, int64_t width, int64_t stride,
                          uint32_t rows) {
@@ -112,6 +132,8 @@ void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
             const float* u = up + t * stride;
             if (gelu) {
                 geglu(g, u, gate + t * width, width);
+            } else if (oai) {
+                swiglu_oai(g, u, gate + t * width, width);
             } else {
                 swiglu(g, u, gate + t * width, width);
             }
@@ -152,6 +174,7 @@ void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
     const int n_exp = int(hp.n_expert), k_used = int(hp.n_expert_used);
     const int64_t n_ff = hp.n_ff_expert;
     matmul(l.router, in, n, s.router_logits.data());
+    if (!l.router_bias.empty()) add_rows(s.router_logits.data(), l.router_bias.data(), n, n_exp);
     for (uint32_t t = 0; t < n; ++t) {
         select_experts(hp, s.router_logits.data() + t * n_exp,
                        l.expert_bias.empty() ? nullptr : l.expert_bias.data(),
@@ -181,8 +204,14 @@ void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
                    : ExpertSlices{l.exp_gate.expert(e), l.exp_up.expert(e), l.exp_down.expert(e)};
         matmul(w.gate, s.moe_in.data(), count, s.gate.data());
         matmul(w.up, s.moe_in.data(), count, s.up.data());
+        if (!l.exp_gate_bias.empty()) {  // gpt-oss: every expert product has a bias
+            add_rows(s.gate.data(), l.exp_gate_bias.data() + e * n_ff, count, n_ff);
+            add_rows(s.up.data(), l.exp_up_bias.data() + e * n_ff, count, n_ff);
+        }
         glu(s.gate.data(), s.up.data(), n_ff, n_ff, count);
         matmul(w.down, s.gate.data(), count, s.moe_out.data());
+        if (!l.exp_down_bias.empty())
+            add_rows(s.moe_out.data(), l.exp_down_bias.data() + e * n_embd, count, n_embd);
         if (source) source->release(il, e);
         // Scatter: out[t] += weight * expert_out.
         for (uint32_t i = 0; i < count; ++i) {

@@ -74,7 +74,7 @@ constexpr ArchInfo kArchs[] = {
     {"command-r", RopeStyle::normal, false}, {"granite", RopeStyle::normal, false},
     {"qwen35", RopeStyle::neox, false},      {"qwen35moe", RopeStyle::neox, true},
     {"lfm2", RopeStyle::neox, false},        {"lfm2moe", RopeStyle::neox, true},
-    {"smollm3", RopeStyle::normal, false},
+    {"smollm3", RopeStyle::normal, false},   {"gpt-oss", RopeStyle::neox, true},
 };
 
 const ArchInfo* find_arch(const std::string& arch) {
@@ -217,7 +217,7 @@ bool is_supported_arch(const std::string& arch) {
 
 const char* supported_archs() {
     return "llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, phi3, deepseek2, "
-           "command-r, granite, qwen35, qwen35moe, lfm2, lfm2moe, smollm3";
+           "command-r, granite, qwen35, qwen35moe, lfm2, lfm2moe, smollm3, gpt-oss";
 }
 
 uint32_t HParams::n_recurrent_layers() const {
@@ -388,6 +388,7 @@ HParams read_hparams(const gguf::GgufFile& f) {
     // The architectures with a home of their own (model/arch/).
     if (a == "qwen35" || a == "qwen35moe") read_qwen35(f, hp);
     if (a == "lfm2" || a == "lfm2moe") read_lfm2(f, hp);
+    if (a == "gpt-oss") read_gptoss(f, hp);
     if (a == "smollm3") hp.nope_interval = 4;  // llama.cpp's fixed interval: no GGUF key
     return hp;
 }

@@ -21,7 +21,9 @@ enum class NormKind {
     layer,  // (x - mean) / std(x) * w (command-r)
 };
 
-enum class FfnActivation { silu, gelu };  // the gate's activation: SwiGLU or GeGLU (gemma)
+// The gate's activation: SwiGLU, GeGLU (gemma), or gpt-oss's clamped SwiGLU: with g = min(gate,
+// 7) and u = clamp(up, -7, 7), g sigmoid(1.702 g) (u + 1).
+enum class FfnActivation { silu, gelu, swiglu_oai };
 
 enum class ExpertGating { softmax, sigmoid };  // router probabilities (deepseek2: either)
 

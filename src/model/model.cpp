@@ -114,6 +114,7 @@ Model Model::bind(const gguf::GgufFile& file) {
     }
     m.layers.resize(hp.n_layer);
     const bool qwen35 = hp.arch == "qwen35" || hp.arch == "qwen35moe";
+    const bool gptoss = hp.arch == "gpt-oss";
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         Layer& l = m.layers[i];
         const std::string p = fmt::format("blk.{}.", i);
@@ -124,6 +125,8 @@ Model Model::bind(const gguf::GgufFile& file) {
         } else if (lfm2) {
             bind_lfm2_mixer(b, hp, i, l);
             l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+        } else if (gptoss) {
+            bind_gptoss_layer(b, hp, i, l);
         } else {
             bind_attention(b, hp, p, l);
         }
@@ -212,6 +215,11 @@ Model Model::bind(const gguf::GgufFile& file) {
             }
         }
         for (auto v : kLayerVectors) per_token += (l.*v).size() * sizeof(float);
+        // Of the experts' biases (gpt-oss), only the chosen experts' are read.
+        for (auto v : {&Layer::exp_gate_bias, &Layer::exp_up_bias, &Layer::exp_down_bias}) {
+            per_token -= (l.*v).size() * sizeof(float) * (hp.n_expert - hp.n_expert_used) /
+                         std::max(1u, hp.n_expert);
+        }
     }
     m.bytes_per_token = per_token;
     return m;

@@ -36,6 +36,8 @@ struct Layer {
     WeightMatrix wq, wk, wv, wo;
     WeightMatrix wqkv;              // phi3: Q, K and V rows in one matrix (wq, wk, wv then absent)
     std::vector<float> bq, bk, bv;  // qwen2 biases (empty if absent)
+    std::vector<float> bo;          // gpt-oss: attn_output's bias
+    std::vector<float> attn_sinks;  // gpt-oss: per query head, a logit in the softmax's denominator
     std::vector<float> q_norm, k_norm;  // qwen3 per-head RMSNorm weights (empty if absent)
     std::vector<float> ffn_norm;
     // gemma: RMSNorm of the attention and FFN outputs before their residual adds.
@@ -52,7 +54,10 @@ struct Layer {
     // Mixture of experts.
     WeightMatrix router;             // n_embd -> n_expert logits
     std::vector<float> expert_bias;  // deepseek2: added to the scores to choose, not to weigh
+    std::vector<float> router_bias;  // gpt-oss: added to the router's logits
     ExpertWeights exp_gate, exp_up, exp_down;
+    // gpt-oss: each expert's biases, expert-major (n_expert x rows of its matrix).
+    std::vector<float> exp_gate_bias, exp_up_bias, exp_down_bias;
     WeightMatrix shared_gate, shared_up, shared_down;  // qwen2moe / deepseek2 shared expert
     WeightMatrix shared_router;  // qwen2moe: its sigmoid gate (1 output); deepseek2: none
     bool moe = false;            // this layer's FFN is the mixture of experts
@@ -109,10 +114,28 @@ inline constexpr LayerStackRole kLayerStacks[] = {
 };
 // The small float vectors of a layer (norms, biases, DeltaNet's per-head constants).
 inline constexpr std::vector<float> Layer::*kLayerVectors[] = {
-    &Layer::attn_norm,     &Layer::bq,          &Layer::bk,        &Layer::bv,
-    &Layer::q_norm,        &Layer::k_norm,      &Layer::ffn_norm,  &Layer::post_attn_norm,
-    &Layer::post_ffn_norm, &Layer::q_a_norm,    &Layer::kv_a_norm, &Layer::expert_bias,
-    &Layer::ssm_conv,      &Layer::ssm_dt_bias, &Layer::ssm_a,     &Layer::ssm_norm,
+    &Layer::attn_norm,
+    &Layer::bq,
+    &Layer::bk,
+    &Layer::bv,
+    &Layer::q_norm,
+    &Layer::k_norm,
+    &Layer::ffn_norm,
+    &Layer::post_attn_norm,
+    &Layer::post_ffn_norm,
+    &Layer::q_a_norm,
+    &Layer::kv_a_norm,
+    &Layer::expert_bias,
+    &Layer::ssm_conv,
+    &Layer::ssm_dt_bias,
+    &Layer::ssm_a,
+    &Layer::ssm_norm,
+    &Layer::bo,
+    &Layer::attn_sinks,
+    &Layer::router_bias,
+    &Layer::exp_gate_bias,
+    &Layer::exp_up_bias,
+    &Layer::exp_down_bias,
 };
 
 struct Model {

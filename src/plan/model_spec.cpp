@@ -99,10 +99,14 @@ void add_attention(TensorList& t, const ModelSpec& s, const std::string& p) {
     t.matrix(p + "attn_k.weight", {E, K});
     t.matrix(p + "attn_v.weight", {E, K});
     t.matrix(p + "attn_output.weight", {Q, E});
-    if (s.arch == "qwen2" || s.arch == "qwen2moe") {
+    if (s.arch == "qwen2" || s.arch == "qwen2moe" || s.arch == "gpt-oss") {
         t.vector(p + "attn_q.bias", Q);
         t.vector(p + "attn_k.bias", K);
         t.vector(p + "attn_v.bias", K);
+    }
+    if (s.arch == "gpt-oss") {
+        t.vector(p + "attn_output.bias", E);
+        t.vector(p + "attn_sinks.weight", s.n_head);
     }
     if (has_qk_norm(s.arch)) {
         t.vector(p + "attn_q_norm.weight", hd);
@@ -118,6 +122,12 @@ void add_ffn(TensorList& t, const ModelSpec& s, const std::string& p, uint32_t l
         t.matrix(p + "ffn_gate_exps.weight", {E, F, N});
         t.matrix(p + "ffn_up_exps.weight", {E, F, N});
         t.matrix(p + "ffn_down_exps.weight", {F, E, N});
+        if (s.arch == "gpt-oss") {  // the router's and every expert's biases
+            t.vector(p + "ffn_gate_inp.bias", N);
+            t.matrix_f32(p + "ffn_gate_exps.bias", {F, N});
+            t.matrix_f32(p + "ffn_up_exps.bias", {F, N});
+            t.matrix_f32(p + "ffn_down_exps.bias", {E, N});
+        }
         if (s.n_ff_shared > 0) {
             if (s.arch == "qwen2moe") t.matrix(p + "ffn_gate_inp_shexp.weight", {E, 1});
             if (s.arch == "qwen35moe") t.vector(p + "ffn_gate_inp_shexp.weight", E);
@@ -269,6 +279,12 @@ std::vector<TensorDesc> spec_tensors(const ModelSpec& s) {
     for (uint32_t i = 0; i < s.n_layer; ++i) {
         const std::string p = "blk." + std::to_string(i) + ".";
         t.vector(p + "attn_norm.weight", E);
+        if (s.arch == "gpt-oss") {  // post_attention_norm is the pre-FFN norm
+            add_attention(t, s, p);
+            t.vector(p + "post_attention_norm.weight", E);
+            add_ffn(t, s, p, i);
+            continue;
+        }
         if (is_qwen35(s.arch)) {  // post_attention_norm is the pre-FFN norm
             add_qwen35_mixer(t, s, p, i);
             t.vector(p + "post_attention_norm.weight", E);
@@ -361,7 +377,8 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
         w.set_string(a + "rope.scaling.type", "yarn");
         w.set_f32(a + "rope.scaling.factor", s.yarn_factor);
         w.set_u32(a + "rope.scaling.original_context_length", s.yarn_orig_ctx);
-        w.set_f32(a + "rope.scaling.yarn_log_multiplier", 0.1f * s.yarn_mscale_all_dim);
+        if (s.yarn_mscale_all_dim > 0.0f)
+            w.set_f32(a + "rope.scaling.yarn_log_multiplier", 0.1f * s.yarn_mscale_all_dim);
     }
     if (s.longrope) w.set_u32(a + "rope.scaling.original_context_length", 4096);
     if (s.arch == "gemma2") {

@@ -206,9 +206,19 @@ ModelSpec make_spec(const char* id, const char* name, const char* arch, uint32_t
 void fill_random_blocks(GgmlType type, uint8_t* dst, uint64_t n_blocks, uint64_t seed) {
     const auto layout = ggml_layout(static_cast<uint32_t>(type));
     if (!layout) fail(ErrorKind::invalid_argument, "synth: unknown type");
-    const ScaleFields f = scale_fields(type);
     Rng rng{seed};
     const size_t block = layout->type_size;
+    if (type == GgmlType::MXFP4) {
+        // One power-of-two scale byte (E8M0) per block of E2M1 values (magnitudes up to 6):
+        // 2^-7 (the byte 120) to 2^-6 gives a standard deviation of about 0.02.
+        for (uint64_t b = 0; b < n_blocks; ++b) {
+            uint8_t* p = dst + b * block;
+            fill_bytes(rng, p, block);
+            p[0] = uint8_t(120 + (rng.next() & 1));
+        }
+        return;
+    }
+    const ScaleFields f = scale_fields(type);
     for (uint64_t b = 0; b < n_blocks; ++b) {
         uint8_t* p = dst + b * block;
         fill_bytes(rng, p, block);
@@ -274,6 +284,21 @@ std::vector<SynthPreset> synth_presets() {
     r7.tied_embeddings = true;
     r7.logit_scale = 0.25f;
     presets.push_back({r7.id, "Command R 7B shape in the command-r layout", r7});
+    // gpt-oss-20b (its config.json): 24 layers x 2880, 64 query heads of 64 on 8 KV heads, 32
+    // experts of 2880 with 4 per token, sliding window 128 on the even layers, YaRN x32 from 4096.
+    // Written in MXFP4_MOE as it ships: --type MXFP4_MOE.
+    ModelSpec oss =
+        make_spec("gpt-oss-20b", "gpt-oss-20b shape", "gpt-oss", 201088, 2880, 24, 64, 8, 2880);
+    oss.head_dim = 64;
+    oss.n_ctx_train = 131072;
+    oss.rope_freq_base = 150000.0f;
+    oss.n_expert = 32;
+    oss.n_expert_used = 4;
+    oss.n_ff_expert = 2880;
+    oss.n_swa = 128;
+    oss.yarn_factor = 32.0f;
+    oss.yarn_orig_ctx = 4096;
+    presets.push_back({oss.id, "gpt-oss-20b shape: 32 experts, top-4, sinks, MXFP4 experts", oss});
     for (const ModelSpec& s : model_catalogue()) presets.push_back({s.id, s.name + " shape", s});
     return presets;
 }

@@ -323,12 +323,14 @@ class Worker {
         return n_q;
     }
 
-    // out = acc / sum for each query of the item.
+    // out = acc / sum for each query of the item (the sum with the head's sink, if any).
     void finish(const Item& it, int n_q) const {
         for (int i = 0; i < n_q; ++i) {
             float* out = output(it, i);
             const float* acc = acc_ + size_t(i) * b_.head_dim_v;
-            const float inv = 1.0f / sums_[i];
+            float sum = sums_[i];
+            if (b_.sinks) sum += std::exp(b_.sinks[head(it, i)] - maxes_[i]);
+            const float inv = 1.0f / sum;
             for (int d = 0; d < b_.head_dim_v; ++d) out[d] = acc[d] * inv;
         }
     }
@@ -381,8 +383,9 @@ class Worker {
     ToFloatFn v_decode_;
 };
 
-// Combines the split states of one query head into its output (the online-softmax merge).
-void merge_splits(const float* parts, int n_split, int hd_v, float* out) {
+// Combines the split states of one query head into its output (the online-softmax merge), with
+// the head's sink logit in the denominator when `sink` is not null.
+void merge_splits(const float* parts, int n_split, int hd_v, const float* sink, float* out) {
     float m = -INFINITY;
     for (int s = 0; s < n_split; ++s) {
         const float* p = parts + size_t(s) * (hd_v + 2);
@@ -397,6 +400,7 @@ void merge_splits(const float* parts, int n_split, int hd_v, float* out) {
         sum += p[1] * w;
         for (int d = 0; d < hd_v; ++d) out[d] += w * p[2 + d];
     }
+    if (sink) sum += std::exp(*sink - m);
     const float inv = 1.0f / sum;
     for (int d = 0; d < hd_v; ++d) out[d] *= inv;
 }
@@ -499,7 +503,7 @@ void attention(Parallel& par, const AttentionBatch& b, AttentionScratch& scratch
         for (uint32_t s = 0; s < b.n_seqs; ++s) {
             for (int h = 0; h < b.n_head; ++h) {
                 merge_splits(partials + (size_t(s) * b.n_head + h) * n_split * part_floats, n_split,
-                             b.head_dim_v,
+                             b.head_dim_v, b.sinks ? b.sinks + h : nullptr,
                              b.out + (size_t(b.seqs[s].first_token) * b.n_head + h) * b.head_dim_v);
             }
         }

@@ -75,6 +75,9 @@ struct AttentionBatch {
     uint32_t window = 0;
     // Soft-capping of the scaled scores, s = softcap tanh(s / softcap) (0: none).
     float softcap = 0.0f;
+    // Attention sinks (gpt-oss), one logit per query head (null: none): each adds exp(sink) to
+    // its head's softmax denominator, taking probability mass without adding a value.
+    const float* sinks = nullptr;
 };
 
 // The shape an AttentionScratch is planned for.

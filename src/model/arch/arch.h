@@ -36,4 +36,9 @@ void bind_qwen35_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l);
 void read_lfm2(const gguf::GgufFile& f, HParams& hp);
 void bind_lfm2_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l);
 
+// gpt-oss (arch/gptoss.cpp): attention sinks, alternating sliding/full layers, biases
+// everywhere, experts with the clamped SwiGLU.
+void read_gptoss(const gguf::GgufFile& f, HParams& hp);
+void bind_gptoss_layer(Binder& b, const HParams& hp, uint32_t il, Layer& l);
+
 }  // namespace mw

@@ -1,0 +1,98 @@
+// gpt-oss (issue 41) beyond its reference cases: what the loader reads from gpt-oss-tiny (the
+// sliding/full pattern without a key, YaRN on both kinds of layer, sinks and biases), and files
+// that lack what it needs: clear errors naming the tensor or key.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "runtime/loaded_model.h"
+#include "support/test_support.h"
+
+namespace mw {
+namespace {
+
+const char* kF16 = "reference/models/gpt-oss-tiny-F16.gguf";
+
+// gpt-oss-tiny-F16 rewritten with `edit` applied and `drop_tensor` left out.
+std::string edited_copy(const std::string& name, const std::function<void(gguf::GgufWriter&)>& edit,
+                        const std::string& drop_tensor = "") {
+    static std::vector<uint8_t> bytes = test::read_file(test::shared_path(kF16));
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "gpt-oss-tiny");
+    gguf::GgufWriter w(f.alignment());
+    for (const gguf::KeyValue& kv : f.metadata()) {
+        if (kv.key != "general.alignment") w.set_value(kv.key, kv.value);
+    }
+    for (const gguf::TensorInfo& t : f.tensors()) {
+        if (t.name == drop_tensor) continue;
+        w.add_tensor(t.name, GgmlType(t.type),
+                     std::vector<uint64_t>(t.ne, t.ne + std::max(1u, t.n_dims)),
+                     std::span<const uint8_t>(t.data, t.n_bytes));
+    }
+    edit(w);
+    const std::string path = test::temp_dir() + "/gptoss-" + name + ".gguf";
+    w.write_file(path);
+    return path;
+}
+
+void expect_load_error(const std::string& path, const std::vector<std::string>& says) {
+    try {
+        LoadedModel::load(path, LoadOptions{});
+        ADD_FAILURE() << path << " loaded";
+    } catch (const Error& e) {
+        for (const std::string& s : says) {
+            EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
+                << "'" << s << "' not in: " << e.what();
+        }
+    }
+}
+
+TEST(GptOss, ReadsTheLayoutOfItsFile) {
+    const auto lm = LoadedModel::load(test::shared_path(kF16), LoadOptions{});
+    const Model& m = lm->model;
+    const HParams& hp = m.hp;
+    EXPECT_EQ(hp.n_swa, 32u);
+    EXPECT_TRUE(hp.swa_layer(0));  // llama.cpp's default pattern: even layers slide
+    EXPECT_FALSE(hp.swa_layer(1));
+    EXPECT_EQ(hp.rope_scaling, RopeScaling::yarn);
+    EXPECT_TRUE(m.rope.neox);
+    EXPECT_FLOAT_EQ(m.rope.freq_scale, 1.0f / 32.0f);
+    // The sliding layers rotate as the full ones do.
+    EXPECT_EQ(m.rope_swa.freq_base, m.rope.freq_base);
+    EXPECT_EQ(m.rope_swa.freq_scale, m.rope.freq_scale);
+    EXPECT_EQ(m.rope_swa.ext_factor, 1.0f);
+    EXPECT_EQ(hp.ffn_act, FfnActivation::swiglu_oai);
+    for (const Layer& l : m.layers) {
+        EXPECT_TRUE(l.moe);
+        EXPECT_EQ(l.attn_sinks.size(), 8u);
+        EXPECT_EQ(l.bo.size(), 256u);
+        EXPECT_EQ(l.router_bias.size(), 4u);
+        EXPECT_EQ(l.exp_gate_bias.size(), 4u * 256u);
+        EXPECT_EQ(l.exp_down_bias.size(), 4u * 256u);
+    }
+}
+
+TEST(GptOss, FilesLackingWhatItNeedsAreClearErrors) {
+    expect_load_error(edited_copy(
+                          "nosink", [](gguf::GgufWriter&) {}, "blk.1.attn_sinks.weight"),
+                      {"missing tensor", "blk.1.attn_sinks.weight"});
+    expect_load_error(edited_copy(
+                          "nobias", [](gguf::GgufWriter&) {}, "blk.0.ffn_down_exps.bias"),
+                      {"missing tensor", "blk.0.ffn_down_exps.bias"});
+    expect_load_error(
+        edited_copy("noswa",
+                    [](gguf::GgufWriter& w) { w.remove("gpt-oss.attention.sliding_window"); }),
+        {"gpt-oss.attention.sliding_window", "missing"});
+    expect_load_error(
+        edited_copy("sinkshape",
+                    [](gguf::GgufWriter& w) { w.set_u32("gpt-oss.attention.head_count", 4); }),
+        {"attn_sinks.weight has shape [8], expected [4]"});
+}
+
+}  // namespace
+}  // namespace mw
