@@ -16,6 +16,7 @@
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "model/hparams.h"
+#include "model/recurrent_state.h"
 #include "plan/catalogue.h"
 #include "plan/model_spec.h"
 #include "plan/planner.h"
@@ -203,6 +204,32 @@ TEST(Qwen35Spec, PlanCountsKvOnAttentionLayersAndAConstantState) {
         plan_memory(facts_of(*find_catalogue_model("qwen3.5-9b"), header), {.n_ctx = 4096});
     EXPECT_EQ(m9.kv_bytes, 4096u * 32768u);
     EXPECT_EQ(m9.state_bytes % (24ull * (3 * 8192 + 128 * 4096) * 4), 0u);
+}
+
+// llama.cpp v0.5.0's load log (llama-cli -c 4096 -t 2, one sequence) on memwall synth Q4_K_M files
+// of the presets: "llama_kv_cache: size = 48.00 MiB (4096 cells, 6 layers ...)" and
+// "llama_memory_recurrent: size = 19.27 MiB (1 cells, 24 layers, 1 seqs 0 rs_seq), R (f32): 1.27
+// MiB, S (f32): 18.00 MiB" for qwen3.5-0.8b and qwen3.5-2b; 128.00 MiB and 50.25 MiB (R 2.25,
+// S 48.00) for qwen3.5-4b. The plan of the same headers gives the same KV and, per sequence, the
+// same state (memwall also keeps checkpoints of it, counted in state_bytes).
+TEST(Qwen35Spec, PlanMatchesLlamaCppsLoadLog) {
+    const struct {
+        const char* id;
+        double kv_mib, state_mib;
+    } cases[] = {{"qwen3.5-0.8b", 48.00, 19.27},
+                 {"qwen3.5-2b", 48.00, 19.27},
+                 {"qwen3.5-4b", 128.00, 50.25}};
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.id);
+        std::vector<uint8_t> header;
+        const ModelFacts f = facts_of(*find_catalogue_model(c.id), header);
+        const MemoryPlan m = plan_memory(f, {.n_ctx = 4096});
+        EXPECT_EQ(m.kv_bytes, uint64_t(c.kv_mib * 1024 * 1024));
+        const double per_seq = double(RecurrentState::bytes_per_sequence(f.hp)) / (1024 * 1024);
+        EXPECT_NEAR(per_seq, c.state_mib, 0.005);  // the log's two decimals
+        EXPECT_EQ(m.state_bytes, RecurrentState::bytes_per_sequence(f.hp) *
+                                     (1 + RecurrentState::kDefaultCheckpoints));
+    }
 }
 
 // Qwen/Qwen3.5-0.8B's config.json (its text_config as published, vision fields left out) gives
