@@ -31,10 +31,10 @@ constexpr double kGiB = double(1 << 30);
 // pre-tokenizer regexes, Unicode tables paged in), and the stack pages each thread touches.
 // The code's share grows with the binary: the kernel maps up to 64 KiB of page cache around each
 // page a process runs (fault-around), so a larger `memwall` has more of its text resident. The
-// HTTP server's library (fitted with Debian's cpp-httplib, linked with OpenSSL, zlib and brotli;
-// since issue 39 libmicrohttpd, linked with GnuTLS) adds its libraries' pages to every process;
-// libcurl is opened only by the commands that download.
-constexpr uint64_t kProcessBytes = uint64_t(11) << 20;
+// HTTP server's library (Debian's libmicrohttpd, linked with GnuTLS) adds its libraries' pages
+// to every process; libcurl is opened only by the commands that download. (cpp-httplib, with
+// OpenSSL, zlib and brotli, took 1 MiB more until issue 39.)
+constexpr uint64_t kProcessBytes = uint64_t(10) << 20;
 constexpr uint64_t kVocabBytesPerToken = 150;
 constexpr uint64_t kVocabBytesPerMerge = 48;
 constexpr uint64_t kBpeFixedBytes = uint64_t(5) << 18;  // 1.25 MiB
