@@ -6,8 +6,10 @@
 //   - chat throughput (requests/s) at 16 and 64 connections, unattacked.
 // Usage (bench/serve-load --attack runs it):
 //   node bench/serve-attack.mjs --memwall build/release/bin/memwall [--llama-server PATH]
-//     [--baseline OLD_MEMWALL] [--model FILE.gguf] [-t 2] [--parallel 4] [--seconds 10] [--json]
+//     [--baseline OLD_MEMWALL] [--model FILE.gguf] [-t 2] [--parallel 4] [--seconds 10]
+//     [--rounds 3] [--json]
 import { spawn } from "node:child_process";
+import http from "node:http";
 import { connect } from "node:net";
 import { readFileSync } from "node:fs";
 
@@ -22,6 +24,7 @@ const baseline = option("--baseline", "");
 const threads = option("-t", "2");
 const parallel = option("--parallel", "4");
 const seconds = Number(option("--seconds", "10"));
+const rounds = Number(option("--rounds", "3"));
 const model = option("--model", new URL("../../shared/models/stories260K.gguf", import.meta.url).pathname);
 const port = 18441;
 
@@ -58,14 +61,23 @@ const pct = (xs, p) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : NaN;
 };
 
+// One client, one kept-alive connection, one request at a time (node:http: fetch's own
+// overhead would be what is measured).
 async function healthRate(server, ms) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = () => new Promise((resolve, reject) => {
+    http.get(`${server.url}/health`, { agent }, (res) => {
+      res.on("data", () => {});
+      res.on("end", resolve);
+    }).on("error", reject);
+  });
   let n = 0;
   const end = performance.now() + ms;
   while (performance.now() < end) {
-    const r = await fetch(`${server.url}/health`);
-    await r.arrayBuffer();
+    await get();
     n++;
   }
+  agent.destroy();
   return n / (ms / 1000);
 }
 
@@ -139,12 +151,20 @@ async function measure(kind, bin) {
 const servers = [["memwall", memwall]];
 if (baseline) servers.push(["memwall (baseline)", baseline]);
 if (llamaServer) servers.push(["llama-server", llamaServer]);
-const results = {};
-for (const [kind, bin] of servers) {
-  results[kind] = await measure(kind === "llama-server" ? kind : "memwall", bin);
-  console.error(`${kind}: ${JSON.stringify(results[kind])}`);
+// Rounds alternate the servers' order (a shared machine drifts); each figure is the median.
+const runs = Object.fromEntries(servers.map(([kind]) => [kind, []]));
+for (let r = 0; r < rounds; r++) {
+  for (const [kind, bin] of r % 2 ? [...servers].reverse() : servers) {
+    const m = await measure(kind === "llama-server" ? kind : "memwall", bin);
+    runs[kind].push(m);
+    console.error(`round ${r + 1} ${kind}: ${JSON.stringify(m)}`);
+  }
 }
-console.log(`model ${model}, ${threads} threads, ${parallel} slots, ${seconds} s per phase`);
+const results = {};
+for (const [kind] of servers) {
+  results[kind] = Object.fromEntries(Object.keys(runs[kind][0]).map((k) => [k, pct(runs[kind].map((m) => m[k]), 0.5)]));
+}
+console.log(`model ${model}, ${threads} threads, ${parallel} slots, ${seconds} s per phase, ${rounds} rounds (medians)`);
 console.log("| server | /health keep-alive req/s | p99 ms | p99 under 200 slow conns ms | attacked / calm p99 | failed under attack | chat req/s at 16 | at 64 |");
 console.log("|---|---:|---:|---:|---:|---:|---:|---:|");
 for (const [kind] of servers) {
