@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -410,6 +411,24 @@ TEST(ServerHostile, SlowHeadersDoNotStallOtherClients) {
         close(fd);
     }
     EXPECT_EQ(closed, 200);
+}
+
+// Stopping waited for the threads the slow connections held (SIGTERM took 22 s against a 10 s
+// grace): now it closes them at once.
+TEST(ServerHostile, StopIsPromptWithSlowConnectionsOpen) {
+    auto s = std::make_unique<Server>();
+    std::vector<int> slow;
+    for (int i = 0; i < 100; ++i) {
+        const int fd = connect_from("127.0.0." + std::to_string(2 + i % 4), s->port);
+        ASSERT_GE(fd, 0);
+        send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a");
+        slow.push_back(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto start = Clock::now();
+    s.reset();  // stop with a grace of 1 s, join the serving thread, free
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.5);
+    for (int fd : slow) close(fd);
 }
 
 // A chunked body ignored the body limit (300 MB chunked: 1.25 GB resident); headers had no
