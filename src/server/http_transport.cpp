@@ -272,6 +272,8 @@ struct HttpTransport::Impl {
     static void add_headers(MHD_Response* r, const HttpResponse& res) {
         MHD_add_response_header(r, "Content-Type", res.content_type.c_str());
         for (const auto& [k, v] : res.headers) MHD_add_response_header(r, k.c_str(), v.c_str());
+        // An overloaded server sheds the connection too: each one kept alive holds its buffers.
+        if (res.status == 503) MHD_add_response_header(r, "Connection", "close");
     }
     // A refusal of the transport's own, before or while the body is read (the connection is
     // closed after it: the rest of the body is not read).
