@@ -571,6 +571,11 @@ typedef struct mw_server_params {
                                  or "*" for any). Other origins, and Host names of a loopback
                                  server that are not addresses or localhost (DNS rebinding),
                                  get 403. */
+    double header_timeout_s;  /* a request's header must be complete this many seconds after
+                                 the connection (or the previous reply); default 10 */
+    int32_t max_connections;  /* open at once, in all (default 1024; fewer when the process
+                                 may not open that many descriptors) */
+    int32_t max_connections_per_address; /* open at once from one client address (default 256) */
 } mw_server_params;
 
 MW_API mw_server_params mw_server_default_params(void);

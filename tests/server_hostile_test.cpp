@@ -1,8 +1,9 @@
 // The HTTP server against hostile clients (issue 39), in-process on loopback: browser origins
 // and Host names (cross-site requests, DNS rebinding), the auth scheme in any case, JSON routes
 // refusing other content types, /metrics bounded under random paths, slot counts after a
-// cancelled stream, keep-alive replies without Nagle's delay, and prompts refused by their bytes
-// before they are tokenized.
+// cancelled stream, keep-alive replies without Nagle's delay, large prompts refused by their
+// bytes in bounded memory, slow headers, huge chunked bodies and header floods, connections per
+// address. Peak RSS is the test process's (the client side sends from one buffer).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -13,12 +14,17 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 
 #include "memwall.h"
+#include "runtime/loaded_model.h"
 #include "support/test_server.h"
 #include "support/test_support.h"
 #include "template/text.h"
@@ -55,6 +61,83 @@ std::string raw_exchange(int port, const std::string& bytes, double wait_s = 10.
 
 int status_of(const std::string& response) {
     return response.size() > 12 ? std::atoi(response.c_str() + 9) : -1;
+}
+
+std::string body_of(const std::string& response) {
+    const size_t at = response.find("\r\n\r\n");
+    return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+// A connection to the server from a loopback source address of our choice.
+int connect_from(const std::string& source, int port) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    inet_pton(AF_INET, source.c_str(), &from.sin_addr);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(uint16_t(port));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+        connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool send_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        bytes.remove_prefix(size_t(n));
+    }
+    return true;
+}
+
+// What the server answers until it closes (or 10 s pass).
+std::string read_reply(int fd) {
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, size_t(n));
+    return out;
+}
+
+// A POST sent from the caller's body without copying it (the test's own memory stays flat).
+std::string raw_post(int port, const std::string& path, const std::string& body) {
+    const int fd = connect_from("127.0.0.1", port);
+    if (fd < 0) return "";
+    send_all(fd, "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
+                     "Content-Type: application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n");
+    send_all(fd, body);
+    const std::string reply = read_reply(fd);
+    close(fd);
+    return reply;
+}
+
+std::string fmt_chunk(const std::string& piece) {
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+    return size + piece + "\r\n";
+}
+
+// The process's peak RSS is reset to its current RSS (returned), to measure a peak from here.
+uint64_t reset_peak_rss() {
+    std::ofstream("/proc/self/clear_refs") << "5";
+    return mw::process_memory().rss_bytes;
+}
+
+uint64_t peak_rss() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    }
+    return 0;
 }
 
 TEST(ServerHostile, HealthIsIdleAfterACancelledStream) {
@@ -237,31 +320,190 @@ TEST(ServerHostile, KeepAliveRepliesAreNotDelayed) {
     EXPECT_LT(s_per_100, 1.0);  // 100 x 40 ms = 4 s with the delay; ~10 ms without
 }
 
-// A prompt whose bytes cannot fit in a slot's context is refused before it is tokenized: 8 of
-// 7 MB at once (a slot holds 256 tokens) answer 400 quickly.
-TEST(ServerHostile, PromptsTooLongByTheirBytesAreRefusedBeforeTokenizing) {
+// A prompt whose bytes cannot fit in a slot's context is refused before it is tokenized, and
+// large bodies share a budget: 8 of 7 MB at once (a slot holds 256 tokens) are all refused
+// quickly, 400 by their bytes or 503 while others are read, within 64 MB of memory.
+TEST(ServerHostile, LargePromptsAtOnceAreRefusedInBoundedMemory) {
     Server s;
     const std::string text(7u << 20, 'a');
     const std::string completion = json{{"prompt", text}, {"max_tokens", 1}}.dump();
     const std::string chat =
         json{{"messages", {{{"role", "user"}, {"content", text}}}}, {"max_tokens", 1}}.dump();
+    const uint64_t before = reset_peak_rss();
     const auto start = Clock::now();
     std::vector<std::thread> clients;
-    std::atomic<int> refused{0};
+    std::atomic<int> by_bytes{0}, busy{0};
     for (int i = 0; i < 8; ++i) {
         clients.emplace_back([&, i] {
-            int status = 0;
-            const json r = post(s, i % 2 ? "/v1/chat/completions" : "/v1/completions",
-                                i % 2 ? chat : completion, &status);
-            if (status == 400 && r.is_object() && r["error"]["code"] == "context_length_exceeded" &&
+            const std::string reply =
+                raw_post(s.port, i % 2 ? "/v1/chat/completions" : "/v1/completions",
+                         i % 2 ? chat : completion);
+            const json r = json::parse(body_of(reply), nullptr, false);
+            if (status_of(reply) == 400 && r.is_object() &&
+                r["error"]["code"] == "context_length_exceeded" &&
                 r["error"]["message"].get<std::string>().find("bytes") != std::string::npos) {
-                ++refused;
+                ++by_bytes;
+            } else if (status_of(reply) == 503 &&
+                       reply.find("Retry-After: 1") != std::string::npos) {
+                ++busy;
+            } else {
+                ADD_FAILURE() << reply.substr(0, 300);
             }
         });
     }
     for (auto& t : clients) t.join();
-    EXPECT_EQ(refused.load(), 8);
+    const uint64_t peak = peak_rss();
+    EXPECT_GE(by_bytes.load(), 1);
+    EXPECT_EQ(by_bytes + busy, 8);
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+    EXPECT_LT(peak - before, 64u << 20) << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
+}
+
+// 200 connections sending their header a byte a second (Slowloris) held every HTTP thread:
+// every other request timed out. Now they hold no thread, and the header deadline (10 s) cuts
+// them off.
+TEST(ServerHostile, SlowHeadersDoNotStallOtherClients) {
+    Server s;
+    std::vector<int> slow;
+    for (int i = 0; i < 200; ++i) {
+        // From 127.0.0.2-5: the attackers' addresses, not the probes' 127.0.0.1.
+        const int fd = connect_from("127.0.0." + std::to_string(2 + i % 4), s.port);
+        ASSERT_GE(fd, 0) << i;
+        const std::string start = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+        ASSERT_EQ(send(fd, start.data(), start.size(), MSG_NOSIGNAL), ssize_t(start.size()));
+        slow.push_back(fd);
+    }
+    const auto attack_start = Clock::now();
+    std::atomic<bool> attacking{true};
+    std::thread trickle([&] {
+        while (attacking) {
+            for (int fd : slow) (void)!send(fd, "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+        }
+    });
+    double worst_ms = 0;
+    int answered = 0, probes = 0;
+    while (Clock::now() - attack_start < std::chrono::seconds(10)) {
+        httplib::Client c("127.0.0.1", s.port);
+        c.set_connection_timeout(1, 0);
+        c.set_read_timeout(1, 0);
+        const auto t0 = Clock::now();
+        auto r = c.Get("/health");
+        ++probes;
+        if (r && r->status == 200) ++answered;
+        worst_ms = std::max(worst_ms,
+                            std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    attacking = false;
+    trickle.join();
+    EXPECT_EQ(answered, probes);
+    EXPECT_LT(worst_ms, 1000.0);
+    // Past the header deadline every slow connection has been closed by the server.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    int closed = 0;
+    for (int fd : slow) {
+        char c;
+        timeval tv{0, 100000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        const ssize_t n = recv(fd, &c, 1, 0);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) ++closed;
+        close(fd);
+    }
+    EXPECT_EQ(closed, 200);
+}
+
+// Stopping waited for the threads the slow connections held (SIGTERM took 22 s against a 10 s
+// grace): now it closes them at once.
+TEST(ServerHostile, StopIsPromptWithSlowConnectionsOpen) {
+    auto s = std::make_unique<Server>();
+    std::vector<int> slow;
+    for (int i = 0; i < 100; ++i) {
+        const int fd = connect_from("127.0.0." + std::to_string(2 + i % 4), s->port);
+        ASSERT_GE(fd, 0);
+        send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a");
+        slow.push_back(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto start = Clock::now();
+    s.reset();  // stop with a grace of 1 s, join the serving thread, free
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.5);
+    for (int fd : slow) close(fd);
+}
+
+// A chunked body ignored the body limit (300 MB chunked: 1.25 GB resident); headers had no
+// limit (100 MB of header lines: +195 MB, before the key was checked).
+TEST(ServerHostile, HugeChunkedBodiesAndHeaderFloodsAreRefusedInBoundedMemory) {
+    mw_server_params sp = mw_server_default_params();
+    sp.api_key = "sesame";
+    Server s(sp);
+    const std::string piece(64u << 10, 'a');
+    const std::string chunk = fmt_chunk(piece);
+    {
+        const uint64_t before = reset_peak_rss();
+        const int fd = connect_from("127.0.0.1", s.port);
+        ASSERT_GE(fd, 0);
+        const std::string head =
+            "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sesame\r\n"
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+        send_all(fd, head);
+        uint64_t sent = 0;
+        while (sent < (300u << 20) && send_all(fd, chunk)) sent += piece.size();
+        const std::string reply = read_reply(fd);
+        close(fd);
+        EXPECT_LT(sent, 300u << 20) << "the server read all of it";
+        EXPECT_EQ(status_of(reply), 413) << reply.substr(0, 200);
+        const uint64_t peak = peak_rss();
+        EXPECT_LT(peak - before, 16u << 20)
+            << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
+    }
+    {
+        const uint64_t before = reset_peak_rss();
+        const int fd = connect_from("127.0.0.1", s.port);
+        ASSERT_GE(fd, 0);
+        send_all(fd, "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+        const std::string line = "X-Flood: " + std::string(1000, 'b') + "\r\n";
+        std::string block;
+        for (int i = 0; i < 64; ++i) block += line;
+        uint64_t sent = 0;
+        while (sent < (100u << 20) && send_all(fd, block)) sent += block.size();
+        const std::string reply = read_reply(fd);
+        close(fd);
+        EXPECT_LT(sent, 100u << 20) << "the server read all of it";
+        if (!reply.empty()) {
+            EXPECT_EQ(status_of(reply) / 100, 4) << reply.substr(0, 200);
+        }
+        const uint64_t peak = peak_rss();
+        EXPECT_LT(peak - before, 16u << 20)
+            << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
+    }
+    auto c = s.client();
+    auto r = c.Get("/health");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+}
+
+// A client address may hold only so many connections; the rest are closed at once, and others
+// are still served.
+TEST(ServerHostile, ConnectionsPerAddressAreLimited) {
+    mw_server_params sp = mw_server_default_params();
+    sp.max_connections_per_address = 50;
+    Server s(sp);
+    std::vector<int> held;
+    for (int i = 0; i < 60; ++i) held.push_back(connect_from("127.0.0.2", s.port));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    int refused = 0;
+    for (int fd : held) {
+        char c;
+        const ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) ++refused;
+    }
+    EXPECT_EQ(refused, 10);
+    auto c = s.client();
+    auto r = c.Get("/health");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    for (int fd : held) close(fd);
 }
 
 }  // namespace

@@ -32,11 +32,11 @@ constexpr double kGiB = double(1 << 30);
 // pre-tokenizer regexes, Unicode tables paged in), and the stack pages each thread touches.
 // The code's share grows with the binary: the kernel maps up to 64 KiB of page cache around each
 // page a process runs (fault-around), so a larger `memwall` has more of its text resident. The
-// HTTP server's library (Debian's cpp-httplib, linked with OpenSSL, zlib and brotli) adds its
-// libraries' pages to every process; libcurl is opened only by the commands that download.
-// 11.5 MiB since the i-quant kernels and tables, Qwen3.5, LFM2 and the hostile-client checks grew
-// the binary to 7.7 MB (the test models' peaks were 1-2 % above the 11 MiB fit).
-constexpr uint64_t kProcessBytes = uint64_t(23) << 19;  // 11.5 MiB
+// HTTP server's library (Debian's libmicrohttpd, linked with GnuTLS) adds its libraries' pages
+// to every process; libcurl is opened only by the commands that download. (cpp-httplib, with
+// OpenSSL, zlib and brotli, took 1 MiB more until issue 39.) Refitted at 10.5 MiB after the
+// i-quant kernels and tables, Qwen3.5, LFM2 and gpt-oss grew the binary.
+constexpr uint64_t kProcessBytes = uint64_t(21) << 19;  // 10.5 MiB
 constexpr uint64_t kVocabBytesPerToken = 150;
 constexpr uint64_t kVocabBytesPerMerge = 48;
 constexpr uint64_t kBpeFixedBytes = uint64_t(5) << 18;  // 1.25 MiB

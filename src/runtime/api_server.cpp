@@ -36,6 +36,9 @@ mw_server_params mw_server_default_params(void) {
     p.sampling = mw_sampler_default_params();
     p.pacer = nullptr;
     p.cors_origins = nullptr;
+    p.header_timeout_s = 10.0;
+    p.max_connections = 1024;
+    p.max_connections_per_address = 256;
     return p;
 }
 
@@ -72,6 +75,11 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         o.max_body_bytes = p.max_body_bytes ? size_t(p.max_body_bytes) : size_t(8u << 20);
         o.max_tokens = p.max_tokens;
         o.sampling = mw::sampler_params_of(p.sampling);
+        if (p.header_timeout_s > 0) o.header_timeout_s = p.header_timeout_s;
+        if (p.max_connections > 0) o.max_connections = unsigned(p.max_connections);
+        if (p.max_connections_per_address > 0) {
+            o.max_connections_per_address = unsigned(p.max_connections_per_address);
+        }
         for (std::string_view rest = p.cors_origins ? p.cors_origins : ""; !rest.empty();) {
             const size_t comma = rest.find(',');
             std::string_view one = rest.substr(0, comma);

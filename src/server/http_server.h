@@ -1,9 +1,10 @@
 // memwall's OpenAI-compatible HTTP server over a scheduler (server/scheduler.h), on
-// cpp-httplib: POST /v1/chat/completions and /v1/completions (streamed as server-sent events or
-// not), GET /v1/models, /health, /metrics (Prometheus text) and / (a chat page built into the
-// binary). Every error is OpenAI's error JSON with a 4xx when the client is at fault (malformed
-// JSON, wrong types, unsupported fields, a prompt longer than a slot's context, a bad API key,
-// a body over the size limit) and a 5xx only when the server is.
+// libmicrohttpd (server/http_transport.h: what a hostile client can hold is bounded): POST
+// /v1/chat/completions and /v1/completions (streamed as server-sent events or not), GET /v1/models,
+// /health, /metrics (Prometheus text) and / (a chat page built into the binary). Every error is
+// OpenAI's error JSON with a 4xx when the client is at fault (malformed JSON, wrong types,
+// unsupported fields, a prompt longer than a slot's context, a bad API key, a body over the size
+// limit) and a 5xx only when the server is.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,9 +31,12 @@ struct ServerOptions {
     uint32_t queue_max = 64;   // requests waiting for a slot before 503
     double timeout_s = 600.0;  // per request, from its arrival
     size_t max_body_bytes = 8u << 20;
-    int32_t max_tokens = -1;  // per request (-1: the slot's context)
-    SamplerParams sampling;   // defaults for fields a request does not give
-    int http_threads = 0;     // 0: slots + queue + 4
+    int32_t max_tokens = -1;         // per request (-1: the slot's context)
+    SamplerParams sampling;          // defaults for fields a request does not give
+    int http_threads = 0;            // workers for generations (0: slots + queue + 4)
+    double header_timeout_s = 10.0;  // a request's header must be complete within this
+    unsigned max_connections = 1024;
+    unsigned max_connections_per_address = 256;
     // Browser origins allowed besides loopback ones ("scheme://host[:port]", or "*").
     std::vector<std::string> cors_origins;
     // Renders a checked conversation (OpenAI messages) to the prompt text.

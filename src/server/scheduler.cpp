@@ -350,17 +350,20 @@ void Scheduler::end(Slot& slot, Finish f, const std::string& error) {
     } else {
         slot.usage.prompt_ms = ms_between(slot.started, now);
     }
-    slot.job.channel->finish(f, slot.usage, error);
-    slot.job.channel.reset();
     slot.state = State::idle;
     slot.last_used = step_;
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++n_free_;
-    ++stats_.requests_done;
-    // Here and not only after a step: a slot cancelled (client gone) or timed out while no other
-    // slot runs has no step after it, and /health would report it busy until the next request.
-    stats_.slots_busy = uint32_t(slots_.size()) - n_free_;
-    stats_.kv_used = ctx_.kv_positions_used();
+    {
+        // Here and not only after a step: a slot cancelled (client gone) or timed out while no
+        // other slot runs has no step after it, and /health would report it busy until the next
+        // request. Before the channel ends: a client that has its reply sees the slot free.
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++n_free_;
+        ++stats_.requests_done;
+        stats_.slots_busy = uint32_t(slots_.size()) - n_free_;
+        stats_.kv_used = ctx_.kv_positions_used();
+    }
+    slot.job.channel->finish(f, slot.usage, error);
+    slot.job.channel.reset();
 }
 
 }  // namespace mw::server

@@ -52,6 +52,9 @@ void add_serve_command(CLI::App& app) {
         PacingOptions pacing;
         std::string api_key, api_key_file;
         std::vector<std::string> cors_origins;
+        double header_timeout = 10.0;
+        int max_connections = 1024;
+        int max_connections_per_address = 256;
         std::string alias;
         ChatTemplateOptions chat_template;
         int queue = 64;
@@ -109,6 +112,17 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("-n,--n-predict", opt->n_predict,
                     "Most tokens a request may ask for (-1: a slot's context)")
         ->capture_default_str();
+    cmd->add_option("--header-timeout", opt->header_timeout,
+                    "Seconds a client has to send a request's header (slow clients are cut off)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--max-connections", opt->max_connections, "Connections open at once")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
+    cmd->add_option("--max-connections-per-address", opt->max_connections_per_address,
+                    "Connections open at once from one client address")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
     opt->sampling.add_to(*cmd, false, true);
     cmd->add_flag("--force", opt->force, "Serve even when the plan says it does not fit");
     cmd->callback([opt] {
@@ -182,6 +196,9 @@ void add_serve_command(CLI::App& app) {
         sp.pacer = pacing.get();  // every forward step of the slots, together
         const std::string cors = fmt::format("{}", fmt::join(o.cors_origins, ","));
         sp.cors_origins = cors.empty() ? nullptr : cors.c_str();
+        sp.header_timeout_s = o.header_timeout;
+        sp.max_connections = o.max_connections;
+        sp.max_connections_per_address = o.max_connections_per_address;
         mw_server* raw = nullptr;
         if (mw_status st = mw_server_create(model.get(), &cp, &sp, &raw); st != MW_OK) {
             fail_status(st, "serve");
