@@ -576,6 +576,8 @@ typedef struct mw_server_params {
     int32_t max_connections;  /* open at once, in all (default 1024; fewer when the process
                                  may not open that many descriptors) */
     int32_t max_connections_per_address; /* open at once from one client address (default 256) */
+    int32_t max_header_bytes; /* request line and header fields together (default 8192; each
+                                 kept-alive connection holds that much); larger: refused */
 } mw_server_params;
 
 MW_API mw_server_params mw_server_default_params(void);

@@ -483,6 +483,24 @@ TEST(ServerHostile, HugeChunkedBodiesAndHeaderFloodsAreRefusedInBoundedMemory) {
     EXPECT_EQ(r->status, 200);
 }
 
+// Headers past the limit are refused (8 KiB by default, raised with max_header_bytes).
+TEST(ServerHostile, HeaderSizeLimitIsEnforcedAndConfigurable) {
+    auto get_with_pad = [](int port, size_t pad) {
+        return raw_exchange(port, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " +
+                                      std::string(pad, 'p') + "\r\nConnection: close\r\n\r\n");
+    };
+    {
+        Server s;
+        EXPECT_EQ(status_of(get_with_pad(s.port, 6000)), 200);
+        const std::string refused = get_with_pad(s.port, 12000);
+        EXPECT_NE(status_of(refused), 200) << refused.substr(0, 100);
+    }
+    mw_server_params sp = mw_server_default_params();
+    sp.max_header_bytes = 32768;
+    Server s(sp);
+    EXPECT_EQ(status_of(get_with_pad(s.port, 20000)), 200);
+}
+
 // A client address may hold only so many connections; the rest are closed at once, and others
 // are still served.
 TEST(ServerHostile, ConnectionsPerAddressAreLimited) {

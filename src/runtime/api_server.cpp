@@ -39,6 +39,7 @@ mw_server_params mw_server_default_params(void) {
     p.header_timeout_s = 10.0;
     p.max_connections = 1024;
     p.max_connections_per_address = 256;
+    p.max_header_bytes = 8192;
     return p;
 }
 
@@ -80,6 +81,7 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         if (p.max_connections_per_address > 0) {
             o.max_connections_per_address = unsigned(p.max_connections_per_address);
         }
+        if (p.max_header_bytes > 0) o.max_header_bytes = size_t(p.max_header_bytes);
         for (std::string_view rest = p.cors_origins ? p.cors_origins : ""; !rest.empty();) {
             const size_t comma = rest.find(',');
             std::string_view one = rest.substr(0, comma);

@@ -116,6 +116,7 @@ struct HttpServer::Impl {
         limits.header_timeout_s = opt.header_timeout_s;
         limits.max_connections = opt.max_connections;
         limits.max_connections_per_address = opt.max_connections_per_address;
+        limits.max_header_bytes = opt.max_header_bytes;
         // A worker per request being generated or waiting for a slot, and a few to spare.
         limits.workers = opt.http_threads > 0 ? unsigned(opt.http_threads)
                                               : unsigned(ctx.n_seq_max() + opt.queue_max + 4);

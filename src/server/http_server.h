@@ -37,6 +37,7 @@ struct ServerOptions {
     double header_timeout_s = 10.0;  // a request's header must be complete within this
     unsigned max_connections = 1024;
     unsigned max_connections_per_address = 256;
+    size_t max_header_bytes = 8u << 10;
     // Browser origins allowed besides loopback ones ("scheme://host[:port]", or "*").
     std::vector<std::string> cors_origins;
     // Renders a checked conversation (OpenAI messages) to the prompt text.

@@ -55,6 +55,7 @@ void add_serve_command(CLI::App& app) {
         double header_timeout = 10.0;
         int max_connections = 1024;
         int max_connections_per_address = 256;
+        int max_header_bytes = 8192;
         std::string alias;
         ChatTemplateOptions chat_template;
         int queue = 64;
@@ -123,6 +124,11 @@ void add_serve_command(CLI::App& app) {
                     "Connections open at once from one client address")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000000));
+    cmd->add_option("--max-header-bytes", opt->max_header_bytes,
+                    "Largest request header (request line and fields; each kept-alive "
+                    "connection holds this much)")
+        ->capture_default_str()
+        ->check(CLI::Range(1024, 1 << 20));
     opt->sampling.add_to(*cmd, false, true);
     cmd->add_flag("--force", opt->force, "Serve even when the plan says it does not fit");
     cmd->callback([opt] {
@@ -199,6 +205,7 @@ void add_serve_command(CLI::App& app) {
         sp.header_timeout_s = o.header_timeout;
         sp.max_connections = o.max_connections;
         sp.max_connections_per_address = o.max_connections_per_address;
+        sp.max_header_bytes = o.max_header_bytes;
         mw_server* raw = nullptr;
         if (mw_status st = mw_server_create(model.get(), &cp, &sp, &raw); st != MW_OK) {
             fail_status(st, "serve");
