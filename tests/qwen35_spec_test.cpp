@@ -318,6 +318,10 @@ TEST(Qwen35Spec, HuggingFaceConfigGivesTheCatalogueSpec) {
             "linear_num_value_heads");
     refused(with("\"linear_conv_kernel_dim\": 4", "\"linear_conv_kernel_dim\": 0"),
             "linear_conv_kernel_dim");
+    refused(with("\"linear_num_value_heads\": 16", "\"linear_num_value_heads\": 0"),
+            "linear_num_value_heads");
+    refused(with("\"partial_rotary_factor\": 0.25", "\"partial_rotary_factor\": -1"),
+            "partial_rotary_factor");
     refused(with("\"full_attention\"]", "\"sliding_attention\"]"), "layer_types");
     refused(with("\"linear_attention\", \"full_attention\"]", "\"full_attention\"]"),
             "layer_types");

@@ -197,7 +197,7 @@ void read_qwen35_fields(const Config& c, ModelSpec& s, const std::string& source
              "ssm.state_size holds one head size",
              source, v_dim, s.ssm_head_dim);
     }
-    if (s.ssm_conv_kernel == 0 || s.ssm_head_dim == 0 || s.ssm_k_heads == 0 ||
+    if (s.ssm_conv_kernel == 0 || s.ssm_head_dim == 0 || s.ssm_k_heads == 0 || s.ssm_v_heads == 0 ||
         s.ssm_v_heads % s.ssm_k_heads != 0) {
         fail(ErrorKind::invalid_argument,
              "{}: linear_conv_kernel_dim, linear_key_head_dim and linear_num_key_heads must be "
@@ -233,8 +233,8 @@ void read_qwen35_fields(const Config& c, ModelSpec& s, const std::string& source
     s.rope_freq_base = float(r.number_or("rope_theta", c.number_or("rope_theta", 1e7)));
     const double partial =
         r.number_or("partial_rotary_factor", c.number_or("partial_rotary_factor", 0.25));
-    s.n_rot = uint32_t(partial * s.head_dim + 0.5);
-    if (s.n_rot == 0 || s.n_rot % 2 != 0 || s.n_rot > s.head_dim) {
+    s.n_rot = partial > 0.0 && partial <= 1.0 ? uint32_t(partial * s.head_dim + 0.5) : 0;
+    if (s.n_rot == 0 || s.n_rot % 2 != 0) {
         fail(ErrorKind::invalid_argument,
              "{}: partial_rotary_factor = {} gives {} rotated dims of a head of {}", source,
              partial, s.n_rot, s.head_dim);
@@ -250,6 +250,10 @@ void read_qwen35_fields(const Config& c, ModelSpec& s, const std::string& source
                      r.json()["mrope_section"].dump());
             }
             s.rope_sections.push_back(int32_t(v.get<int64_t>()));
+        }
+        if (s.rope_sections.size() > 4) {
+            fail(ErrorKind::invalid_argument, "{}: \"mrope_section\" has more than 4 sections",
+                 source);
         }
         s.rope_sections.resize(4, 0);
     }
