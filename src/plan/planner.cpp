@@ -34,9 +34,8 @@ constexpr double kGiB = double(1 << 30);
 // page a process runs (fault-around), so a larger `memwall` has more of its text resident. The
 // HTTP server's library (Debian's libmicrohttpd, linked with GnuTLS) adds its libraries' pages
 // to every process; libcurl is opened only by the commands that download. (cpp-httplib, with
-// OpenSSL, zlib and brotli, took 1 MiB more until issue 39.) Refitted at 10.5 MiB after the
-// i-quant kernels and tables, Qwen3.5, LFM2 and gpt-oss grew the binary.
-constexpr uint64_t kProcessBytes = uint64_t(21) << 19;  // 10.5 MiB
+// OpenSSL, zlib and brotli, took 1 MiB more until issue 39.)
+constexpr uint64_t kProcessBytes = uint64_t(10) << 20;
 constexpr uint64_t kVocabBytesPerToken = 150;
 constexpr uint64_t kVocabBytesPerMerge = 48;
 constexpr uint64_t kBpeFixedBytes = uint64_t(5) << 18;  // 1.25 MiB
