@@ -77,10 +77,9 @@ const TypeTraits& reference(GgmlType type) {
 }
 
 constexpr GgmlType kWeightTypes[] = {
-    GgmlType::F32,  GgmlType::F16,    GgmlType::BF16,   GgmlType::Q4_0,
-    GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,   GgmlType::Q8_0,
-    GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,   GgmlType::Q5_K,
-    GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS, GgmlType::MXFP4,
+    GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+    GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+    GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
 };
 
 // n_tokens activation rows encoded with the reference quantizer of the weight's vec_dot_type.

@@ -122,36 +122,6 @@ struct Q8_0 {
     }
 };
 
-// IQ4_NL and MXFP4: the nibbles index a 16-value code book (one table look-up per 16 lanes).
-inline void book_nibbles(const uint8_t* qs, const int8_t* book, int8x16_t q[2]) {
-    const int8x16_t t = vld1q_s8(book);
-    const uint8x16_t v = vld1q_u8(qs);
-    q[0] = vqtbl1q_s8(t, vandq_u8(v, vdupq_n_u8(0xF)));
-    q[1] = vqtbl1q_s8(t, vshrq_n_u8(v, 4));
-}
-
-struct IQ4_NL {
-    using Block = BlockIQ4_NL;
-    using Act = BlockQ8_0;
-    static constexpr bool kHasMin = false;
-    static void decode(const Block& b, Decoded32& o) {
-        book_nibbles(b.qs, kIq4Values, o.q);
-        o.d = half_to_float(b.d);
-        o.m = 0.0f;
-    }
-};
-
-struct MXFP4 {
-    using Block = BlockMXFP4;
-    using Act = BlockQ8_0;
-    static constexpr bool kHasMin = false;
-    static void decode(const Block& b, Decoded32& o) {
-        book_nibbles(b.qs, kMxfp4Values, o.q);
-        o.d = e8m0_half(b.e);
-        o.m = 0.0f;
-    }
-};
-
 // ---- K-quants: 256 elements in 16 chunks, integer scales per group of 16 or 32 ---------------
 //
 // x_e = d * scale[g] * q_e - dmin * min[g'] where g = e / kGroup; the mins (Q2_K: per 16,
@@ -347,22 +317,6 @@ struct Q6_K {
         o.dmin = 0.0f;
     }
     static int32x4_t min_sums(const DecodedK&, const BlockQ8_K&) { return vdupq_n_s32(0); }
-};
-
-// IQ4_XS: sub-blocks of 32 as IQ4_NL blocks, a 6-bit scale each.
-struct IQ4_XS {
-    using Block = BlockIQ4_XS;
-    static constexpr int kGroup = 32;
-    static constexpr bool kHasMin = false;
-    static void decode(const Block& b, DecodedK& o) {
-        for (int j = 0; j < 8; ++j) {
-            book_nibbles(b.qs + 16 * j, kIq4Values, o.q + 2 * j);
-            o.scale[j] = int16_t(iq4xs_scale(b, j));
-        }
-        o.mins[0] = o.mins[1] = vdupq_n_s16(0);
-        o.d = half_to_float(b.d);
-        o.dmin = 0.0f;
-    }
 };
 
 }  // namespace

@@ -98,9 +98,6 @@ void install_dotprod(KernelSet& set) {
     set_k<Q4_K>(table, GgmlType::Q4_K);
     set_k<Q5_K>(table, GgmlType::Q5_K);
     set_k<Q6_K>(table, GgmlType::Q6_K);
-    set_32<IQ4_NL>(table, GgmlType::IQ4_NL);
-    set_32<MXFP4>(table, GgmlType::MXFP4);
-    set_k<IQ4_XS>(table, GgmlType::IQ4_XS);
 
     using G = simd::PackedGemv<V>;
     constexpr int R = V::kLanes;
