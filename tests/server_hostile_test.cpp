@@ -434,6 +434,13 @@ TEST(ServerHostile, StopIsPromptWithSlowConnectionsOpen) {
 // A chunked body ignored the body limit (300 MB chunked: 1.25 GB resident); headers had no
 // limit (100 MB of header lines: +195 MB, before the key was checked).
 TEST(ServerHostile, HugeChunkedBodiesAndHeaderFloodsAreRefusedInBoundedMemory) {
+#ifdef MW_TEST_SANITIZED
+    // ASan's quarantine keeps freed buffers resident (22 MB seen): a looser bound there, still
+    // far below what reading the whole body cost (1.25 GB).
+    constexpr uint64_t kGrowth = 64u << 20;
+#else
+    constexpr uint64_t kGrowth = 16u << 20;
+#endif
     mw_server_params sp = mw_server_default_params();
     sp.api_key = "sesame";
     Server s(sp);
@@ -454,8 +461,7 @@ TEST(ServerHostile, HugeChunkedBodiesAndHeaderFloodsAreRefusedInBoundedMemory) {
         EXPECT_LT(sent, 300u << 20) << "the server read all of it";
         EXPECT_EQ(status_of(reply), 413) << reply.substr(0, 200);
         const uint64_t peak = peak_rss();
-        EXPECT_LT(peak - before, 16u << 20)
-            << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
+        EXPECT_LT(peak - before, kGrowth) << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
     }
     {
         const uint64_t before = reset_peak_rss();
@@ -474,8 +480,7 @@ TEST(ServerHostile, HugeChunkedBodiesAndHeaderFloodsAreRefusedInBoundedMemory) {
             EXPECT_EQ(status_of(reply) / 100, 4) << reply.substr(0, 200);
         }
         const uint64_t peak = peak_rss();
-        EXPECT_LT(peak - before, 16u << 20)
-            << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
+        EXPECT_LT(peak - before, kGrowth) << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
     }
     auto c = s.client();
     auto r = c.Get("/health");
