@@ -13,43 +13,17 @@
 #include "format/gguf_writer.h"
 #include "runtime/loaded_model.h"
 #include "support/test_support.h"
+#include "support/tiny_model.h"
 
 namespace mw {
 namespace {
 
 const char* kF16 = "reference/models/gpt-oss-tiny-F16.gguf";
 
-// gpt-oss-tiny-F16 rewritten with `edit` applied and `drop_tensor` left out.
+// A copy of the model with `edit` applied (test::edited_gguf_copy).
 std::string edited_copy(const std::string& name, const std::function<void(gguf::GgufWriter&)>& edit,
                         const std::string& drop_tensor = "") {
-    static std::vector<uint8_t> bytes = test::read_file(test::shared_path(kF16));
-    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "gpt-oss-tiny");
-    gguf::GgufWriter w(f.alignment());
-    for (const gguf::KeyValue& kv : f.metadata()) {
-        if (kv.key != "general.alignment") w.set_value(kv.key, kv.value);
-    }
-    for (const gguf::TensorInfo& t : f.tensors()) {
-        if (t.name == drop_tensor) continue;
-        w.add_tensor(t.name, GgmlType(t.type),
-                     std::vector<uint64_t>(t.ne, t.ne + std::max(1u, t.n_dims)),
-                     std::span<const uint8_t>(t.data, t.n_bytes));
-    }
-    edit(w);
-    const std::string path = test::temp_dir() + "/gptoss-" + name + ".gguf";
-    w.write_file(path);
-    return path;
-}
-
-void expect_load_error(const std::string& path, const std::vector<std::string>& says) {
-    try {
-        LoadedModel::load(path, LoadOptions{});
-        ADD_FAILURE() << path << " loaded";
-    } catch (const Error& e) {
-        for (const std::string& s : says) {
-            EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
-                << "'" << s << "' not in: " << e.what();
-        }
-    }
+    return test::edited_gguf_copy(test::shared_path(kF16), "gptoss-" + name, edit, drop_tensor);
 }
 
 TEST(GptOss, ReadsTheLayoutOfItsFile) {
@@ -78,17 +52,17 @@ TEST(GptOss, ReadsTheLayoutOfItsFile) {
 }
 
 TEST(GptOss, FilesLackingWhatItNeedsAreClearErrors) {
-    expect_load_error(edited_copy(
-                          "nosink", [](gguf::GgufWriter&) {}, "blk.1.attn_sinks.weight"),
-                      {"missing tensor", "blk.1.attn_sinks.weight"});
-    expect_load_error(edited_copy(
-                          "nobias", [](gguf::GgufWriter&) {}, "blk.0.ffn_down_exps.bias"),
-                      {"missing tensor", "blk.0.ffn_down_exps.bias"});
-    expect_load_error(
+    test::expect_load_error(edited_copy(
+                                "nosink", [](gguf::GgufWriter&) {}, "blk.1.attn_sinks.weight"),
+                            {"missing tensor", "blk.1.attn_sinks.weight"});
+    test::expect_load_error(edited_copy(
+                                "nobias", [](gguf::GgufWriter&) {}, "blk.0.ffn_down_exps.bias"),
+                            {"missing tensor", "blk.0.ffn_down_exps.bias"});
+    test::expect_load_error(
         edited_copy("noswa",
                     [](gguf::GgufWriter& w) { w.remove("gpt-oss.attention.sliding_window"); }),
         {"gpt-oss.attention.sliding_window", "missing"});
-    expect_load_error(
+    test::expect_load_error(
         edited_copy("sinkshape",
                     [](gguf::GgufWriter& w) { w.set_u32("gpt-oss.attention.head_count", 4); }),
         {"attn_sinks.weight has shape [8], expected [4]"});

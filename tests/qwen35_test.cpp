@@ -20,6 +20,7 @@
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 #include "support/test_support.h"
+#include "support/tiny_model.h"
 #include "tensor/attention_kernels.h"
 
 namespace mw {
@@ -228,37 +229,10 @@ TEST(Qwen35, DeltaRuleStepOfEveryKernelSetMatchesAnFp64Reference) {
     EXPECT_GE(sets, 2) << "no SIMD set ran";
 }
 
-// A copy of qwen35-tiny with `edit` applied to the writer (metadata and tensors copied first).
+// A copy of the model with `edit` applied (test::edited_gguf_copy).
 std::string edited_copy(const std::string& name, const std::function<void(gguf::GgufWriter&)>& edit,
                         const std::string& drop_tensor = "") {
-    static std::vector<uint8_t> bytes = test::read_file(test::shared_path(kDense));
-    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "qwen35-tiny");
-    gguf::GgufWriter w(f.alignment());
-    for (const gguf::KeyValue& kv : f.metadata()) {
-        if (kv.key != "general.alignment") w.set_value(kv.key, kv.value);
-    }
-    for (const gguf::TensorInfo& t : f.tensors()) {
-        if (t.name == drop_tensor) continue;
-        w.add_tensor(t.name, GgmlType(t.type),
-                     std::vector<uint64_t>(t.ne, t.ne + std::max(1u, t.n_dims)),
-                     std::span<const uint8_t>(t.data, t.n_bytes));
-    }
-    edit(w);
-    const std::string path = test::temp_dir() + "/" + name + ".gguf";
-    w.write_file(path);
-    return path;
-}
-
-void expect_load_error(const std::string& path, const std::vector<std::string>& says) {
-    try {
-        LoadedModel::load(path, LoadOptions{});
-        ADD_FAILURE() << path << " loaded";
-    } catch (const Error& e) {
-        for (const std::string& s : says) {
-            EXPECT_NE(std::string(e.what()).find(s), std::string::npos)
-                << "'" << s << "' not in: " << e.what();
-        }
-    }
+    return test::edited_gguf_copy(test::shared_path(kDense), "" + name, edit, drop_tensor);
 }
 
 // A file with an MTP block after the four that run (block_count 5, nextn_predict_layers 1, its
@@ -282,28 +256,28 @@ TEST(Qwen35, MtpBlocksAreSkipped) {
 }
 
 TEST(Qwen35, InconsistentRecurrentFilesAreClearErrors) {
-    expect_load_error(
+    test::expect_load_error(
         edited_copy("conv0", [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.conv_kernel", 0); }),
         {"ssm.conv_kernel = 0"});
-    expect_load_error(
+    test::expect_load_error(
         edited_copy("inner", [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.inner_size", 300); }),
         {"ssm.inner_size = 300"});
-    expect_load_error(
+    test::expect_load_error(
         edited_copy("heads",
                     [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.time_step_rank", 3); }),
         {"time_step_rank = 3"});
-    expect_load_error(edited_copy(
-                          "missing", [](gguf::GgufWriter&) {}, "blk.1.ssm_a"),
-                      {"missing tensor", "blk.1.ssm_a"});
+    test::expect_load_error(edited_copy(
+                                "missing", [](gguf::GgufWriter&) {}, "blk.1.ssm_a"),
+                            {"missing tensor", "blk.1.ssm_a"});
     // A pattern that makes layer 1 an attention layer: its attention tensors are missing.
-    expect_load_error(edited_copy("pattern",
-                                  [](gguf::GgufWriter& w) {
-                                      w.remove("qwen35.attention.recurrent_layers");
-                                      w.set_u32("qwen35.full_attention_interval", 2);
-                                  }),
-                      {"blk.1.attn_q.weight"});
+    test::expect_load_error(edited_copy("pattern",
+                                        [](gguf::GgufWriter& w) {
+                                            w.remove("qwen35.attention.recurrent_layers");
+                                            w.set_u32("qwen35.full_attention_interval", 2);
+                                        }),
+                            {"blk.1.attn_q.weight"});
     // A conv kernel of 3 taps where the tensor has 4.
-    expect_load_error(
+    test::expect_load_error(
         edited_copy("taps", [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.conv_kernel", 3); }),
         {"blk.0.ssm_conv1d.weight has shape [4, 512], expected [3, 512]"});
 }

@@ -31,7 +31,7 @@ namespace {
 struct ScratchSizes {
     size_t x, xb, xb2, xb3, q, k, v, qkv, attn, gate, up, rope_cs, rope_cs_swa;
     size_t mla_qa, mla_q, mla_kv, head_in, head_out;
-    size_t q_gated, attn_gate, dn_qkv, dn_conv, dn_z, dn_beta, dn_alpha, dn_o;
+    size_t q_gated, attn_gate, dn_qkv, dn_conv, dn_z, dn_beta, dn_alpha, dn_o, dn_tmp;
     size_t router_logits, moe_in, moe_out, moe_expert, moe_weight, moe_tokens, router_probs;
     size_t tok_index;  // sequence and position of each token
     size_t act_bytes;
@@ -42,7 +42,8 @@ struct ScratchSizes {
         const uint64_t floats = x + xb + xb2 + xb3 + q + k + v + qkv + attn + gate + up + rope_cs +
                                 rope_cs_swa + mla_qa + mla_q + mla_kv + head_in + head_out +
                                 q_gated + attn_gate + dn_qkv + dn_conv + dn_z + dn_beta + dn_alpha +
-                                dn_o + router_logits + moe_in + moe_out + moe_weight + router_probs;
+                                dn_tmp + dn_o + router_logits + moe_in + moe_out + moe_weight +
+                                router_probs;
         return floats * sizeof(float) + (moe_expert + moe_tokens + tok_index) * sizeof(int32_t) +
                act_bytes + attn_seqs * sizeof(AttentionSeq) +
                AttentionScratch::planned_bytes(attention);
@@ -102,6 +103,7 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t max_seqs
         z.dn_qkv = z.dn_conv = n * d.conv_channels();
         z.dn_z = z.dn_o = n * d.inner();
         z.dn_beta = z.dn_alpha = n * d.n_v_heads;
+        z.dn_tmp = size_t(std::max(1, n_threads)) * d.head_dim;
     }
     z.tok_index = 2 * n;
     z.router_logits = moe ? n * hp.n_expert : 0;
@@ -159,6 +161,7 @@ ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ct
     dn_beta.resize(z.dn_beta);
     dn_alpha.resize(z.dn_alpha);
     dn_o.resize(z.dn_o);
+    dn_tmp.resize(z.dn_tmp);
     tok_seq.resize(z.tok_index / 2);
     tok_pos.resize(z.tok_index / 2);
     router_logits.resize(z.router_logits);
@@ -181,7 +184,7 @@ uint64_t ForwardScratch::bytes() const {
                             &mla_kv,  &head_in,    &head_out,     &router_logits, &moe_in,
                             &moe_out, &moe_weight, &router_probs, &q_gated,       &attn_gate,
                             &dn_qkv,  &dn_conv,    &dn_z,         &dn_beta,       &dn_alpha,
-                            &dn_o}) {
+                            &dn_o,    &dn_tmp}) {
         floats += vec->size();
     }
     return floats * sizeof(float) +

@@ -75,6 +75,7 @@ class ForwardScratch {
     std::vector<float> q_gated, attn_gate;
     // Gated DeltaNet: the conv's inputs and outputs, z, beta, the decay input, the heads' output.
     std::vector<float> dn_qkv, dn_conv, dn_z, dn_beta, dn_alpha, dn_o;
+    std::vector<float> dn_tmp;               // head_dim floats per thread for the delta-rule step
     std::vector<uint32_t> tok_seq, tok_pos;  // sequence and position of each token
     std::vector<float> router_logits, moe_in, moe_out;
     std::vector<int32_t> moe_expert;      // per token, the selected experts

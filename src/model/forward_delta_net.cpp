@@ -103,7 +103,7 @@ void ForwardStep::delta_net(uint32_t il) {
     const auto step = attention_kernels().delta_step;
     const int64_t tasks = int64_t(b.n_seqs) * nv;
     parallel_for_work(par, int64_t(n) * nv * hd * hd, [&](int ith, int nth) {
-        std::vector<float> tmp(static_cast<size_t>(hd));
+        float* tmp = s.dn_tmp.data() + size_t(ith) * size_t(hd);
         const Range tr = split_range(tasks, ith, nth);
         for (int64_t task = tr.begin; task < tr.end; ++task) {
             const ForwardSeq& fs = b.seqs[task / nv];
@@ -113,7 +113,7 @@ void ForwardStep::delta_net(uint32_t il) {
                 const int64_t t = fs.first_token + i;
                 const float* row = conv + t * channels;
                 step(st, row + kh * hd, row + (nk + kh) * hd, row + (2 * nk + h) * hd,
-                     alpha[t * nv + h], beta[t * nv + h], scale, o + t * inner + h * hd, tmp.data(),
+                     alpha[t * nv + h], beta[t * nv + h], scale, o + t * inner + h * hd, tmp,
                      int(hd));
             }
         }
