@@ -12,6 +12,7 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "runtime/loaded_model.h"
+#include "support/gguf_edit.h"
 #include "support/test_support.h"
 #include "support/tiny_model.h"
 

@@ -19,6 +19,7 @@
 #include "plan/planner.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
+#include "support/gguf_edit.h"
 #include "support/test_support.h"
 #include "support/tiny_model.h"
 #include "tensor/attention_kernels.h"

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,13 +46,5 @@ gguf::GgufWriter tiny_model_writer(const TinyModel& spec);
 std::vector<uint8_t> tiny_model_bytes(const TinyModel& spec);
 // Adds the tokenizer.ggml.* keys of a tiny vocabulary to `w`.
 void add_tiny_vocab(gguf::GgufWriter& w, TinyVocab vocab);
-
-// A copy of the GGUF at `source` (every key and tensor, `drop_tensor` left out) with `edit`
-// applied, written as `name`.gguf in the test's temporary folder; returns its path.
-std::string edited_gguf_copy(const std::string& source, const std::string& name,
-                             const std::function<void(gguf::GgufWriter&)>& edit,
-                             const std::string& drop_tensor = "");
-// Loading `path` fails with an error whose message holds every string of `says`.
-void expect_load_error(const std::string& path, const std::vector<std::string>& says);
 
 }  // namespace mw::test
