@@ -57,33 +57,6 @@ void check_range(const gguf::GgufFile& f, const char* what, uint64_t value, uint
     }
 }
 
-namespace {
-
-struct ArchInfo {
-    const char* name;
-    RopeStyle rope;
-    bool moe;
-};
-
-constexpr ArchInfo kArchs[] = {
-    {"llama", RopeStyle::normal, false},     {"mistral", RopeStyle::normal, false},
-    {"qwen2", RopeStyle::neox, false},       {"qwen3", RopeStyle::neox, false},
-    {"qwen2moe", RopeStyle::neox, true},     {"qwen3moe", RopeStyle::neox, true},
-    {"gemma2", RopeStyle::neox, false},      {"gemma3", RopeStyle::neox, false},
-    {"phi3", RopeStyle::neox, false},        {"deepseek2", RopeStyle::normal, true},
-    {"command-r", RopeStyle::normal, false}, {"granite", RopeStyle::normal, false},
-    {"qwen35", RopeStyle::neox, false},      {"qwen35moe", RopeStyle::neox, true},
-    {"lfm2", RopeStyle::neox, false},        {"lfm2moe", RopeStyle::neox, true},
-    {"smollm3", RopeStyle::normal, false},   {"gpt-oss", RopeStyle::neox, true},
-};
-
-const ArchInfo* find_arch(const std::string& arch) {
-    for (const ArchInfo& a : kArchs) {
-        if (arch == a.name) return &a;
-    }
-    return nullptr;
-}
-
 float positive_f32(const gguf::GgufFile& f, const std::string& key, float fallback) {
     const float v = f.get_f32(key).value_or(fallback);
     if (!(v > 0.0f && std::isfinite(v))) {
@@ -92,132 +65,17 @@ float positive_f32(const gguf::GgufFile& f, const std::string& key, float fallba
     return v;
 }
 
-// What the block of each architecture does beyond the llama one (norms, scales, caps, sliding
-// windows, latent attention), from its own keys or its makers' defaults.
-void read_arch_features(const gguf::GgufFile& f, HParams& hp) {
-    const std::string& a = hp.arch;
-    if (a == "gemma2" || a == "gemma3") {
-        hp.embd_scale = std::sqrt(float(hp.n_embd));
-        hp.post_norms = true;
-        hp.ffn_act = FfnActivation::gelu;
-        // The 27B models scale queries by n_embd / n_head instead of the head size.
-        const bool big = (a == "gemma2" && hp.n_layer == 46) || (a == "gemma3" && hp.n_layer == 62);
-        if (big) hp.attn_scale = 1.0f / std::sqrt(float(hp.n_embd / hp.n_head));
-        hp.n_swa =
-            get_arch_u32(f, a, "attention.sliding_window").value_or(a == "gemma2" ? 4096 : 0);
-        if (hp.n_swa > 0) {
-            hp.swa_pattern = get_arch_u32(f, a, "attention.sliding_window_pattern")
-                                 .value_or(a == "gemma2" ? 2 : 6);
-            check_range(f, "attention.sliding_window_pattern", hp.swa_pattern, 0, hp.n_layer + 1);
-        }
-        if (a == "gemma2") {
-            hp.attn_softcap = positive_f32(f, a + ".attn_logit_softcapping", 50.0f);
-            hp.final_softcap = positive_f32(f, a + ".final_logit_softcapping", 30.0f);
-            hp.rope_freq_base_swa =
-                f.get_f32(a + ".rope.freq_base_swa").value_or(hp.rope_freq_base);
-            hp.rope_freq_scale_swa = hp.rope_freq_scale;
-        } else {
-            if (f.find(a + ".final_logit_softcapping"))
-                hp.final_softcap = positive_f32(f, a + ".final_logit_softcapping", 1.0f);
-            hp.rope_freq_base_swa = f.get_f32(a + ".rope.freq_base_swa").value_or(10000.0f);
-            hp.rope_freq_scale_swa = 1.0f;  // the sliding layers are not scaled
-        }
-        if (!(hp.rope_freq_base_swa > 1.0f)) {
-            fail(ErrorKind::bad_file, "{}: rope.freq_base_swa = {} must be > 1", f.name(),
-                 hp.rope_freq_base_swa);
-        }
-    } else if (a == "phi3") {
-        // LongRoPE's magnitude correction (written by converters of the 128k models).
-        hp.yarn_attn_factor = f.get_f32(a + ".rope.scaling.attn_factor").value_or(1.0f);
-    } else if (a == "command-r") {
-        hp.norm = NormKind::layer;
-        hp.parallel_residual = true;
-        hp.logit_scale = positive_f32(f, a + ".logit_scale", 1.0f);
-    } else if (a == "granite") {
-        hp.embd_scale = positive_f32(f, a + ".embedding_scale", 1.0f);
-        hp.residual_scale = positive_f32(f, a + ".residual_scale", 1.0f);
-        if (f.find(a + ".attention.scale"))
-            hp.attn_scale = positive_f32(f, a + ".attention.scale", 1.0f);
-        hp.logit_scale = 1.0f / positive_f32(f, a + ".logit_scale", 1.0f);
-    } else if (a == "deepseek2") {
-        hp.q_lora_rank = get_arch_u32(f, a, "attention.q_lora_rank").value_or(0);
-        hp.kv_lora_rank = require_u32(f, a, "attention.kv_lora_rank");
-        check_range(f, "attention.q_lora_rank", hp.q_lora_rank, 0, 1u << 16);
-        check_range(f, "attention.kv_lora_rank", hp.kv_lora_rank, 1, 1u << 16);
-        const auto k_mla = get_arch_u32(f, a, "attention.key_length_mla");
-        const auto v_mla = get_arch_u32(f, a, "attention.value_length_mla");
-        if (!k_mla || !v_mla) {
-            fail(ErrorKind::unsupported,
-                 "{}: deepseek2 without attention.key_length_mla / value_length_mla is the old "
-                 "layout with a joint attn_kv_b tensor; convert the model again (memwall convert "
-                 "or llama.cpp's convert_hf_to_gguf.py) to get attn_k_b and attn_v_b",
-                 f.name());
-        }
-        hp.head_dim_k_mla = *k_mla;
-        hp.head_dim_v_mla = *v_mla;
-        check_range(f, "attention.key_length_mla", hp.head_dim_k_mla, hp.n_rot + 1, 4096);
-        check_range(f, "attention.value_length_mla", hp.head_dim_v_mla, 1, 4096);
-        if (hp.n_head_kv != 1 || hp.head_dim_k != hp.kv_lora_rank + hp.n_rot ||
-            hp.head_dim_v != hp.kv_lora_rank) {
-            fail(ErrorKind::bad_file,
-                 "{}: deepseek2 MLA needs head_count_kv = 1, key_length = kv_lora_rank + "
-                 "rope.dimension_count = {} and value_length = kv_lora_rank = {} (the file has "
-                 "{}, {}, {})",
-                 f.name(), hp.kv_lora_rank + hp.n_rot, hp.kv_lora_rank, hp.n_head_kv, hp.head_dim_k,
-                 hp.head_dim_v);
-        }
-        hp.n_layer_dense_lead = get_arch_u32(f, a, "leading_dense_block_count").value_or(0);
-        check_range(f, "leading_dense_block_count", hp.n_layer_dense_lead, 0, hp.n_layer);
-        if (const auto m = f.get_f32(a + ".rope.scaling.yarn_log_multiplier")) {
-            hp.yarn_log_mul = *m / 0.1f;  // the converter stores 0.1 x mscale_all_dim
-        }
-    }
-}
-
-// deepseek2's router: softmax or sigmoid scores, optional groups, weight scale and shared experts.
-void read_deepseek2_routing(const gguf::GgufFile& f, HParams& hp) {
-    const std::string& a = hp.arch;
-    hp.expert_weights_norm = f.get_bool(a + ".expert_weights_norm").value_or(false);
-    hp.expert_weights_scale = f.get_f32(a + ".expert_weights_scale").value_or(1.0f);
-    if (!(hp.expert_weights_scale > 0.0f && std::isfinite(hp.expert_weights_scale))) {
-        fail(ErrorKind::bad_file, "{}: expert_weights_scale = {} must be > 0", f.name(),
-             hp.expert_weights_scale);
-    }
-    const uint32_t gating = get_arch_u32(f, a, "expert_gating_func").value_or(1);
-    if (gating == 0 || gating == 1) {
-        hp.expert_gating = ExpertGating::softmax;
-    } else if (gating == 2) {
-        hp.expert_gating = ExpertGating::sigmoid;
-    } else {
-        fail(ErrorKind::unsupported,
-             "{}: expert_gating_func = {} is not supported (1 softmax, 2 sigmoid)", f.name(),
-             gating);
-    }
-    hp.n_expert_shared = get_arch_u32(f, a, "expert_shared_count").value_or(0);
-    check_range(f, "expert_shared_count", hp.n_expert_shared, 0, 64);
-    hp.n_expert_groups = get_arch_u32(f, a, "expert_group_count").value_or(0);
-    hp.n_group_used = get_arch_u32(f, a, "expert_group_used_count").value_or(0);
-    if (hp.n_expert_groups > 1) {
-        if (hp.n_expert % hp.n_expert_groups != 0 || hp.n_group_used == 0 ||
-            hp.n_group_used > hp.n_expert_groups ||
-            uint64_t(hp.n_group_used) * (hp.n_expert / hp.n_expert_groups) < hp.n_expert_used) {
-            fail(ErrorKind::bad_file,
-                 "{}: expert_group_count = {} / expert_group_used_count = {} do not fit {} "
-                 "experts with {} used",
-                 f.name(), hp.n_expert_groups, hp.n_group_used, hp.n_expert, hp.n_expert_used);
-        }
-    }
-}
-
-}  // namespace
-
 bool is_supported_arch(const std::string& arch) {
-    return find_arch(arch) != nullptr;
+    return find_arch_spec(arch) != nullptr;
 }
 
-const char* supported_archs() {
-    return "llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, gemma3, phi3, deepseek2, "
-           "command-r, granite, qwen35, qwen35moe, lfm2, lfm2moe, smollm3, gpt-oss";
+std::string supported_archs() {
+    std::string names;
+    for (const ArchSpec& s : arch_specs()) {
+        if (!names.empty()) names += ", ";
+        names += s.name;
+    }
+    return names;
 }
 
 uint32_t HParams::n_recurrent_layers() const {
@@ -268,7 +126,7 @@ HParams read_hparams(const gguf::GgufFile& f) {
     if (!arch)
         fail(ErrorKind::bad_file, "{}: metadata \"general.architecture\" is missing", f.name());
     hp.arch = std::string(*arch);
-    const ArchInfo* info = find_arch(hp.arch);
+    const ArchSpec* info = find_arch_spec(hp.arch);
     if (!info) {
         fail(ErrorKind::unsupported,
              "{}: general.architecture = \"{}\" is not supported (supported: {})", f.name(),
@@ -280,9 +138,8 @@ HParams read_hparams(const gguf::GgufFile& f) {
     hp.n_embd = require_u32(f, a, "embedding_length");
     hp.n_layer = require_u32(f, a, "block_count");
     hp.n_head = require_u32(f, a, "attention.head_count");
-    if (a == "lfm2" || a == "lfm2moe") {
-        // Per layer: 0 marks a short-convolution layer (arch/lfm2.cpp); the attention layers
-        // share one count.
+    if (info->per_layer_kv_heads) {
+        // The largest; the architecture's read hook says what the others mean.
         hp.n_head_kv = 0;
         for (uint32_t kv : get_arch_u32_per_layer(f, a, "attention.head_count_kv", hp.n_layer))
             hp.n_head_kv = std::max(hp.n_head_kv, kv);
@@ -363,8 +220,6 @@ HParams read_hparams(const gguf::GgufFile& f) {
         hp.yarn_beta_slow = f.get_f32(a + ".rope.scaling.yarn_beta_slow").value_or(1.0f);
     }
 
-    read_arch_features(f, hp);
-
     // Mixture of experts.
     hp.n_expert = get_arch_u32(f, a, "expert_count").value_or(0);
     hp.n_expert_used = get_arch_u32(f, a, "expert_used_count").value_or(0);
@@ -374,10 +229,8 @@ HParams read_hparams(const gguf::GgufFile& f) {
         hp.n_ff_expert = get_arch_u32(f, a, "expert_feed_forward_length").value_or(hp.n_ff);
         hp.n_ff_shared_expert = get_arch_u32(f, a, "expert_shared_feed_forward_length").value_or(0);
         check_range(f, "expert_feed_forward_length", hp.n_ff_expert, 1, 1u << 20);
-        // Mixtral renormalises the top-k weights; qwen2moe does not; qwen3moe does by default.
-        const bool default_norm = hp.arch != "qwen2moe";
-        hp.expert_weights_norm = f.get_bool(a + ".expert_weights_norm").value_or(default_norm);
-        if (hp.arch == "deepseek2") read_deepseek2_routing(f, hp);
+        // Mixtral and qwen3moe renormalise the top-k weights (qwen2moe's hook says it does not).
+        hp.expert_weights_norm = f.get_bool(a + ".expert_weights_norm").value_or(true);
     } else if (info->moe) {
         fail(ErrorKind::bad_file, "{}: {} model without {}.expert_count", f.name(), hp.arch,
              hp.arch);
@@ -385,11 +238,8 @@ HParams read_hparams(const gguf::GgufFile& f) {
         fail(ErrorKind::bad_file, "{}: required metadata \"{}.feed_forward_length\" is missing",
              f.name(), hp.arch);
     }
-    // The architectures with a home of their own (model/arch/).
-    if (a == "qwen35" || a == "qwen35moe") read_qwen35(f, hp);
-    if (a == "lfm2" || a == "lfm2moe") read_lfm2(f, hp);
-    if (a == "gpt-oss") read_gptoss(f, hp);
-    if (a == "smollm3") hp.nope_interval = 4;  // llama.cpp's fixed interval: no GGUF key
+    // What the architecture's home adds (model/arch/).
+    if (info->read) info->read(f, hp);
     return hp;
 }
 

@@ -153,12 +153,13 @@ struct HParams {
     uint32_t n_embd_v_gqa() const { return head_dim_v * n_head_kv; }
 };
 
-// Architectures memwall runs (llama, mistral, qwen2, qwen3, their MoE variants, gemma2, gemma3,
-// phi3, deepseek2, command-r, granite). Throws ErrorKind::unsupported naming the architecture and
-// the supported ones.
+// The common keys, then what the architecture's home adds (model/arch/: one row per
+// architecture memwall runs). Throws ErrorKind::unsupported naming the architecture and the
+// supported ones.
 HParams read_hparams(const gguf::GgufFile& file);
 
 bool is_supported_arch(const std::string& arch);
-const char* supported_archs();
+// The registry's names, comma-separated.
+std::string supported_archs();
 
 }  // namespace mw

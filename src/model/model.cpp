@@ -19,57 +19,33 @@ uint64_t matrix_bytes(const WeightMatrix& w) {
     return w.traits ? w.row_bytes * uint64_t(w.n_rows) : 0;
 }
 
-void bind_mla(Binder& b, const HParams& hp, const std::string& p, Layer& l) {
-    const int64_t n_embd = hp.n_embd, n_head = hp.n_head;
-    const int64_t rank_kv = hp.kv_lora_rank, n_rot = hp.n_rot;
-    const int64_t n_q = n_head * hp.head_dim_k_mla;
-    const int64_t nope = int64_t(hp.head_dim_k_mla) - n_rot;
-    if (hp.q_lora_rank > 0) {
-        l.wq_a = b.matrix(p + "attn_q_a.weight", n_embd, hp.q_lora_rank);
-        l.q_a_norm = b.vector(p + "attn_q_a_norm.weight", hp.q_lora_rank);
-        l.wq_b = b.matrix(p + "attn_q_b.weight", hp.q_lora_rank, n_q);
-    } else {
-        l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
-    }
-    l.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", n_embd, rank_kv + n_rot);
-    l.kv_a_norm = b.vector(p + "attn_kv_a_norm.weight", rank_kv);
-    l.wk_b = b.experts(p + "attn_k_b.weight", nope, rank_kv, n_head);
-    l.wv_b = b.experts(p + "attn_v_b.weight", rank_kv, hp.head_dim_v_mla, n_head);
-}
+}  // namespace
 
-// The attention sublayer of the llama family and its variants, and the norms around it.
-void bind_attention(Binder& b, const HParams& hp, const std::string& p, Layer& l) {
+void bind_llama_attention(Binder& b, const HParams& hp, uint32_t il, Layer& l, bool qk_norm) {
+    const std::string p = fmt::format("blk.{}.", il);
     const int64_t n_embd = hp.n_embd;
     const int64_t n_q = int64_t(hp.n_head) * hp.head_dim_k;
     const int64_t n_k = hp.n_embd_k_gqa(), n_v = hp.n_embd_v_gqa();
-    const int64_t n_attn_out = int64_t(hp.n_head) * hp.head_dim_v;
-    const bool command_r = hp.arch == "command-r";
-    if (hp.mla()) {
-        bind_mla(b, hp, p, l);
-    } else if (b.has(p + "attn_qkv.weight")) {
+    if (b.has(p + "attn_qkv.weight")) {
         l.wqkv = b.matrix(p + "attn_qkv.weight", n_embd, n_q + n_k + n_v);
     } else {
         l.wq = b.matrix(p + "attn_q.weight", n_embd, n_q);
         l.wk = b.matrix(p + "attn_k.weight", n_embd, n_k);
         l.wv = b.matrix(p + "attn_v.weight", n_embd, n_v);
     }
-    const int64_t n_attn_in = hp.mla() ? int64_t(hp.n_head) * hp.head_dim_v_mla : n_attn_out;
-    l.wo = b.matrix(p + "attn_output.weight", n_attn_in, n_embd);
+    l.wo = b.matrix(p + "attn_output.weight", int64_t(hp.n_head) * hp.head_dim_v, n_embd);
     l.bq = b.vector(p + "attn_q.bias", n_q, false);
     l.bk = b.vector(p + "attn_k.bias", n_k, false);
     l.bv = b.vector(p + "attn_v.bias", n_v, false);
-    const bool qk_norm = hp.arch == "qwen3" || hp.arch == "qwen3moe" || hp.arch == "gemma3";
     l.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim_k, qk_norm);
     l.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim_k, qk_norm);
     if (hp.post_norms) {
         l.post_attn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
         l.post_ffn_norm = b.vector(p + "post_ffw_norm.weight", n_embd);
     }
-    // command-r's FFN reads the attention's norm (parallel block): no ffn_norm.
-    if (!command_r) l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
+    // A parallel block (command-r) feeds the FFN from the attention's norm: no ffn_norm.
+    if (!hp.parallel_residual) l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
 }
-
-}  // namespace
 
 Model Model::bind(const gguf::GgufFile& file) {
     Model m;
@@ -91,83 +67,49 @@ Model Model::bind(const gguf::GgufFile& file) {
 
     const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab;
 
+    const ArchSpec& arch = *find_arch_spec(hp.arch);  // read_hparams refused any other
     m.tok_embd = b.matrix("token_embd.weight", n_embd, n_vocab);
-    // lfm2 stores its final norm as token_embd_norm.
-    const bool lfm2 = hp.arch == "lfm2" || hp.arch == "lfm2moe";
-    m.output_norm = b.vector(lfm2 ? "token_embd_norm.weight" : "output_norm.weight", n_embd);
+    m.output_norm = b.vector(std::string(arch.output_norm), n_embd);
     m.output = b.has("output.weight") ? b.matrix("output.weight", n_embd, n_vocab) : m.tok_embd;
     if (b.has("rope_freqs.weight"))
         m.rope_freq_factors = b.vector("rope_freqs.weight", hp.n_rot / 2);
 
     const bool moe = hp.n_expert > 0;
-    // Every block has at least 9 tensors (phi3, with fused QKV and gate/up, 6; command-r, with
-    // one norm, 8): a block count the tensors cannot back
-    // is refused before anything is sized by it.
-    const uint64_t min_tensors_per_block = hp.arch == "phi3"                ? 6
-                                           : hp.arch == "command-r" || lfm2 ? 8
-                                                                            : 9;
-    if (uint64_t(hp.n_layer) * min_tensors_per_block > file.tensors().size()) {
+    if (uint64_t(hp.n_layer) * arch.min_tensors_per_block > file.tensors().size()) {
         fail(ErrorKind::bad_file,
              "{}: {}.block_count = {} needs at least {} tensors, the file has {}", file.name(),
-             hp.arch, hp.n_layer, uint64_t(hp.n_layer) * min_tensors_per_block,
+             hp.arch, hp.n_layer, uint64_t(hp.n_layer) * arch.min_tensors_per_block,
              file.tensors().size());
     }
     m.layers.resize(hp.n_layer);
-    const bool qwen35 = hp.arch == "qwen35" || hp.arch == "qwen35moe";
-    const bool gptoss = hp.arch == "gpt-oss";
     for (uint32_t i = 0; i < hp.n_layer; ++i) {
         Layer& l = m.layers[i];
         const std::string p = fmt::format("blk.{}.", i);
         l.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
-        if (qwen35) {
-            bind_qwen35_mixer(b, hp, i, l);
-            l.ffn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
-        } else if (lfm2) {
-            bind_lfm2_mixer(b, hp, i, l);
-            l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
-        } else if (gptoss) {
-            bind_gptoss_layer(b, hp, i, l);
+        if (arch.bind_mixer) {
+            arch.bind_mixer(b, hp, i, l);
         } else {
-            bind_attention(b, hp, p, l);
+            bind_llama_attention(b, hp, i, l, /*qk_norm=*/false);
         }
         l.moe = moe && i >= hp.n_layer_dense_lead;
         if (!l.moe) {
-            if (!b.has(p + "ffn_gate.weight") && b.has(p + "ffn_up.weight") && hp.arch == "phi3") {
-                l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, 2 * int64_t(hp.n_ff));
+            if (arch.bind_dense_ffn) {
+                arch.bind_dense_ffn(b, hp, i, l);
             } else {
                 l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
                 l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
+                l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
             }
-            l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
         } else {
             const int64_t ne = hp.n_expert, nf = hp.n_ff_expert;
             l.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, ne);
             l.exp_gate = b.experts(p + "ffn_gate_exps.weight", n_embd, nf, ne);
             l.exp_up = b.experts(p + "ffn_up_exps.weight", n_embd, nf, ne);
             l.exp_down = b.experts(p + "ffn_down_exps.weight", nf, n_embd, ne);
-            if (hp.arch == "qwen2moe" || hp.arch == "qwen35moe") {
-                const int64_t ns = hp.n_ff_shared_expert ? hp.n_ff_shared_expert : hp.n_ff;
-                l.shared_router = b.matrix(p + "ffn_gate_inp_shexp.weight", n_embd, 1);
-                l.shared_gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, ns);
-                l.shared_up = b.matrix(p + "ffn_up_shexp.weight", n_embd, ns);
-                l.shared_down = b.matrix(p + "ffn_down_shexp.weight", ns, n_embd);
-            } else if (hp.arch == "lfm2moe") {
-                l.expert_bias = b.vector(p + "exp_probs_b.bias", ne);
-            } else if (hp.arch == "deepseek2") {
-                l.expert_bias = b.vector(p + "exp_probs_b.bias", ne, false);
-                if (hp.n_expert_shared > 0) {
-                    const int64_t ns = int64_t(hp.n_ff_expert) * hp.n_expert_shared;
-                    l.shared_gate = b.matrix(p + "ffn_gate_shexp.weight", n_embd, ns);
-                    l.shared_up = b.matrix(p + "ffn_up_shexp.weight", n_embd, ns);
-                    l.shared_down = b.matrix(p + "ffn_down_shexp.weight", ns, n_embd);
-                }
-            }
+            if (arch.bind_moe_extra) arch.bind_moe_extra(b, hp, i, l);
         }
     }
-    if (hp.arch == "phi3" && b.has("rope_factors_long.weight")) {
-        m.rope_factors_long = b.vector("rope_factors_long.weight", hp.n_rot / 2);
-        m.rope_factors_short = b.vector("rope_factors_short.weight", hp.n_rot / 2);
-    }
+    if (arch.bind_model_extra) arch.bind_model_extra(b, m);
     b.finish(hp);
 
     // RoPE parameters shared by every layer.

@@ -44,6 +44,7 @@ void read_lfm2(const gguf::GgufFile& f, HParams& hp) {
 void bind_lfm2_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l) {
     const std::string p = fmt::format("blk.{}.", il);
     const int64_t n_embd = hp.n_embd;
+    l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
     if (hp.kind(il) == LayerKind::short_conv) {
         l.wqkv = b.matrix(p + "shortconv.in_proj.weight", n_embd, 3 * n_embd);  // B, C, X
         l.ssm_conv = b.vector(p + "shortconv.conv.weight", int64_t(hp.shortconv_l_cache) * n_embd,
@@ -58,6 +59,10 @@ void bind_lfm2_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l) {
     l.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim_k);
     l.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim_k);
     l.wo = b.matrix(p + "attn_output.weight", int64_t(hp.n_head) * hp.head_dim_v, n_embd);
+}
+
+void bind_lfm2moe_extra(Binder& b, const HParams& hp, uint32_t il, Layer& l) {
+    l.expert_bias = b.vector(fmt::format("blk.{}.exp_probs_b.bias", il), hp.n_expert);
 }
 
 }  // namespace mw

@@ -91,6 +91,7 @@ void read_qwen35(const gguf::GgufFile& f, HParams& hp) {
 void bind_qwen35_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l) {
     const std::string p = fmt::format("blk.{}.", il);
     const int64_t n_embd = hp.n_embd;
+    l.ffn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
     if (hp.kind(il) == LayerKind::delta_net) {
         const DeltaNetShape& d = hp.delta_net;
         const int64_t channels = d.conv_channels(), inner = d.inner(), nv = d.n_v_heads;
