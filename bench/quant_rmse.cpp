@@ -10,7 +10,7 @@
 
 #include "base/error.h"
 #include "format/gguf.h"
-#include "runtime/mapped_file.h"
+#include "sys/mapped_file.h"
 #include "tensor/types.h"
 
 namespace {

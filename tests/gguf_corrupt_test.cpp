@@ -16,8 +16,8 @@
 #include "base/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
-#include "runtime/mapped_file.h"
 #include "support/test_support.h"
+#include "sys/mapped_file.h"
 
 namespace mw::gguf {
 namespace {

@@ -15,8 +15,8 @@
 #include "format/gguf.h"
 #include "memwall.h"
 #include "quant/imatrix.h"
-#include "runtime/mapped_file.h"
 #include "support/test_support.h"
+#include "sys/mapped_file.h"
 #include "tensor/types.h"
 
 namespace mw {

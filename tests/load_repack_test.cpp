@@ -14,9 +14,9 @@
 
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
-#include "runtime/mapped_file.h"
 #include "support/test_support.h"
 #include "support/tiny_model.h"
+#include "sys/mapped_file.h"
 #include "tensor/repack.h"
 
 namespace mw {

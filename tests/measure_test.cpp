@@ -11,8 +11,8 @@
 #include "memwall.h"
 #include "plan/device_cache.h"
 #include "plan/measure.h"
-#include "runtime/thread_pool.h"
 #include "support/test_support.h"
+#include "sys/thread_pool.h"
 
 namespace mw {
 namespace {

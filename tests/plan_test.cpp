@@ -22,8 +22,8 @@
 #include "plan/model_spec.h"
 #include "plan/planner.h"
 #include "plan/quant_mix.h"
-#include "runtime/mapped_file.h"
 #include "support/test_support.h"
+#include "sys/mapped_file.h"
 
 namespace mw {
 namespace {

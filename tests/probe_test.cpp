@@ -10,9 +10,9 @@
 #include "plan/device_cache.h"
 #include "plan/devices.h"
 #include "plan/measure.h"
-#include "plan/probe.h"
-#include "runtime/thread_pool.h"
 #include "support/test_support.h"
+#include "sys/probe.h"
+#include "sys/thread_pool.h"
 #include "tensor/kernels.h"
 #include "tensor/types.h"
 

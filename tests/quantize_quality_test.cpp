@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "format/gguf.h"
-#include "runtime/mapped_file.h"
 #include "support/test_support.h"
+#include "sys/mapped_file.h"
 #include "tensor/quantize/quantize.h"
 #include "tensor/quantize/search.h"
 #include "tensor/types.h"

@@ -18,8 +18,8 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "memwall.h"
-#include "runtime/mapped_file.h"
 #include "support/test_support.h"
+#include "sys/mapped_file.h"
 
 namespace mw {
 namespace {

@@ -11,7 +11,7 @@
 #include <regex>
 #include <string>
 
-#include "runtime/sustained.h"
+#include "plan/sustained.h"
 #include "support/svg_check.h"
 #include "support/test_support.h"
 

@@ -5,7 +5,7 @@
 #include <atomic>
 #include <vector>
 
-#include "runtime/thread_pool.h"
+#include "sys/thread_pool.h"
 #include "tensor/cpu_features.h"
 
 namespace mw {

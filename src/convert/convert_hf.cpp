@@ -19,7 +19,7 @@
 #include "format/gguf_writer.h"
 #include "format/json_text.h"
 #include "format/safetensors.h"
-#include "runtime/mapped_file.h"
+#include "sys/mapped_file.h"
 
 namespace mw::convert {
 namespace fs = std::filesystem;

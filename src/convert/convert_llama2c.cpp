@@ -16,7 +16,7 @@
 #include "convert/convert.h"
 #include "convert/hf_vocab.h"
 #include "format/gguf_writer.h"
-#include "runtime/mapped_file.h"
+#include "sys/mapped_file.h"
 
 namespace mw::convert {
 namespace {

@@ -18,7 +18,7 @@
 #include "convert/tensor_plan.h"
 #include "format/json_text.h"
 #include "format/safetensors.h"
-#include "runtime/mapped_file.h"
+#include "sys/mapped_file.h"
 
 namespace mw::convert {
 namespace fs = std::filesystem;

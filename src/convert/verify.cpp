@@ -4,7 +4,7 @@
 #include "convert/convert.h"
 #include "format/gguf.h"
 #include "model/model.h"
-#include "runtime/mapped_file.h"
+#include "sys/mapped_file.h"
 #include "vocab/vocab.h"
 
 namespace mw::convert {

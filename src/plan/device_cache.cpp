@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "runtime/thread_pool.h"
+#include "sys/thread_pool.h"
 #include "tensor/types.h"
 
 namespace mw {

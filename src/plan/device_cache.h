@@ -15,8 +15,8 @@
 
 #include "plan/devices.h"
 #include "plan/measure.h"
-#include "plan/probe.h"
 #include "plan/storage.h"
+#include "sys/probe.h"
 
 namespace mw {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/probe.h"
+#include "sys/probe.h"
 #include "tensor/parallel.h"
 
 namespace mw {

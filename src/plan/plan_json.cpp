@@ -8,8 +8,8 @@
 #include "model/recurrent_state.h"
 #include "plan/catalogue.h"
 #include "plan/device_cache.h"
-#include "runtime/speed_label.h"
-#include "runtime/thread_pool.h"
+#include "plan/speed_label.h"
+#include "sys/thread_pool.h"
 
 namespace mw {
 namespace {

@@ -14,10 +14,10 @@
 #include "net/remote_header.h"
 #include "plan/catalogue.h"
 #include "plan/device_cache.h"
-#include "plan/probe.h"
 #include "runtime/context.h"
-#include "runtime/mapped_file.h"
-#include "runtime/thread_pool.h"
+#include "sys/mapped_file.h"
+#include "sys/probe.h"
+#include "sys/thread_pool.h"
 #include "tensor/types.h"
 
 namespace mw {

@@ -11,7 +11,7 @@
 #include "model/forward.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
-#include "runtime/mapped_file.h"
+#include "sys/mapped_file.h"
 
 namespace mw {
 namespace {

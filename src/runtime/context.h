@@ -10,7 +10,7 @@
 #include "model/forward.h"
 #include "model/seq_memory.h"
 #include "runtime/loaded_model.h"
-#include "runtime/thread_pool.h"
+#include "sys/thread_pool.h"
 
 namespace mw {
 

@@ -12,10 +12,10 @@
 #include "base/error.h"
 #include "format/block_scales.h"
 #include "format/ggml_types.h"
-#include "plan/probe.h"
 #include "runtime/expert_cache.h"
 #include "runtime/layer_stream.h"
-#include "runtime/thread_pool.h"
+#include "sys/probe.h"
+#include "sys/thread_pool.h"
 #include "tensor/types.h"
 
 namespace mw {

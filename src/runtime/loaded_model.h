@@ -11,8 +11,8 @@
 #include "format/gguf.h"
 #include "model/model.h"
 #include "runtime/gpu_placement.h"
-#include "runtime/mapped_file.h"
 #include "runtime/memory_budget.h"
+#include "sys/mapped_file.h"
 #include "vocab/vocab.h"
 
 namespace mw {

@@ -16,8 +16,8 @@
 #include "model/model.h"
 #include "net/sha256.h"
 #include "net/url.h"
-#include "runtime/mapped_file.h"
-#include "runtime/thread_pool.h"
+#include "sys/mapped_file.h"
+#include "sys/thread_pool.h"
 #include "tensor/types.h"
 #include "vocab/vocab.h"
 

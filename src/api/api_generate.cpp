@@ -5,11 +5,11 @@
 #include <string_view>
 #include <vector>
 
+#include "api/api_error.h"
+#include "api/api_model.h"
 #include "base/error.h"
 #include "memwall.h"
 #include "model/sampler.h"
-#include "runtime/api_error.h"
-#include "runtime/api_model.h"
 #include "runtime/context.h"
 #include "vocab/vocab.h"
 

@@ -6,12 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/api_error.h"
+#include "api/api_model.h"
 #include "base/error.h"
 #include "chat/chat_template.h"
 #include "chat/json_value.h"
 #include "memwall.h"
-#include "runtime/api_error.h"
-#include "runtime/api_model.h"
 #include "template/template.h"
 #include "template/text.h"
 

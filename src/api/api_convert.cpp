@@ -2,10 +2,10 @@
 #include <cstring>
 #include <string>
 
+#include "api/api_error.h"
 #include "base/error.h"
 #include "convert/convert.h"
 #include "memwall.h"
-#include "runtime/api_error.h"
 
 namespace {
 

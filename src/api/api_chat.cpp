@@ -2,9 +2,9 @@
 #include <memory>
 #include <string>
 
+#include "api/api_error.h"
+#include "api/api_model.h"
 #include "memwall.h"
-#include "runtime/api_error.h"
-#include "runtime/api_model.h"
 #include "runtime/chat_session.h"
 
 struct mw_chat {

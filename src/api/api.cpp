@@ -8,11 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "api/api_error.h"
+#include "api/api_model.h"
 #include "base/error.h"
 #include "memwall.h"
 #include "model/sampler.h"
-#include "runtime/api_error.h"
-#include "runtime/api_model.h"
 #include "runtime/context.h"
 #include "runtime/expert_cache.h"
 #include "runtime/layer_stream.h"

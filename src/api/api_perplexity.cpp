@@ -1,8 +1,8 @@
 // The C API of perplexity and KL divergence (include/memwall.h, "Perplexity and KL divergence").
+#include "api/api_error.h"
+#include "api/api_model.h"
 #include "base/error.h"
 #include "memwall.h"
-#include "runtime/api_error.h"
-#include "runtime/api_model.h"
 #include "runtime/perplexity.h"
 #include "tensor/types.h"
 

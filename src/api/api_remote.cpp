@@ -6,14 +6,14 @@
 #include <cstring>
 #include <string>
 
+#include "api/api_error.h"
+#include "api/api_fit.h"
 #include "base/error.h"
 #include "format/gguf.h"
 #include "memwall.h"
 #include "net/download.h"
 #include "net/remote_header.h"
 #include "plan/planner.h"
-#include "runtime/api_error.h"
-#include "runtime/api_fit.h"
 #include "runtime/verify.h"
 
 namespace {

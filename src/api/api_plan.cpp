@@ -9,14 +9,14 @@
 #include <optional>
 #include <string>
 
+#include "api/api_error.h"
+#include "api/api_fit.h"
 #include "base/error.h"
 #include "gpu/gpu.h"
 #include "memwall.h"
 #include "plan/device_cache.h"
 #include "plan/plan_json.h"
 #include "plan/planner.h"
-#include "runtime/api_error.h"
-#include "runtime/api_fit.h"
 
 namespace {
 

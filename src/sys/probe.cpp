@@ -1,4 +1,4 @@
-#include "plan/probe.h"
+#include "sys/probe.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/thread_pool.h"
+#include "sys/thread_pool.h"
 #include "tensor/cpu_features.h"
 
 namespace mw {

@@ -1,4 +1,4 @@
-#include "runtime/mapped_file.h"
+#include "sys/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "runtime/mapping_guard.h"
+#include "sys/mapping_guard.h"
 
 namespace mw {
 namespace {

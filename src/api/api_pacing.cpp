@@ -8,14 +8,14 @@
 #include <optional>
 #include <thread>
 
+#include "api/api_error.h"
+#include "api/api_model.h"
 #include "memwall.h"
+#include "plan/speed_label.h"
+#include "plan/sustained.h"
 #include "report/documents.h"
-#include "runtime/api_error.h"
-#include "runtime/api_model.h"
 #include "runtime/context.h"
 #include "runtime/sensor_pacer.h"
-#include "runtime/speed_label.h"
-#include "runtime/sustained.h"
 
 struct mw_pacer {
     mw::PacerConfig config;

@@ -1,4 +1,4 @@
-#include "runtime/thread_pool.h"
+#include "sys/thread_pool.h"
 
 #include <unistd.h>
 

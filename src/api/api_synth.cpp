@@ -3,8 +3,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "api/api_error.h"
 #include "memwall.h"
-#include "runtime/api_error.h"
 #include "synth/synth.h"
 
 extern "C" {

@@ -1,4 +1,4 @@
-#include "runtime/mapping_guard.h"
+#include "sys/mapping_guard.h"
 
 #include <signal.h>
 #include <unistd.h>

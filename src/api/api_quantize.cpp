@@ -3,10 +3,10 @@
 #include <string_view>
 #include <vector>
 
+#include "api/api_error.h"
 #include "memwall.h"
 #include "quant/imatrix.h"
 #include "quant/quantize_model.h"
-#include "runtime/api_error.h"
 #include "runtime/loaded_model.h"
 #include "tensor/quantize/quantize.h"
 

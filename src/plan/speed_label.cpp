@@ -1,4 +1,4 @@
-#include "runtime/speed_label.h"
+#include "plan/speed_label.h"
 
 #include <fmt/format.h>
 

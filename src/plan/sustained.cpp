@@ -1,4 +1,4 @@
-#include "runtime/sustained.h"
+#include "plan/sustained.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "base/error.h"
+#include "plan/speed_label.h"
 #include "runtime/loaded_model.h"
 #include "runtime/sensor_pacer.h"
-#include "runtime/speed_label.h"
 
 namespace mw {
 namespace {

@@ -4,9 +4,9 @@
 #include <string>
 #include <string_view>
 
+#include "api/api_error.h"
+#include "api/api_model.h"
 #include "memwall.h"
-#include "runtime/api_error.h"
-#include "runtime/api_model.h"
 #include "runtime/chat_render.h"
 #include "runtime/context.h"
 #if defined(MEMWALL_SERVER)
