@@ -142,4 +142,30 @@ TEST(SpecApi, BadParametersAreInvalidArguments) {
     mw_context_free(ctx);
 }
 
+// memwall run: greedy text with -md (the model as its own draft) and with n-gram lookup is the
+// plain text; --draft-max 0 and a draft of another vocabulary are refused with their reasons.
+TEST(SpecCli, RunSpeculatesAndRefusesBadDrafts) {
+    const std::string model = mw::test::shared_path("models/stories260K.gguf");
+    const std::string run =
+        mw::test::cli_path() + " run -m " + model + " -p 'Once upon a time' -n 40 --temp 0 -t 1";
+    const mw::test::CommandResult plain = mw::test::run_command(run);
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    for (const std::string& flags :
+         {" -md " + model + " --draft-max 4 --verbose", std::string(" --spec-type ngram")}) {
+        const mw::test::CommandResult r = mw::test::run_command(run + flags);
+        ASSERT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
+        EXPECT_EQ(r.out, plain.out) << flags;
+        EXPECT_NE(r.err.find("speculative: "), std::string::npos) << r.err;
+    }
+    const mw::test::CommandResult zero =
+        mw::test::run_command(run + " --spec-type ngram --draft-max 0");
+    EXPECT_EQ(zero.exit_code, 2);
+    EXPECT_NE(zero.err.find("--draft-max 0"), std::string::npos) << zero.err;
+    const mw::test::CommandResult other = mw::test::run_command(
+        run + " -md " + mw::test::shared_path("reference/models/qwen2-tiny-F16.gguf"));
+    EXPECT_EQ(other.exit_code, 1);
+    EXPECT_NE(other.err.find("vocabulary"), std::string::npos) << other.err;
+    EXPECT_TRUE(other.out.empty());
+}
+
 }  // namespace
