@@ -370,6 +370,8 @@ TEST(SpecMath, ExpectedTokensPerPass) {
     EXPECT_NEAR(e.pass_cost, 1.4, 1e-12);
     EXPECT_NEAR(e.decode_tok_s, 10 * 3.3616 / 1.4, 1e-9);
     EXPECT_EQ(estimate_speculative(0, 100, 0.8, 4).decode_tok_s, 0.0);
+    // A draft reading a tenth of the target's bytes per token adds 4 x 0.1 steps.
+    EXPECT_NEAR(estimate_speculative(10, 100, 0.8, 4, 0.1).pass_cost, 1.8, 1e-12);
 }
 
 }  // namespace

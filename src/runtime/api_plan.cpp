@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "format/gguf.h"
 #include "gpu/gpu.h"
 #include "memwall.h"
 #include "plan/device_cache.h"
@@ -17,6 +18,7 @@
 #include "plan/planner.h"
 #include "runtime/api_error.h"
 #include "runtime/api_fit.h"
+#include "runtime/mapped_file.h"
 #include "runtime/spec_estimate.h"
 
 namespace {
@@ -105,13 +107,31 @@ std::string add_speculative(const std::string& request_json, std::string result)
         }
         k = kj.get<int64_t>();
     }
+    // A draft model: each drafted token reads its weights, a cost against the target's step
+    // in the ratio of the bytes each reads per token (both bound by bandwidth).
+    double draft_bytes = 0;
+    if (req.contains("draft_model")) {
+        if (!req["draft_model"].is_string()) {
+            mw::fail(mw::ErrorKind::invalid_argument,
+                     "plan request: \"draft_model\" must be a file path, not {}",
+                     req["draft_model"].dump());
+        }
+        const std::string path = req["draft_model"].get<std::string>();
+        const mw::MappedFile file = mw::MappedFile::open(path);
+        const mw::gguf::GgufFile g =
+            mw::gguf::GgufFile::parse(file.bytes(), path, {.header_only = true});
+        draft_bytes = double(mw::model_facts(g, "").bytes_per_token);
+    }
     nlohmann::json plan = nlohmann::json::parse(result);
     auto annotate = [&](nlohmann::json& row) {
+        const double target_bytes = row.value("decode_bytes_per_token", 0.0);
+        const double draft_cost = target_bytes > 0 ? draft_bytes / target_bytes : 0.0;
         const mw::SpecEstimate e = mw::estimate_speculative(
             row.value("decode_tok_s_expected", 0.0), row.value("prefill_tok_s_expected", 0.0),
-            pj.get<double>(), uint32_t(k));
+            pj.get<double>(), uint32_t(k), draft_cost);
         row["speculative"] = {{"draft_acceptance", pj.get<double>()},
                               {"draft_max", k},
+                              {"draft_cost", draft_cost},
                               {"tokens_per_pass", e.tokens_per_pass},
                               {"pass_cost", e.pass_cost},
                               {"decode_tok_s_expected", e.decode_tok_s}};

@@ -34,6 +34,7 @@ void add_plan_command(CLI::App& app) {
         std::vector<std::string> mem_budgets;
         double draft_acceptance = -1;
         int draft_max = 8;
+        std::string draft_model;
     };
     auto opt = std::make_shared<Options>();
     cmd->add_option("model", opt->positional,
@@ -75,6 +76,8 @@ void add_plan_command(CLI::App& app) {
                     "tokens)");
     cmd->add_option("--draft-max", opt->draft_max, "With --draft-acceptance: tokens per draft")
         ->capture_default_str();
+    cmd->add_option("--model-draft", opt->draft_model,
+                    "With --draft-acceptance: the draft model (-md), whose reads count too");
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->add_flag("--list", opt->list, "List the catalogue's models and the device profiles");
     cmd->add_option("--plot", opt->plot,
@@ -142,6 +145,9 @@ void add_plan_command(CLI::App& app) {
             if (o.draft_max < 1) fail_usage("plan: --draft-max: 1 or more tokens");
             request["draft_acceptance"] = o.draft_acceptance;
             request["draft_max"] = o.draft_max;
+            if (!o.draft_model.empty()) request["draft_model"] = o.draft_model;
+        } else if (!o.draft_model.empty()) {
+            fail_usage("plan: --model-draft goes with --draft-acceptance");
         }
         if (!o.mem_budgets.empty()) {
             json sizes = json::array();

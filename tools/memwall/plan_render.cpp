@@ -138,9 +138,10 @@ std::string recommendation_found_line(const json& rec, const json& r) {
         const json& s = r["speculative"];
         spec = fmt::format(
             "\n    speculative (estimate): acceptance {:.2f}, {} drafted -> {:.2f} tokens per "
-            "pass, a pass ~{:.2f}x a step: decode ~{} tok/s",
+            "pass, a pass ~{:.2f}x a step{}: decode ~{} tok/s",
             s["draft_acceptance"].get<double>(), s["draft_max"].get<int>(),
             s["tokens_per_pass"].get<double>(), s["pass_cost"].get<double>(),
+            s.value("draft_cost", 0.0) > 0 ? " (the draft model's reads included)" : "",
             human_rate(s["decode_tok_s_expected"].get<double>()));
     }
     return found_line_base(rec, r) + spec;
