@@ -307,6 +307,66 @@ MW_API mw_token mw_sampler_sample(mw_sampler* sampler, const float* logits, int3
 /* Records a token (prompt or generated) for the repetition penalty. */
 MW_API void mw_sampler_accept(mw_sampler* sampler, mw_token token);
 
+/* ---- Speculative decoding --------------------------------------------------------------- */
+/* A drafter proposes the next tokens cheaply; the target checks up to draft_max of them in one
+ * forward pass (its weights read once for all) and keeps the accepted ones and one token of its
+ * own. The text has exactly the distribution plain sampling gives (greedy: the same text). */
+
+typedef enum mw_spec_type {
+    MW_SPEC_DRAFT = 1,  /* a smaller model with the target's vocabulary (a context of its own) */
+    MW_SPEC_NGRAM = 2,  /* n-gram lookup in the sequence's own tokens (prompt included) */
+    MW_SPEC_ORACLE = 3, /* measurement device: proposes oracle_tokens[i] (the target's greedy
+                           text, prompt included, from a run without speculation) with
+                           probability oracle_p, a wrong token otherwise */
+} mw_spec_type;
+
+typedef struct mw_spec_params {
+    mw_spec_type type; /* default MW_SPEC_NGRAM */
+    int32_t draft_max; /* tokens drafted per pass at most (default 8; >= 1) */
+    int32_t draft_min; /* fewer proposed: decode without them (default 0) */
+    /* Draft model: stop drafting when its top token's probability is below this (default 0). */
+    float draft_p_min;
+    int32_t ngram_size_n; /* n-gram: tokens matched (default 3) */
+    int32_t ngram_size_m; /* n-gram: tokens proposed after a match at most (default 16) */
+    /* Oracle: the probability of proposing the right token, and the reference (copied). */
+    float oracle_p;
+    const mw_token* oracle_tokens;
+    int32_t n_oracle_tokens;
+    uint64_t seed; /* oracle's draws */
+} mw_spec_params;
+
+typedef struct mw_speculator mw_speculator;
+typedef struct mw_spec_stats {
+    int64_t n_passes;      /* verification passes (with drafts) */
+    int64_t n_plain_steps; /* steps that decoded one token (nothing drafted, or no room) */
+    int64_t n_drafted;     /* draft tokens checked */
+    int64_t n_accepted;    /* of them accepted */
+    int64_t n_generated;   /* tokens the steps produced */
+    double draft_ms;       /* time drafting */
+    double verify_ms;      /* time in verification passes, rollback included */
+} mw_spec_stats;
+
+MW_API mw_spec_params mw_spec_default_params(void);
+/* Speculation on sequence 0 of target. draft: a context on the draft model for MW_SPEC_DRAFT
+ * (the speculator keeps it in step with the target; use it for nothing else; freed by the
+ * caller after the speculator), NULL otherwise. MW_ERR_INVALID_ARGUMENT for draft_max < 1, a
+ * draft model whose vocabulary differs from the target's, or a missing draft context. */
+MW_API mw_status mw_speculator_create(mw_context* target, mw_context* draft,
+                                      const mw_spec_params* params, mw_speculator** out);
+MW_API void mw_speculator_free(mw_speculator* spec);
+/* One step: decodes `pending` (the token sampled last, already given to mw_sampler_accept) with
+ * the drafted tokens in one pass and writes to out the tokens that follow it, *n_out of them
+ * (1 ..n_max): the accepted drafts, then the target's own token, which is the next pending one
+ * (not decoded yet). Each is given to mw_sampler_accept already. An end-of-generation token ends
+ * them (and is never decoded). Drafts fit the context's room: with none, pending is decoded
+ * alone; a full context is MW_ERR_CONTEXT_FULL as for mw_decode. */
+MW_API mw_status mw_speculator_step(mw_speculator* spec, mw_sampler* sampler, mw_token pending,
+                                    int32_t n_max, mw_token* out, int32_t* n_out);
+MW_API mw_spec_stats mw_speculator_stats(const mw_speculator* spec);
+/* Expected tokens per verification pass when each draft is accepted with probability p and k
+ * are drafted: (1 - p^(k+1)) / (1 - p). */
+MW_API double mw_spec_expected_tokens(double p, int32_t k);
+
 /* ---- Generation in one call ------------------------------------------------------------- */
 /* mw_generate is the loop above (tokenize, decode, sample, decode, detokenize) for apps that need
  * nothing finer. The low-level calls stay available for everything else. */
@@ -331,6 +391,8 @@ typedef struct mw_generate_params {
                             (default true) */
     bool render_special; /* pass control tokens' text on (default false: they render as "") */
     mw_sampler_params sampling; /* default mw_sampler_default_params() */
+    mw_speculator* speculator;  /* default NULL; given: tokens come from its steps (on the same
+                                   context) */
 } mw_generate_params;
 
 typedef struct mw_generate_result {
@@ -512,6 +574,10 @@ typedef struct mw_chat_params {
     int32_t n_predict;          /* tokens per reply; -1 (default): until an end token */
     mw_pacer* pacer;            /* NULL (default): unpaced; else paced after every generated
                                    token (mw_pacer_pace); borrowed, must outlive the chat */
+    const mw_spec_params* speculative; /* NULL (default): off; else replies decode
+                                          speculatively (copied) */
+    mw_model* draft_model; /* MW_SPEC_DRAFT: the draft model (borrowed, must outlive the chat;
+                              the chat makes its context) */
 } mw_chat_params;
 
 typedef struct mw_chat_reply {
@@ -532,6 +598,8 @@ MW_API mw_chat_params mw_chat_default_params(void);
 /* A chat with its own context (ctx_params; NULL: the defaults). The model must outlive it. */
 MW_API mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
                                 const mw_chat_params* params, mw_chat** out);
+/* Speculative decoding's counters over the chat's replies so far (zeros when it is off). */
+MW_API mw_spec_stats mw_chat_spec_stats(const mw_chat* chat);
 MW_API void mw_chat_free(mw_chat* chat);
 /* Adds the user's message and generates the reply. reply may be NULL. */
 MW_API mw_status mw_chat_send(mw_chat* chat, const char* text, size_t text_len, mw_piece_fn on_text,

@@ -88,6 +88,9 @@ const LoadedModel* loaded_model_of(const mw_model* m) {
 Context* context_of(mw_context* c) {
     return c ? c->ctx.get() : nullptr;
 }
+Sampler* sampler_of(mw_sampler* s) {
+    return s ? &s->sampler : nullptr;
+}
 SamplerParams sampler_params_of(const mw_sampler_params& p) {
     SamplerParams sp;
     sp.temperature = p.temperature;

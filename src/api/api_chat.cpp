@@ -4,11 +4,15 @@
 
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_speculative.h"
+#include "base/error.h"
 #include "memwall.h"
 #include "runtime/chat_session.h"
 
 struct mw_chat {
     std::unique_ptr<mw::Context> ctx;
+    std::unique_ptr<mw::Context> draft_ctx;  // speculative decoding with a draft model
+    std::unique_ptr<mw::Speculator> spec;
     std::unique_ptr<mw::ChatSession> session;
 };
 
@@ -21,6 +25,8 @@ mw_chat_params mw_chat_default_params(void) {
     p.sampling = mw_sampler_default_params();
     p.n_predict = -1;
     p.pacer = nullptr;
+    p.speculative = nullptr;
+    p.draft_model = nullptr;
     return p;
 }
 
@@ -50,8 +56,38 @@ mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
             o.after_token = [pacer](mw::Context& c) { mw::pace_context(pacer, c); };
         }
         chat->session = std::make_unique<mw::ChatSession>(*loaded, *chat->ctx, o);
+        if (p.speculative) {
+            if (p.speculative->type == MW_SPEC_DRAFT) {
+                const mw::LoadedModel* draft = mw::loaded_model_of(p.draft_model);
+                if (!draft) {
+                    mw::fail(mw::ErrorKind::invalid_argument,
+                             "mw_chat_create: speculative decoding with a draft model, and no "
+                             "draft_model given");
+                }
+                mw::ContextParams dp = mw::context_params_of(cp);
+                dp.n_ctx = chat->ctx->n_ctx();
+                dp.n_seq_max = 1;
+                chat->draft_ctx = std::make_unique<mw::Context>(*draft, dp);
+            }
+            chat->spec = mw::make_speculator(*chat->ctx, chat->draft_ctx.get(), *p.speculative);
+            chat->session->set_speculator(chat->spec.get());
+        }
         *out = chat.release();
     });
+}
+
+mw_spec_stats mw_chat_spec_stats(const mw_chat* chat) {
+    mw_spec_stats r{};
+    if (!chat || !chat->spec) return r;
+    const mw::SpecStats& s = chat->spec->stats();
+    r.n_passes = s.passes;
+    r.n_plain_steps = s.plain_steps;
+    r.n_drafted = s.drafted;
+    r.n_accepted = s.accepted;
+    r.n_generated = s.generated;
+    r.draft_ms = s.draft_ms;
+    r.verify_ms = s.verify_ms;
+    return r;
 }
 
 void mw_chat_free(mw_chat* chat) {

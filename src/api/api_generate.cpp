@@ -7,6 +7,7 @@
 
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_speculative.h"
 #include "base/error.h"
 #include "memwall.h"
 #include "model/sampler.h"
@@ -22,6 +23,7 @@ mw_generate_params mw_generate_default_params(void) {
     p.parse_special = true;
     p.render_special = false;
     p.sampling = mw_sampler_default_params();
+    p.speculator = nullptr;
     return p;
 }
 
@@ -72,6 +74,42 @@ mw_status mw_generate(mw_context* ctx, const char* prompt, int32_t prompt_len,
             return text.empty() || !on_piece || on_piece(user_data, text.data(), text.size());
         };
         r.stop = MW_STOP_N_PREDICT;
+        if (mw::Speculator* spec = mw::speculator_of(p.speculator)) {
+            if (&spec->target() != c) {
+                fail(ErrorKind::invalid_argument,
+                     "mw_generate: the speculator was made for another context");
+            }
+            // Each step decodes the pending token with the accepted drafts, and returns them
+            // and the next pending one: the tokens passed on are the decoded ones, as below.
+            std::vector<int32_t> next;
+            int32_t pending = sampler.sample(c->logits(-1), n_vocab);
+            while (p.n_predict < 0 || r.n_generated < p.n_predict) {
+                if (vocab.is_eog(pending)) {
+                    r.stop = MW_STOP_END_TOKEN;
+                    break;
+                }
+                if (c->n_past() >= c->n_ctx()) {
+                    r.stop = MW_STOP_CONTEXT_FULL;
+                    break;
+                }
+                if (next.empty()) sampler.accept(pending);  // step() accepted the later ones
+                const uint32_t left =
+                    p.n_predict < 0 ? UINT32_MAX : uint32_t(p.n_predict - r.n_generated);
+                next.clear();
+                spec->step(pending, sampler, left, next);
+                for (size_t i = 0; i < next.size(); ++i) {
+                    const int32_t decoded = i == 0 ? pending : next[i - 1];
+                    ++r.n_generated;
+                    if (!emit(stream.push(decoded))) {
+                        r.stop = MW_STOP_CALLBACK;
+                        return;
+                    }
+                }
+                pending = next.back();
+            }
+            emit(stream.finish());
+            return;
+        }
         while (p.n_predict < 0 || r.n_generated < p.n_predict) {
             const int32_t token = sampler.sample(c->logits(-1), n_vocab);
             if (vocab.is_eog(token)) {

@@ -13,6 +13,7 @@ namespace mw {
 const LoadedModel* loaded_model_of(const mw_model* model);
 class Context;
 Context* context_of(mw_context* ctx);
+Sampler* sampler_of(mw_sampler* sampler);
 // The library's context parameters from the C struct (throws invalid_argument for bad values).
 ContextParams context_params_of(const mw_context_params& p);
 SamplerParams sampler_params_of(const mw_sampler_params& p);

@@ -12,11 +12,14 @@
 #include "api/api_error.h"
 #include "api/api_fit.h"
 #include "base/error.h"
+#include "format/gguf.h"
 #include "gpu/gpu.h"
 #include "memwall.h"
 #include "plan/device_cache.h"
 #include "plan/plan_json.h"
 #include "plan/planner.h"
+#include "plan/spec_estimate.h"
+#include "sys/mapped_file.h"
 
 namespace {
 
@@ -80,6 +83,67 @@ void fit_to_c(const FitCheck& c, mw_fit* out) {
 }
 
 }  // namespace mw
+
+namespace {
+
+// "draft_acceptance" (and "draft_max", default 8) in the request: every row, and every
+// recommendation's row, gets "speculative": what drafts accepted at that rate would give.
+std::string add_speculative(const std::string& request_json, std::string result) {
+    const nlohmann::json req = nlohmann::json::parse(request_json, nullptr, false);
+    if (req.is_discarded() || !req.is_object() || !req.contains("draft_acceptance")) return result;
+    const nlohmann::json& pj = req["draft_acceptance"];
+    if (!pj.is_number() || !(pj.get<double>() >= 0 && pj.get<double>() <= 1)) {
+        mw::fail(mw::ErrorKind::invalid_argument,
+                 "plan request: \"draft_acceptance\" must be a probability 0..1, not {}",
+                 pj.dump());
+    }
+    int64_t k = 8;
+    if (req.contains("draft_max")) {
+        const nlohmann::json& kj = req["draft_max"];
+        if (!kj.is_number_integer() || kj.get<int64_t>() < 1 || kj.get<int64_t>() > 1024) {
+            mw::fail(mw::ErrorKind::invalid_argument,
+                     "plan request: \"draft_max\" must be a token count 1..1024, not {}",
+                     kj.dump());
+        }
+        k = kj.get<int64_t>();
+    }
+    // A draft model: each drafted token reads its weights, a cost against the target's step
+    // in the ratio of the bytes each reads per token (both bound by bandwidth).
+    double draft_bytes = 0;
+    if (req.contains("draft_model")) {
+        if (!req["draft_model"].is_string()) {
+            mw::fail(mw::ErrorKind::invalid_argument,
+                     "plan request: \"draft_model\" must be a file path, not {}",
+                     req["draft_model"].dump());
+        }
+        const std::string path = req["draft_model"].get<std::string>();
+        const mw::MappedFile file = mw::MappedFile::open(path);
+        const mw::gguf::GgufFile g =
+            mw::gguf::GgufFile::parse(file.bytes(), path, {.header_only = true});
+        draft_bytes = double(mw::model_facts(g, "").bytes_per_token);
+    }
+    nlohmann::json plan = nlohmann::json::parse(result);
+    auto annotate = [&](nlohmann::json& row) {
+        const double target_bytes = row.value("decode_bytes_per_token", 0.0);
+        const double draft_cost = target_bytes > 0 ? draft_bytes / target_bytes : 0.0;
+        const mw::SpecEstimate e = mw::estimate_speculative(
+            row.value("decode_tok_s_expected", 0.0), row.value("prefill_tok_s_expected", 0.0),
+            pj.get<double>(), uint32_t(k), draft_cost);
+        row["speculative"] = {{"draft_acceptance", pj.get<double>()},
+                              {"draft_max", k},
+                              {"draft_cost", draft_cost},
+                              {"tokens_per_pass", e.tokens_per_pass},
+                              {"pass_cost", e.pass_cost},
+                              {"decode_tok_s_expected", e.decode_tok_s}};
+    };
+    for (nlohmann::json& row : plan["rows"]) annotate(row);
+    for (nlohmann::json& rec : plan["recommendations"]) {
+        if (rec.contains("row")) annotate(rec["row"]);
+    }
+    return plan.dump();
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -151,9 +215,9 @@ mw_status mw_device_reset(bool* removed) {
 
 char* mw_plan_json(const char* request_json) {
     return json_result([&] {
-        const mw::PlanRequest request =
-            mw::plan_request_from_json(request_json ? request_json : "");
-        return mw::plan_result_to_json(mw::make_plan(request));
+        const std::string text = request_json ? request_json : "";
+        const mw::PlanRequest request = mw::plan_request_from_json(text);
+        return add_speculative(text, mw::plan_result_to_json(mw::make_plan(request)));
     });
 }
 

@@ -79,7 +79,6 @@ uint32_t RecurrentState::keepable(uint32_t seq, uint32_t len, uint32_t n) const 
 
 void RecurrentState::truncate(uint32_t seq, uint32_t len, uint32_t n) {
     if (empty() || n >= len) return;
-    std::vector<Checkpoint>& list = checkpoints_[seq];
     if (n == 0) {
         reset(seq);
     } else if (const Checkpoint* c = find(seq, n)) {
@@ -90,6 +89,11 @@ void RecurrentState::truncate(uint32_t seq, uint32_t len, uint32_t n) {
              "the state of its last token and of checkpoints only (ask keepable() first)",
              n, seq, len);
     }
+    drop_checkpoints_above(seq, n);
+}
+
+void RecurrentState::drop_checkpoints_above(uint32_t seq, uint32_t n) {
+    std::vector<Checkpoint>& list = checkpoints_[seq];
     for (size_t i = list.size(); i-- > 0;) {
         if (list[i].len > n) {
             checkpoint_bytes_ -= seq_floats_ * sizeof(float);
@@ -124,6 +128,31 @@ void RecurrentState::copy(uint32_t src, uint32_t src_len, uint32_t dst, uint32_t
             checkpoint_bytes_ += seq_floats_ * sizeof(float);
         }
     }
+}
+
+void RecurrentState::save(uint32_t seq) {
+    if (empty()) return;
+    if (saved_.empty()) {
+        try {
+            saved_.assign(live_.size(), 0.0f);
+        } catch (const std::bad_alloc&) {
+            fail(ErrorKind::out_of_memory,
+                 "cannot allocate {:.1f} MiB of recurrent state for speculative decoding",
+                 double(live_.size() * sizeof(float)) / (1 << 20));
+        }
+    }
+    std::copy(seq_begin(seq), seq_begin(seq) + seq_floats_,
+              saved_.begin() + long(seq * seq_floats_));
+}
+
+void RecurrentState::restore(uint32_t seq, uint32_t len) {
+    if (empty()) return;
+    if (saved_.empty()) {
+        fail(ErrorKind::invalid_argument, "restore: sequence {} has no saved state", seq);
+    }
+    const auto from = saved_.begin() + long(seq * seq_floats_);
+    std::copy(from, from + long(seq_floats_), seq_begin(seq));
+    drop_checkpoints_above(seq, len);
 }
 
 }  // namespace mw

@@ -29,7 +29,9 @@ class RecurrentState {
     static uint64_t bytes_per_sequence(const HParams& hp);
 
     bool empty() const { return n_recurrent_ == 0; }
-    uint64_t bytes() const { return live_.size() * sizeof(float) + checkpoint_bytes_; }
+    uint64_t bytes() const {
+        return (live_.size() + saved_.size()) * sizeof(float) + checkpoint_bytes_;
+    }
 
     // Layer il's conv inputs ((conv_kernel - 1) x channels, oldest first) and state matrices
     // (n_v_heads x [key dim][value dim]) of a sequence. il must be a recurrent layer.
@@ -49,6 +51,13 @@ class RecurrentState {
     // dst takes src's state at length n (src holds src_len), with src's checkpoints up to n.
     void copy(uint32_t src, uint32_t src_len, uint32_t dst, uint32_t n);
 
+    // Speculation: one saved state per sequence, apart from the checkpoints (a verification
+    // pass must not evict a prompt's checkpoint). Allocated on first use, counted in bytes().
+    void save(uint32_t seq);
+    // Makes the saved state live again (save() must have been called), the state at length
+    // len: checkpoints past len, of tokens no longer held, are dropped.
+    void restore(uint32_t seq, uint32_t len);
+
   private:
     struct Checkpoint {
         uint32_t len;
@@ -60,6 +69,7 @@ class RecurrentState {
     }
     float* seq_begin(uint32_t seq) { return live_.data() + size_t(seq) * seq_floats_; }
     const Checkpoint* find(uint32_t seq, uint32_t len) const;
+    void drop_checkpoints_above(uint32_t seq, uint32_t n);
 
     uint32_t n_recurrent_ = 0;
     std::vector<uint32_t> slot_;  // per layer: its index among the recurrent layers
@@ -71,6 +81,7 @@ class RecurrentState {
     uint64_t checkpoint_bytes_ = 0;
     std::vector<float> live_;
     std::vector<std::vector<Checkpoint>> checkpoints_;  // per sequence
+    std::vector<float> saved_;                          // save(): one state per sequence
 };
 
 }  // namespace mw

@@ -93,7 +93,7 @@ void Sampler::keep_min_p(float p) {
     cand_.resize(keep);
 }
 
-int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
+long Sampler::prepare(const float* logits, int32_t n_vocab) {
     cand_.resize(size_t(n_vocab));
     for (int32_t i = 0; i < n_vocab; ++i) cand_[size_t(i)] = {i, logits[i], 0.0f};
     sorted_ = false;
@@ -104,24 +104,44 @@ int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
         for (size_t i = 1; i < cand_.size(); ++i) {
             if (cand_[i].logit > cand_[best].logit) best = i;
         }
-        return cand_[best].id;
+        return long(best);
     }
     if (params_.top_k > 0) keep_top_k(size_t(params_.top_k));
     if (params_.top_p < 1.0f) keep_top_p(params_.top_p);
     if (params_.min_p > 0.0f) keep_min_p(params_.min_p);
-    // Temperature, then a draw from the remaining distribution.
+    // Temperature, then the remaining distribution.
     for (Candidate& c : cand_) c.logit /= params_.temperature;
     sorted_ = false;
     softmax_sorted();
+    return -1;
+}
+
+double Sampler::uniform() {
     // 53 random bits -> uniform double in [0, 1): the same on every platform (std::
     // uniform_real_distribution is not).
-    const double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0);
+    return double(rng_() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+int32_t Sampler::sample(const float* logits, int32_t n_vocab) {
+    const long greedy = prepare(logits, n_vocab);
+    if (greedy >= 0) return cand_[size_t(greedy)].id;
+    const double u = uniform();
     double cum = 0.0;
     for (const Candidate& c : cand_) {
         cum += c.p;
         if (u < cum) return c.id;
     }
     return cand_.back().id;
+}
+
+void Sampler::distribution(const float* logits, int32_t n_vocab, std::vector<TokenProb>& out) {
+    out.clear();
+    const long greedy = prepare(logits, n_vocab);
+    if (greedy >= 0) {
+        out.push_back({cand_[size_t(greedy)].id, 1.0f});
+        return;
+    }
+    for (const Candidate& c : cand_) out.push_back({c.id, c.p});
 }
 
 }  // namespace mw

@@ -22,11 +22,24 @@ struct SamplerParams {
     uint64_t seed = 0;
 };
 
+// A token and its probability.
+struct TokenProb {
+    int32_t id;
+    float p;
+};
+
 class Sampler {
   public:
     explicit Sampler(const SamplerParams& params);
 
     int32_t sample(const float* logits, int32_t n_vocab);
+    // The distribution sample() draws from (after the penalties, top-k, top-p, min-p and
+    // temperature), most likely first; greedy: the argmax with p = 1. Speculative decoding's
+    // acceptance rule needs it whole, not one draw.
+    void distribution(const float* logits, int32_t n_vocab, std::vector<TokenProb>& out);
+    // A uniform draw in [0, 1) from the sampler's seeded generator.
+    double uniform();
+    const SamplerParams& params() const { return params_; }
     void accept(int32_t token);
     void reset();
 
@@ -41,6 +54,9 @@ class Sampler {
     void keep_top_p(float p);
     void keep_min_p(float p);
     void softmax_sorted();
+    // The candidates left by the chain, with their probabilities (greedy: none sorted, the
+    // argmax's index returned; otherwise -1).
+    long prepare(const float* logits, int32_t n_vocab);
 
     SamplerParams params_;
     std::mt19937_64 rng_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model/kv_cache.h"
 #include "model/recurrent_state.h"
@@ -42,9 +43,24 @@ class SeqMemory {
     // Keeps the recurrent state at the sequence's current length (a prompt's or turn's end).
     void checkpoint(uint32_t seq) { state_.checkpoint(seq, kv_.seq_len(seq)); }
 
+    // Speculation: mark() keeps what the sequence needs to go back to its current length
+    // (the recurrent state; KV rows need nothing), rollback(seq, n) goes back to n, between the
+    // mark and the length now. KV rows past n are dropped; a recurrent state cannot drop tokens,
+    // so it is restored to the mark and the return value, the length the memory is at, is
+    // below n: the caller decodes the tokens [returned, n) again. Anything that cuts the
+    // sequence below its mark (truncate, copy, discard) clears the mark.
+    void mark(uint32_t seq);
+    uint32_t rollback(uint32_t seq, uint32_t n_keep);
+
   private:
+    static constexpr uint32_t kNoMark = UINT32_MAX;
+    void clear_mark_above(uint32_t seq, uint32_t n) {
+        if (marks_[seq] != kNoMark && marks_[seq] > n) marks_[seq] = kNoMark;
+    }
+
     KvCache kv_;
     RecurrentState state_;
+    std::vector<uint32_t> marks_;  // per sequence: the length mark() saw, or kNoMark
 };
 
 }  // namespace mw

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "base/error.h"
 #include "runtime/chat_render.h"
@@ -88,13 +89,24 @@ ChatReply ChatSession::send(std::string_view user,
     for (int32_t t : prompt) sampler_.accept(t);
     TokenTextStream detok(*model_.vocab);
     const int32_t n_vocab = int32_t(model_.model.hp.n_vocab);
+    // Speculation: the tokens a step returned, shown one by one; all but the last are in the
+    // cache already (accepted drafts), the last is decoded with the next drafts.
+    std::vector<int32_t> ahead;
+    size_t next = 0;
     for (;;) {
         if (cancel_.load()) {
             reply.cancelled = true;
             break;
         }
-        const int32_t token = sampler_.sample(ctx_.logits(-1), n_vocab);
-        sampler_.accept(token);
+        int32_t token = 0;
+        bool in_cache = false;
+        if (next < ahead.size()) {
+            token = ahead[next];
+            in_cache = ++next < ahead.size();
+        } else {
+            token = sampler_.sample(ctx_.logits(-1), n_vocab);
+            sampler_.accept(token);
+        }
         if (model_.vocab->is_eog(token)) break;
         ++reply.n_generated;
         const std::string piece = detok.push(token);
@@ -104,11 +116,20 @@ ChatReply ChatSession::send(std::string_view user,
             break;
         }
         if (opt_.n_predict > 0 && reply.n_generated >= opt_.n_predict) break;
+        if (in_cache) continue;
         if (ctx_.seq_len(0) + 1 > n_ctx) {
             reply.context_full = true;
             break;
         }
-        ctx_.decode(&token, 1, false);
+        if (spec_) {
+            ahead.clear();
+            next = 0;
+            const uint32_t left = opt_.n_predict > 0 ? uint32_t(opt_.n_predict - reply.n_generated)
+                                                     : std::numeric_limits<uint32_t>::max();
+            spec_->step(token, sampler_, left, ahead);
+        } else {
+            ctx_.decode(&token, 1, false);
+        }
         if (opt_.after_token) opt_.after_token(ctx_);
     }
     const std::string rest = detok.finish();

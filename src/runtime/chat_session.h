@@ -15,6 +15,7 @@
 #include "model/sampler.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
+#include "runtime/speculative.h"
 
 namespace mw {
 
@@ -53,6 +54,9 @@ class ChatSession {
     // Forgets the conversation (the system prompt stays).
     void reset();
     const nlohmann::json& messages() const { return messages_; }
+    // Replies decode speculatively with `spec` (on this session's context; null: off). The
+    // text is what plain sampling gives (greedy: the same text).
+    void set_speculator(Speculator* spec) { spec_ = spec; }
 
   private:
     std::vector<int32_t> render(const nlohmann::json& messages) const;
@@ -63,6 +67,7 @@ class ChatSession {
     std::function<std::string(const nlohmann::json&)> render_text_;
     nlohmann::json messages_ = nlohmann::json::array();  // user and assistant turns
     Sampler sampler_;
+    Speculator* spec_ = nullptr;
     std::atomic<bool> cancel_{false};
     static_assert(std::atomic<bool>::is_always_lock_free);
 };

@@ -110,6 +110,14 @@ void Context::decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits) 
 }
 
 void Context::decode(std::span<const BatchToken> batch) {
+    decode(batch, Mode::normal);
+}
+
+void Context::decode_drafts(std::span<const BatchToken> batch) {
+    decode(batch, Mode::drafts);
+}
+
+void Context::decode(std::span<const BatchToken> batch, Mode mode) {
     const HParams& hp = model_.model.hp;
     const uint32_t n_seq = mem_.kv().n_seq_max();
     if (batch.empty()) fail(ErrorKind::invalid_argument, "decode: empty batch");
@@ -165,7 +173,7 @@ void Context::decode(std::span<const BatchToken> batch) {
     // The sequences that take several tokens (a prompt) keep a checkpoint of their recurrent
     // state at its end (the counts are reused below).
     prompt_seqs_.clear();
-    for (uint32_t s = 0; s < n_seq; ++s) {
+    for (uint32_t s = 0; s < n_seq && mode == Mode::normal; ++s) {
         if (seq_count_[s] > 1) prompt_seqs_.push_back(s);
     }
 
@@ -212,7 +220,16 @@ void Context::decode(std::span<const BatchToken> batch) {
     for (uint32_t s : prompt_seqs_) mem_.checkpoint(s);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (!single_steps) {
+    if (mode != Mode::normal) {
+        // A verification pass or its replay is decoding: the tokens count once kept
+        // (seq_rollback takes the rejected ones off again).
+        perf_.decode_ms += ms;
+        if (mode == Mode::drafts) {
+            perf_.n_decode_tokens += n;
+            perf_.n_decode_steps += 1;
+            perf_.decode_weight_bytes += dense_bytes_per_token_ + experts_read * expert_bytes_;
+        }
+    } else if (!single_steps) {
         perf_.prompt_ms += ms;
         perf_.n_prompt_tokens += n;
     } else {
@@ -277,6 +294,29 @@ uint32_t Context::seq_common_prefix(uint32_t seq, std::span<const int32_t> token
 void Context::seq_truncate(uint32_t seq, uint32_t n_keep) {
     mem_.truncate(seq, n_keep);
     seq_tokens_[seq].resize(n_keep);
+}
+
+void Context::seq_rollback(uint32_t seq, uint32_t n_keep) {
+    const uint32_t len = seq_len(seq);
+    const uint32_t from = mem_.rollback(seq, n_keep);  // throws for a length out of range
+    perf_.n_decode_tokens -= int64_t(len) - int64_t(n_keep);
+    std::vector<int32_t>& held = seq_tokens_[seq];
+    if (from == n_keep) {
+        held.resize(n_keep);
+        return;
+    }
+    // A recurrent state went back to the mark: the kept tokens after it again, keeping the
+    // verification pass's logits (the caller samples from them after rolling back).
+    std::vector<BatchToken> replay;
+    for (uint32_t p = from; p < n_keep; ++p) replay.push_back({held[p], seq, -1, false});
+    held.resize(from);
+    std::vector<float> logits = std::move(logits_);
+    std::vector<int32_t> rows = std::move(logit_row_);
+    const int32_t last = last_logit_row_;
+    decode(replay, Mode::replay);
+    logits_ = std::move(logits);
+    logit_row_ = std::move(rows);
+    last_logit_row_ = last;
 }
 
 void Context::seq_copy(uint32_t src, uint32_t dst, uint32_t n) {

@@ -51,6 +51,11 @@ class Context {
     // next positions. Throws ErrorKind::invalid_argument for bad token ids, sequences or
     // positions, and a context-full error when the cache has no room (nothing is changed then).
     void decode(std::span<const BatchToken> batch);
+    // Speculative verification: decodes a batch like decode(), but a sequence taking several
+    // tokens (the last accepted one and the drafts) keeps no recurrent checkpoint at their end
+    // (they may be rejected; it would evict a prompt's). Mark the sequences first (seq_mark)
+    // and cut the rejected tail off with seq_rollback.
+    void decode_drafts(std::span<const BatchToken> batch);
     // The tokens appended to sequence 0, logits for all of them or the last one.
     void decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits);
     // Logits of token i of the last batch (-1: the last token whose logits were kept), or null
@@ -70,6 +75,12 @@ class Context {
     // each prompt's end is one.
     uint32_t seq_keepable(uint32_t seq, uint32_t n) const { return mem_.keepable(seq, n); }
     void seq_truncate(uint32_t seq, uint32_t n_keep);
+    // Speculation: seq_mark keeps the point a sequence is at; seq_rollback(seq, n) then goes
+    // back to any length n between it and the length now, whatever the layers: KV rows are
+    // dropped, a recurrent state is restored to the mark and the kept tokens after it decoded
+    // again (one pass over them, no logits; the last batch's logits stay readable).
+    void seq_mark(uint32_t seq) { mem_.mark(seq); }
+    void seq_rollback(uint32_t seq, uint32_t n_keep);
     // dst becomes the first n tokens of src, sharing their cache pages (nothing recomputed).
     void seq_copy(uint32_t src, uint32_t dst, uint32_t n);
     // Context shift: drops the cached tokens [n_keep, n_keep + n_discard) of a sequence and
@@ -88,6 +99,8 @@ class Context {
     uint32_t n_ctx() const { return mem_.kv().n_ctx(); }
     uint32_t n_past() const { return mem_.kv().seq_len(0); }
     int n_threads() const { return pool_.n_threads(); }
+    // Tokens one forward pass takes at most (n_batch, clamped to the context).
+    uint32_t max_batch() const { return scratch_.max_batch(); }
     // Threads the pool was created with; set_threads() uses 1 to that many (pacing backs off).
     int max_threads() const { return pool_.max_threads(); }
     void set_threads(int n) { pool_.set_active(n); }
@@ -106,6 +119,8 @@ class Context {
     const std::vector<std::pair<int, double>>& thread_trials() const { return thread_trials_; }
 
   private:
+    enum class Mode { normal, drafts, replay };
+    void decode(std::span<const BatchToken> batch, Mode mode);
     void tune_threads();
     void run_chunk(std::span<const BatchToken> batch, uint32_t begin, uint32_t end);
 

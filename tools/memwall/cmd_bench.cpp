@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common.h"
+#include "spec_options.h"
 
 namespace cli {
 namespace {
@@ -157,6 +158,7 @@ void add_bench_command(CLI::App& app) {
         bool force = false;
         std::string ctk = "f16", ctv = "f16";
         SustainedOptions sustained;
+        std::string draft_oracle, draft_max = "4";
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
@@ -183,6 +185,12 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--cache-type-k", opt->ctk, "KV cache key type (-ctk)");
     cmd->add_option("--cache-type-v", opt->ctv, "KV cache value type (-ctv)");
     opt->sustained.add_to(*cmd);
+    cmd->add_option("--draft-oracle", opt->draft_oracle,
+                    "Measurement device: speculative decoding's speed-up when each drafted token "
+                    "is the target's own with probability P (comma-separated list)");
+    cmd->add_option("--draft-max", opt->draft_max,
+                    "With --draft-oracle: tokens drafted per pass (comma-separated list)")
+        ->capture_default_str();
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.n_prompt < 0 || o.n_gen < 0 || o.n_depth < 0)
@@ -207,6 +215,14 @@ void add_bench_command(CLI::App& app) {
         for (std::string item; std::getline(list, item, ',');)
             thread_counts.push_back(parse_threads(item));
         if (thread_counts.empty()) fail_usage("-t: empty list");
+        if (!o.draft_oracle.empty()) {
+            if (thread_counts.size() > 1 || o.sustained.requested() || o.record) {
+                fail_usage("bench --draft-oracle: one thread count, no --duration or --record");
+            }
+            run_spec_bench({o.model, o.n_prompt, o.n_gen, thread_counts[0], o.reps, o.draft_oracle,
+                            o.draft_max, o.csv});
+            return;
+        }
         if (o.sustained.requested()) {
             if (thread_counts.size() > 1)
                 fail_usage("bench --duration: give one thread count (-t)");

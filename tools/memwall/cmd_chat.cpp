@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common.h"
+#include "spec_options.h"
 
 namespace cli {
 namespace {
@@ -52,6 +53,7 @@ void add_chat_command(CLI::App& app) {
         PacingOptions pacing;
         bool force = false;
         bool verbose = false;
+        SpecOptions spec;
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
@@ -72,7 +74,9 @@ void add_chat_command(CLI::App& app) {
     opt->kv.add_to(*cmd);
     opt->pacing.add_to(*cmd);
     cmd->add_flag("--force", opt->force, "Run even when the plan says the model does not fit");
-    cmd->add_flag("--verbose", opt->verbose, "Print the prompt and reply speed of each turn");
+    cmd->add_flag("--verbose", opt->verbose,
+                  "Print the prompt and reply speed of each turn (and speculation's acceptance)");
+    opt->spec.add_to(*cmd);
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.n_predict < -1 || o.n_predict == 0) {
@@ -98,6 +102,11 @@ void add_chat_command(CLI::App& app) {
         chp.sampling = o.sampling.params();
         Pacing pacing(o.pacing, o.verbose);
         chp.pacer = pacing.get();
+        const SpecSetup spec = prepare_speculation(o.spec, o.model);
+        if (spec.on) {
+            chp.speculative = &spec.params;
+            chp.draft_model = spec.draft_model.get();
+        }
         mw_chat* raw = nullptr;
         if (mw_status st = mw_chat_create(model.get(), &cp, &chp, &raw); st != MW_OK) {
             fail_status(st, "chat");
@@ -161,6 +170,7 @@ void add_chat_command(CLI::App& app) {
                            r.n_prompt_tokens - r.n_reused_tokens, r.prompt_ms, r.n_generated,
                            r.decode_ms,
                            r.decode_ms > 0 ? 1000.0 * r.n_generated / r.decode_ms : 0.0);
+                if (spec.on) print_spec_report(mw_chat_spec_stats(chat.get()), spec.label);
             }
         }
         g_chat = nullptr;

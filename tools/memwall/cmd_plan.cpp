@@ -32,6 +32,9 @@ void add_plan_command(CLI::App& app) {
         std::string plot;
         bool budgets = false;
         std::vector<std::string> mem_budgets;
+        double draft_acceptance = -1;
+        int draft_max = 8;
+        std::string draft_model;
     };
     auto opt = std::make_shared<Options>();
     cmd->add_option("model", opt->positional,
@@ -67,6 +70,14 @@ void add_plan_command(CLI::App& app) {
                   "experts read from storage; docs/memory-budget.md)");
     cmd->add_option("--mem-budget", opt->mem_budgets,
                     "Also plan under this memory budget, e.g. 2G (G = GiB; repeatable)");
+    cmd->add_option("--draft-acceptance", opt->draft_acceptance,
+                    "Speculative decoding: the decode speed drafts accepted with probability P "
+                    "would give (an estimate: a pass reads the weights once, computes k + 1 "
+                    "tokens)");
+    cmd->add_option("--draft-max", opt->draft_max, "With --draft-acceptance: tokens per draft")
+        ->capture_default_str();
+    cmd->add_option("--model-draft", opt->draft_model,
+                    "With --draft-acceptance: the draft model (-md), whose reads count too");
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->add_flag("--list", opt->list, "List the catalogue's models and the device profiles");
     cmd->add_option("--plot", opt->plot,
@@ -127,6 +138,17 @@ void add_plan_command(CLI::App& app) {
         request["devices"] = devices;
         if (!o.quants.empty()) request["quants"] = o.quants;
         if (o.budgets) request["budget_fractions"] = {0.25, 0.5, 0.75};
+        if (o.draft_acceptance >= 0 || o.draft_max != 8) {
+            if (!(o.draft_acceptance >= 0 && o.draft_acceptance <= 1)) {
+                fail_usage("plan: --draft-acceptance P: a probability 0..1 (with --draft-max)");
+            }
+            if (o.draft_max < 1) fail_usage("plan: --draft-max: 1 or more tokens");
+            request["draft_acceptance"] = o.draft_acceptance;
+            request["draft_max"] = o.draft_max;
+            if (!o.draft_model.empty()) request["draft_model"] = o.draft_model;
+        } else if (!o.draft_model.empty()) {
+            fail_usage("plan: --model-draft goes with --draft-acceptance");
+        }
         if (!o.mem_budgets.empty()) {
             json sizes = json::array();
             for (const std::string& b : o.mem_budgets)

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <deque>
+#include <vector>
 
 #include "common.h"
+#include "spec_options.h"
 
 namespace cli {
 
@@ -28,6 +31,7 @@ void add_run_command(CLI::App& app) {
         int n_keep = 0;
         KvCacheOptions kv;
         PacingOptions pacing;
+        SpecOptions spec;
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
@@ -55,6 +59,7 @@ void add_run_command(CLI::App& app) {
                     "Prompt tokens kept by a context shift, besides BOS (-1: the whole prompt)");
     opt->kv.add_to(*cmd);
     opt->pacing.add_to(*cmd);
+    opt->spec.add_to(*cmd);
     cmd->callback([opt] {
         const Options& o = *opt;
         if (o.prompt.text.empty() && o.prompt.file.empty())
@@ -108,6 +113,7 @@ void add_run_command(CLI::App& app) {
             }
         }
 
+        const Speculation spec = start_speculation(o.spec, o.model, ctx.get(), cp);
         const mw_sampler_params sp = o.sampling.params();
         SamplerPtr sampler(mw_sampler_create(&sp));
         for (mw_token t : tokens) mw_sampler_accept(sampler.get(), t);
@@ -129,10 +135,23 @@ void add_run_command(CLI::App& app) {
         int generated = 0;
         int n_shifts = 0;
         std::string stop_reason = "the requested number of tokens";
+        // Tokens sampled (and given to the sampler) but not yet shown; `decoded`: already in
+        // the cache (a draft the target accepted), otherwise decoded before the next is made.
+        struct Ready {
+            mw_token tok;
+            bool decoded;
+        };
+        std::deque<Ready> ready;
+        std::vector<mw_token> out(size_t(std::max(1, o.spec.draft_max)) + 1);
         while (o.n_predict < 0 || generated < o.n_predict) {
-            const mw_token tok =
-                mw_sampler_sample(sampler.get(), mw_get_logits(ctx.get(), -1), n_vocab);
-            mw_sampler_accept(sampler.get(), tok);
+            if (ready.empty()) {
+                const mw_token t =
+                    mw_sampler_sample(sampler.get(), mw_get_logits(ctx.get(), -1), n_vocab);
+                mw_sampler_accept(sampler.get(), t);
+                ready.push_back({t, false});
+            }
+            const auto [tok, decoded] = ready.front();
+            ready.pop_front();
             ++generated;
             if (!o.ignore_eos && mw_token_is_eog(model.get(), tok)) {
                 stop_reason = "an end-of-text token";
@@ -143,6 +162,7 @@ void add_run_command(CLI::App& app) {
             std::fwrite(text, 1, len, stdout);
             std::fflush(stdout);
             if (o.n_predict >= 0 && generated >= o.n_predict) break;
+            if (decoded) continue;
             if (mw_context_n_past(ctx.get()) >= n_ctx) {
                 if (!o.context_shift) {
                     stop_reason = fmt::format(
@@ -157,8 +177,23 @@ void add_run_command(CLI::App& app) {
                 }
                 ++n_shifts;
             }
-            if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK)
+            if (spec.get()) {
+                // The token with the drafts in one pass; the accepted ones come back decoded,
+                // the last one (the target's own) is decoded with the next drafts.
+                const int32_t left =
+                    o.n_predict < 0 ? int32_t(out.size()) : o.n_predict - generated;
+                int32_t n_out = 0;
+                if (mw_status st = mw_speculator_step(
+                        spec.get(), sampler.get(), tok,
+                        std::clamp<int32_t>(left, 1, int32_t(out.size())), out.data(), &n_out);
+                    st != MW_OK) {
+                    fail_status(st, "run");
+                }
+                for (int32_t i = 0; i < n_out; ++i)
+                    ready.push_back({out[size_t(i)], i + 1 < n_out});
+            } else if (mw_status st = mw_decode(ctx.get(), &tok, 1, false); st != MW_OK) {
                 fail_status(st, "run");
+            }
             depth_max = std::max(depth_max, mw_context_n_past(ctx.get()));
             pacing.after_token(ctx.get());
         }
@@ -191,11 +226,16 @@ void add_run_command(CLI::App& app) {
         fmt::print(stderr, "prompt:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s ({})\n",
                    perf.prompt_ms, perf.n_prompt_tokens, rate(perf.n_prompt_tokens, perf.prompt_ms),
                    speed_label(pc));
-        fmt::print(stderr, "decode:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s ({}{})\n",
-                   perf.decode_ms, perf.n_decode_tokens, rate(perf.n_decode_tokens, perf.decode_ms),
-                   speed_label(dc),
+        // With speculation the drafting counts too (a draft model's passes are not the
+        // target context's).
+        const double decode_ms =
+            perf.decode_ms + (spec.get() ? mw_speculator_stats(spec.get()).draft_ms : 0.0);
+        fmt::print(stderr, "decode:  {:9.1f} ms, {:5d} tokens, {:8.2f} tok/s ({}{}{})\n", decode_ms,
+                   perf.n_decode_tokens, rate(perf.n_decode_tokens, decode_ms), speed_label(dc),
+                   spec.get() ? "; speculative, drafting included" : "",
                    pacing.enabled() ? "; time decoding, without the paced gaps" : "");
         pacing.print_summary();
+        print_spec_report(spec);
         fmt::print(stderr,
                    "memory:  weights {:.1f} MiB ({:.1f} MiB resident), KV cache {:.1f} MiB, "
                    "scratch {:.1f} MiB, peak RSS {:.1f} MiB\n",

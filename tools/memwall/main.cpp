@@ -33,7 +33,7 @@ constexpr LlamaFlag kLlamaFlags[] = {
     {"-no-cnv", "", "memwall run never starts a conversation (memwall chat does)"},
     {"-cb", "", "memwall serve always batches its slots continuously"},
     {"-tb", nullptr, "one thread count, -t, serves prompt and decode"},
-    {"-tbd", nullptr, "memwall has no draft model"},
+    {"-tbd", nullptr, "the draft model runs on the CPU with the target's -t"},
     {"-ub", nullptr, "-b sets the batch"},
     {"-cnv", nullptr, "memwall chat is the conversation"},
     {"-nocb", nullptr, "memwall serve always batches its slots continuously"},
@@ -48,11 +48,11 @@ constexpr LlamaFlag kLlamaFlags[] = {
     {"-sm", nullptr, "-mg picks the one Vulkan device used"},
     {"-ts", nullptr, "-mg picks the one Vulkan device used"},
     {"-dev", nullptr, "-mg picks the one Vulkan device used"},
-    {"-md", nullptr, "memwall has no draft model"},
-    {"-ngld", nullptr, "memwall has no draft model"},
-    {"-td", nullptr, "memwall has no draft model"},
-    {"-ctkd", nullptr, "memwall has no draft model"},
-    {"-ctvd", nullptr, "memwall has no draft model"},
+    {"-md", "--model-draft", ""},
+    {"-ngld", nullptr, "the draft model runs on the CPU with the target's -t"},
+    {"-td", nullptr, "the draft model runs on the CPU with the target's -t"},
+    {"-ctkd", nullptr, "the draft model's KV cache takes the target's -ctk/-ctv"},
+    {"-ctvd", nullptr, "the draft model's KV cache takes the target's -ctk/-ctv"},
 };
 
 // Values -fa takes in llama.cpp's newer spelling (-fa on); dropped with it.

@@ -122,7 +122,7 @@ std::string streamed_lines(const json& s) {
     return text + "    " + s["run_command"].get<std::string>();
 }
 
-std::string recommendation_found_line(const json& rec, const json& r) {
+std::string found_line_base(const json& rec, const json& r) {
     return fmt::format(
         "  {}: {} -> {}, decode ~{} tok/s (ceiling {}; {}), prefill ~{} tok/s ({})",
         rec["device"].get<std::string>(), rec["advice"].get<std::string>(),
@@ -130,6 +130,21 @@ std::string recommendation_found_line(const json& rec, const json& r) {
         human_rate(r["decode_tok_s_expected"].get<double>()),
         human_rate(r["decode_tok_s_ceiling"].get<double>()), r.value("decode_conditions", ""),
         human_rate(r["prefill_tok_s_expected"].get<double>()), r.value("prefill_conditions", ""));
+}
+
+std::string recommendation_found_line(const json& rec, const json& r) {
+    std::string spec;
+    if (r.contains("speculative")) {
+        const json& s = r["speculative"];
+        spec = fmt::format(
+            "\n    speculative (estimate): acceptance {:.2f}, {} drafted -> {:.2f} tokens per "
+            "pass, a pass ~{:.2f}x a step{}: decode ~{} tok/s",
+            s["draft_acceptance"].get<double>(), s["draft_max"].get<int>(),
+            s["tokens_per_pass"].get<double>(), s["pass_cost"].get<double>(),
+            s.value("draft_cost", 0.0) > 0 ? " (the draft model's reads included)" : "",
+            human_rate(s["decode_tok_s_expected"].get<double>()));
+    }
+    return found_line_base(rec, r) + spec;
 }
 
 std::string recommendation_line(const json& rec) {
