@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 7
+#define MEMWALL_API_VERSION 8
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -578,7 +578,15 @@ typedef struct mw_server_params {
     int32_t max_connections_per_address; /* open at once from one client address (default 256) */
     int32_t max_header_bytes; /* request line and header fields together (default 8192; each
                                  kept-alive connection holds that much); larger: refused */
+    /* API 8: one line per answered request: UTC time, client address, method, path, status,
+       prompt and completion tokens (generations), milliseconds from the header to the end. */
+    int32_t log_format; /* MW_SERVER_LOG_NONE (default), _TEXT, or _JSON (an object per line) */
+    void (*log)(const char* line, void* user); /* NULL (default): to stderr; else called with
+                                                  each line (no newline), from server threads */
+    void* log_user;
 } mw_server_params;
+
+enum { MW_SERVER_LOG_NONE = 0, MW_SERVER_LOG_TEXT = 1, MW_SERVER_LOG_JSON = 2 };
 
 MW_API mw_server_params mw_server_default_params(void);
 /* Creates a context of ctx_params on the model (which must outlive the server) and binds the

@@ -40,6 +40,9 @@ mw_server_params mw_server_default_params(void) {
     p.max_connections = 1024;
     p.max_connections_per_address = 256;
     p.max_header_bytes = 8192;
+    p.log_format = MW_SERVER_LOG_NONE;
+    p.log = nullptr;
+    p.log_user = nullptr;
     return p;
 }
 
@@ -64,6 +67,24 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
     const mw_server_params p = params ? *params : mw_server_default_params();
     const mw_context_params cp = ctx_params ? *ctx_params : mw_context_default_params();
     return mw::guarded([&] {
+        using LogFormat = mw::server::ServerOptions::LogFormat;
+        LogFormat log_format = LogFormat::off;
+        switch (p.log_format) {
+            case MW_SERVER_LOG_NONE:
+                log_format = LogFormat::off;
+                break;
+            case MW_SERVER_LOG_TEXT:
+                log_format = LogFormat::text;
+                break;
+            case MW_SERVER_LOG_JSON:
+                log_format = LogFormat::json;
+                break;
+            default:
+                mw::fail(mw::ErrorKind::invalid_argument,
+                         "mw_server_params.log_format is {}: expected MW_SERVER_LOG_NONE (0), "
+                         "_TEXT (1) or _JSON (2)",
+                         p.log_format);
+        }
         auto srv = std::make_unique<mw_server>();
         srv->ctx = std::make_unique<mw::Context>(*loaded, mw::context_params_of(cp));
         mw::server::ServerOptions o;
@@ -89,6 +110,12 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
             while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
             while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
             if (!one.empty()) o.cors_origins.emplace_back(one);
+        }
+        o.log_format = log_format;
+        if (p.log) {
+            o.log = [log = p.log, user = p.log_user](const std::string& line) {
+                log(line.c_str(), user);
+            };
         }
         const std::string tmpl = p.chat_template ? p.chat_template : "";
         o.render_chat = mw::chat_renderer(*loaded, tmpl);
