@@ -86,6 +86,10 @@ typedef struct mw_model_params {
     int32_t n_gpu_layers;
     int32_t main_gpu;
     bool gpu_required;
+    /* API 8: offload to a device of type "cpu" (Mesa's llvmpipe/lavapipe, ~1000x slower than the
+       CPU path). Default false: such a device is not used, with a warning, unless the environment
+       has MEMWALL_GPU_ALLOW_CPU_DEVICE=1 (the tests do, to run the shaders on lavapipe). */
+    bool gpu_allow_cpu_device;
 } mw_model_params;
 
 MW_API mw_model_params mw_model_default_params(void);

@@ -140,6 +140,7 @@ mw_model_params mw_model_default_params(void) {
     p.n_gpu_layers = 0;
     p.main_gpu = 0;
     p.gpu_required = false;
+    p.gpu_allow_cpu_device = false;
     return p;
 }
 
@@ -162,6 +163,7 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
         options.gpu.n_gpu_layers = p.n_gpu_layers;
         options.gpu.main_gpu = p.main_gpu;
         options.gpu.required = p.gpu_required;
+        options.gpu.allow_cpu_device = p.gpu_allow_cpu_device;
         // Knobs for measuring the expert cache (docs/memory-budget.md), not for apps.
         if (const char* io = std::getenv("MEMWALL_EXPERT_IO")) {
             options.direct_io = std::string_view(io) != "pread";
