@@ -13,6 +13,7 @@
 #include "model/sampler.h"
 #include "runtime/api_error.h"
 #include "runtime/api_model.h"
+#include "runtime/api_params.h"
 #include "runtime/context.h"
 #include "runtime/expert_cache.h"
 #include "runtime/layer_stream.h"
@@ -130,8 +131,8 @@ const char* mw_system_info(void) {
     return info.c_str();
 }
 
-mw_model_params mw_model_default_params(void) {
-    mw_model_params p;
+void mw_model_params_init(mw_model_params* out, size_t struct_size) {
+    mw_model_params p{};
     p.use_mmap = true;
     p.use_mlock = false;
     p.vocab_only = false;
@@ -141,14 +142,16 @@ mw_model_params mw_model_default_params(void) {
     p.main_gpu = 0;
     p.gpu_required = false;
     p.gpu_allow_cpu_device = false;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_model_load(const char* path, const mw_model_params* params, mw_model** out) {
     if (!out) return invalid("mw_model_load: out is NULL");
     *out = nullptr;
     if (!path) return invalid("mw_model_load: path is NULL");
-    const mw_model_params p = params ? *params : mw_model_default_params();
+    mw_model_params p;
+    if (!mw::read_params(params, mw_model_default_params(), &p, "mw_model_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return guarded([&] {
         mw::LoadOptions options;
         options.map.use_mmap = p.use_mmap;
@@ -337,15 +340,15 @@ const char* mw_detokenizer_flush(mw_detokenizer* d, size_t* len) {
     return d->out.c_str();
 }
 
-mw_context_params mw_context_default_params(void) {
-    mw_context_params p;
+void mw_context_params_init(mw_context_params* out, size_t struct_size) {
+    mw_context_params p{};
     p.n_ctx = 0;
     p.n_batch = 512;
     p.n_threads = 0;
     p.type_k = MW_TYPE_F16;
     p.type_v = MW_TYPE_F16;
     p.n_seq_max = 1;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_context_create(mw_model* model, const mw_context_params* params, mw_context** out) {
@@ -355,7 +358,9 @@ mw_status mw_context_create(mw_model* model, const mw_context_params* params, mw
     if (model->loaded->vocab_only) {
         return invalid("mw_context_create: the model was loaded with vocab_only");
     }
-    const mw_context_params p = params ? *params : mw_context_default_params();
+    mw_context_params p;
+    if (!mw::read_params(params, mw_context_default_params(), &p, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return guarded([&] {
         const mw::ContextParams cp = mw::context_params_of(p);
         auto ctx = std::make_unique<mw_context>();
@@ -533,9 +538,9 @@ uint32_t mw_context_kv_size(const mw_context* ctx) {
     return ctx ? ctx->ctx->kv_positions_total() : 0;
 }
 
-mw_sampler_params mw_sampler_default_params(void) {
+void mw_sampler_params_init(mw_sampler_params* out, size_t struct_size) {
     const mw::SamplerParams d;
-    mw_sampler_params p;
+    mw_sampler_params p{};
     p.temperature = d.temperature;
     p.top_k = d.top_k;
     p.top_p = d.top_p;
@@ -545,11 +550,13 @@ mw_sampler_params mw_sampler_default_params(void) {
     p.seed = d.seed;
     p.frequency_penalty = d.frequency_penalty;
     p.presence_penalty = d.presence_penalty;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_sampler* mw_sampler_create(const mw_sampler_params* params) {
-    const mw_sampler_params p = params ? *params : mw_sampler_default_params();
+    mw_sampler_params p;
+    if (!mw::read_params(params, mw_sampler_default_params(), &p, "mw_sampler_params"))
+        return nullptr;
     const mw::SamplerParams sp = mw::sampler_params_of(p);
     return new (std::nothrow) mw_sampler{mw::Sampler(sp)};
 }

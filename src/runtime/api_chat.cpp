@@ -5,6 +5,7 @@
 #include "memwall.h"
 #include "runtime/api_error.h"
 #include "runtime/api_model.h"
+#include "runtime/api_params.h"
 #include "runtime/chat_session.h"
 
 struct mw_chat {
@@ -14,14 +15,14 @@ struct mw_chat {
 
 extern "C" {
 
-mw_chat_params mw_chat_default_params(void) {
+void mw_chat_params_init(mw_chat_params* out, size_t struct_size) {
     mw_chat_params p{};
     p.system_prompt = nullptr;
     p.chat_template = nullptr;
     p.sampling = mw_sampler_default_params();
     p.n_predict = -1;
     p.pacer = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
@@ -36,8 +37,12 @@ mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
         mw::set_api_last_error("mw_chat_create: model is NULL");
         return MW_ERR_INVALID_ARGUMENT;
     }
-    const mw_chat_params p = params ? *params : mw_chat_default_params();
-    const mw_context_params cp = ctx_params ? *ctx_params : mw_context_default_params();
+    mw_chat_params p;
+    if (!mw::read_params(params, mw_chat_default_params(), &p, "mw_chat_params"))
+        return MW_ERR_INVALID_ARGUMENT;
+    mw_context_params cp;
+    if (!mw::read_params(ctx_params, mw_context_default_params(), &cp, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return mw::guarded([&] {
         auto chat = std::make_unique<mw_chat>();
         chat->ctx = std::make_unique<mw::Context>(*loaded, mw::context_params_of(cp));

@@ -7,6 +7,7 @@
 #include "memwall.h"
 #include "runtime/api_error.h"
 #include "runtime/api_model.h"
+#include "runtime/api_params.h"
 #include "runtime/chat_render.h"
 #include "runtime/context.h"
 #if defined(MEMWALL_SERVER)
@@ -22,7 +23,7 @@ struct mw_server {
 
 extern "C" {
 
-mw_server_params mw_server_default_params(void) {
+void mw_server_params_init(mw_server_params* out, size_t struct_size) {
     mw_server_params p{};
     p.host = "127.0.0.1";
     p.port = 8080;
@@ -43,7 +44,7 @@ mw_server_params mw_server_default_params(void) {
     p.log_format = MW_SERVER_LOG_NONE;
     p.log = nullptr;
     p.log_user = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
@@ -64,8 +65,12 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
     mw::set_api_last_error("this build of memwall has no HTTP server (built without cpp-httplib)");
     return MW_ERR_UNSUPPORTED;
 #else
-    const mw_server_params p = params ? *params : mw_server_default_params();
-    const mw_context_params cp = ctx_params ? *ctx_params : mw_context_default_params();
+    mw_server_params p;
+    if (!mw::read_params(params, mw_server_default_params(), &p, "mw_server_params"))
+        return MW_ERR_INVALID_ARGUMENT;
+    mw_context_params cp;
+    if (!mw::read_params(ctx_params, mw_context_default_params(), &cp, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return mw::guarded([&] {
         using LogFormat = mw::server::ServerOptions::LogFormat;
         LogFormat log_format = LogFormat::off;
