@@ -1,6 +1,6 @@
 # Cross build for 64-bit ARM Linux (the CPUs of phones) with Debian's toolchain:
 # g++-aarch64-linux-gnu, the arm64 multiarch libraries (libpcre2-dev:arm64, libgtest-dev:arm64;
-# scripts/install-deps --aarch64 installs them) and qemu-user to run the results here.
+# scripts/install-deps --test installs them) and qemu-user to run the results here.
 #
 # The aarch64 preset links executables statically (MEMWALL_STATIC), so qemu needs no arm64 loader
 # or library path.

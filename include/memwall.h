@@ -8,7 +8,12 @@
  *   on the same thread). No function aborts the process on bad input.
  * - Objects are opaque; each *_create / *_load has a matching *_free that accepts NULL.
  * - Parameter structs are filled with defaults by their *_default_params() function; set only
- *   the fields you need.
+ *   the fields you need. That function is inline: it sets the first field, struct_size, to the
+ *   struct's size in this header, and the library reads no more than that, so an app built
+ *   against an older header keeps working with a newer library (the fields it does not know
+ *   take their defaults), and one built against a newer header is refused with
+ *   MW_ERR_INVALID_ARGUMENT instead of misread. A struct not filled by *_default_params() is
+ *   refused too. The soname changes only when the ABI breaks (docs/c-api.md).
  * - Token ids are int32; text is UTF-8 and passed with an explicit length.
  */
 #ifndef MEMWALL_H
@@ -22,7 +27,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 7
+#define MEMWALL_API_VERSION 10
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -57,7 +62,7 @@ typedef enum mw_type {
 
 /* Message of the last failed call on this thread ("" if none). */
 MW_API const char* mw_last_error(void);
-/* The library's version, "0.1.0" (as in the pkg-config file; the soname is libmemwall.so.0.1). */
+/* The library's version, "0.2.0" (as in the pkg-config file; the soname is libmemwall.so.0.2). */
 MW_API const char* mw_version(void);
 /* A short description of the CPU features memwall's kernels use on this machine. */
 MW_API const char* mw_system_info(void);
@@ -65,10 +70,11 @@ MW_API const char* mw_system_info(void);
 /* ---- Model ------------------------------------------------------------------------------ */
 
 typedef struct mw_model_params {
-    bool use_mmap;   /* map the file (default true); false reads it into memory */
-    bool use_mlock;  /* lock the weights in RAM (default false); failure is reported by
-                        mw_model_warning() */
-    bool vocab_only; /* load only the vocabulary (default false): tokenizing, no contexts */
+    size_t struct_size; /* API 8: set by mw_model_default_params() (docs/c-api.md) */
+    bool use_mmap;      /* map the file (default true); false reads it into memory */
+    bool use_mlock;     /* lock the weights in RAM (default false); failure is reported by
+                           mw_model_warning() */
+    bool vocab_only;    /* load only the vocabulary (default false): tokenizing, no contexts */
     /* rewrite weights at load into layouts this CPU's kernels read faster (default true; those
        pages become the process's own instead of evictable page cache) */
     bool repack;
@@ -86,9 +92,18 @@ typedef struct mw_model_params {
     int32_t n_gpu_layers;
     int32_t main_gpu;
     bool gpu_required;
+    /* API 8: offload to a device of type "cpu" (Mesa's llvmpipe/lavapipe, ~1000x slower than the
+       CPU path). Default false: such a device is not used, with a warning, unless the environment
+       has MEMWALL_GPU_ALLOW_CPU_DEVICE=1 (the tests do, to run the shaders on lavapipe). */
+    bool gpu_allow_cpu_device;
 } mw_model_params;
 
-MW_API mw_model_params mw_model_default_params(void);
+MW_API void mw_model_params_init(mw_model_params* params, size_t struct_size);
+static inline mw_model_params mw_model_default_params(void) {
+    mw_model_params p;
+    mw_model_params_init(&p, sizeof p);
+    return p;
+}
 MW_API mw_status mw_model_load(const char* path, const mw_model_params* params, mw_model** out);
 MW_API void mw_model_free(mw_model* model);
 
@@ -190,7 +205,8 @@ MW_API const char* mw_detokenizer_flush(mw_detokenizer* d, size_t* len);
 /* ---- Context: KV cache and decoding ----------------------------------------------------- */
 
 typedef struct mw_context_params {
-    uint32_t n_ctx;    /* KV cache size in tokens; 0 (default) = min(training context, 4096) */
+    size_t struct_size; /* API 8: set by mw_context_default_params() (docs/c-api.md) */
+    uint32_t n_ctx;     /* KV cache size in tokens; 0 (default) = min(training context, 4096) */
     uint32_t n_batch;  /* largest batch decoded in one step (prompt chunks); default 512; 0 = 512 */
     int32_t n_threads; /* 0 (default) = physical performance cores; < 0 = try a few counts on this
                           model (a few decode steps each) and keep the fastest ("-t auto") */
@@ -202,7 +218,12 @@ typedef struct mw_context_params {
                            positions of the KV cache, each may hold up to n_ctx */
 } mw_context_params;
 
-MW_API mw_context_params mw_context_default_params(void);
+MW_API void mw_context_params_init(mw_context_params* params, size_t struct_size);
+static inline mw_context_params mw_context_default_params(void) {
+    mw_context_params p;
+    mw_context_params_init(&p, sizeof p);
+    return p;
+}
 MW_API mw_status mw_context_create(mw_model* model, const mw_context_params* params,
                                    mw_context** out);
 MW_API void mw_context_free(mw_context* ctx);
@@ -287,6 +308,7 @@ MW_API uint32_t mw_context_kv_size(const mw_context* ctx);
  * on every run. For different text each run, set a seed of your own (the memwall CLI draws one
  * from std::random_device and prints it). */
 typedef struct mw_sampler_params {
+    size_t struct_size;      /* API 8: set by mw_sampler_default_params() (docs/c-api.md) */
     float temperature;       /* default 0.8; <= 0: greedy (argmax, ties to the lowest id) */
     int32_t top_k;           /* default 40; <= 0: off */
     float top_p;             /* default 0.95; >= 1: off */
@@ -299,7 +321,12 @@ typedef struct mw_sampler_params {
     float presence_penalty; /* OpenAI's (default 0: off): subtracted once for a token that occurs */
 } mw_sampler_params;
 
-MW_API mw_sampler_params mw_sampler_default_params(void);
+MW_API void mw_sampler_params_init(mw_sampler_params* params, size_t struct_size);
+static inline mw_sampler_params mw_sampler_default_params(void) {
+    mw_sampler_params p;
+    mw_sampler_params_init(&p, sizeof p);
+    return p;
+}
 MW_API mw_sampler* mw_sampler_create(const mw_sampler_params* params);
 MW_API void mw_sampler_free(mw_sampler* sampler);
 /* Picks a token from the logits (not modified). */
@@ -321,9 +348,10 @@ typedef enum mw_spec_type {
 } mw_spec_type;
 
 typedef struct mw_spec_params {
-    mw_spec_type type; /* default MW_SPEC_NGRAM */
-    int32_t draft_max; /* tokens drafted per pass at most (default 8; >= 1) */
-    int32_t draft_min; /* fewer proposed: decode without them (default 0) */
+    size_t struct_size; /* API 10: set by mw_spec_default_params() (docs/c-api.md) */
+    mw_spec_type type;  /* default MW_SPEC_NGRAM */
+    int32_t draft_max;  /* tokens drafted per pass at most (default 8; >= 1) */
+    int32_t draft_min;  /* fewer proposed: decode without them (default 0) */
     /* Draft model: stop drafting when its top token's probability is below this (default 0). */
     float draft_p_min;
     int32_t ngram_size_n; /* n-gram: tokens matched (default 3) */
@@ -346,7 +374,12 @@ typedef struct mw_spec_stats {
     double verify_ms;      /* time in verification passes, rollback included */
 } mw_spec_stats;
 
-MW_API mw_spec_params mw_spec_default_params(void);
+MW_API void mw_spec_params_init(mw_spec_params* params, size_t struct_size);
+static inline mw_spec_params mw_spec_default_params(void) {
+    mw_spec_params p;
+    mw_spec_params_init(&p, sizeof p);
+    return p;
+}
 /* Speculation on sequence 0 of target. draft: a context on the draft model for MW_SPEC_DRAFT
  * (the speculator keeps it in step with the target; use it for nothing else; freed by the
  * caller after the speculator), NULL otherwise. MW_ERR_INVALID_ARGUMENT for draft_max < 1, a
@@ -383,6 +416,7 @@ typedef enum mw_stop_reason {
 } mw_stop_reason;
 
 typedef struct mw_generate_params {
+    size_t struct_size;  /* API 8: set by mw_generate_default_params() (docs/c-api.md) */
     int32_t n_predict;   /* tokens to generate at most; default -1: until an end token or a full
                             context; 0: decode the prompt only */
     bool add_special;    /* add BOS (and EOS) to the prompt as the vocab asks (default true; set
@@ -391,8 +425,8 @@ typedef struct mw_generate_params {
                             (default true) */
     bool render_special; /* pass control tokens' text on (default false: they render as "") */
     mw_sampler_params sampling; /* default mw_sampler_default_params() */
-    mw_speculator* speculator;  /* default NULL; given: tokens come from its steps (on the same
-                                   context) */
+    mw_speculator* speculator;  /* API 10; default NULL; given: tokens come from its steps (on
+                                   the same context) */
 } mw_generate_params;
 
 typedef struct mw_generate_result {
@@ -401,7 +435,12 @@ typedef struct mw_generate_result {
     mw_stop_reason stop;
 } mw_generate_result;
 
-MW_API mw_generate_params mw_generate_default_params(void);
+MW_API void mw_generate_params_init(mw_generate_params* params, size_t struct_size);
+static inline mw_generate_params mw_generate_default_params(void) {
+    mw_generate_params p;
+    mw_generate_params_init(&p, sizeof p);
+    return p;
+}
 /* Tokenizes the prompt (UTF-8, prompt_len bytes), decodes it after what ctx already holds, then
  * samples a token, decodes it and passes its text to on_piece (may be NULL), until a stop reason.
  * Every token passed on stays in the context, so a later call continues from there; an empty
@@ -478,6 +517,7 @@ MW_API mw_status mw_context_set_threads(mw_context* ctx, int32_t n_threads);
 typedef struct mw_pacer mw_pacer;
 
 typedef struct mw_pacer_params {
+    size_t struct_size;    /* API 8: set by mw_pacer_default_params() (docs/c-api.md) */
     double max_temp_c;     /* limit for the hottest thermal zone, °C; <= 0: none */
     double hysteresis_c;   /* recover once this far below the limit (default 3) */
     double max_tps;        /* tokens per second at most; <= 0: none */
@@ -496,7 +536,12 @@ typedef struct mw_pace {
     char message[256]; /* e.g. "46.0 °C >= 45.0 °C (thermal_zone0 cpu): back off to 1 thread" */
 } mw_pace;
 
-MW_API mw_pacer_params mw_pacer_default_params(void);
+MW_API void mw_pacer_params_init(mw_pacer_params* params, size_t struct_size);
+static inline mw_pacer_params mw_pacer_default_params(void) {
+    mw_pacer_params p;
+    mw_pacer_params_init(&p, sizeof p);
+    return p;
+}
 /* Finds the thermal zones (params may be NULL: no limits, which paces nothing). */
 MW_API mw_status mw_pacer_create(const mw_pacer_params* params, mw_pacer** out);
 MW_API void mw_pacer_free(mw_pacer* pacer);
@@ -530,6 +575,7 @@ typedef struct mw_sustained_sample {
 } mw_sustained_sample;
 
 typedef struct mw_sustained_params {
+    size_t struct_size;     /* API 8: set by mw_sustained_default_params() (docs/c-api.md) */
     double duration_s;      /* default 60 */
     double interval_s;      /* default 5 */
     const mw_token* tokens; /* ids decoded in turn (required) */
@@ -542,7 +588,12 @@ typedef struct mw_sustained_params {
     void* user_data;
 } mw_sustained_params;
 
-MW_API mw_sustained_params mw_sustained_default_params(void);
+MW_API void mw_sustained_params_init(mw_sustained_params* params, size_t struct_size);
+static inline mw_sustained_params mw_sustained_default_params(void) {
+    mw_sustained_params p;
+    mw_sustained_params_init(&p, sizeof p);
+    return p;
+}
 /* The series and its summary as JSON (free with mw_free_string()); NULL on failure. Keys:
  * "conditions" (mw_speed_label), "sensors" {"cpus", "thermal_zones", "energy_source", "missing",
  * "warnings"}, "samples" [{"t_s", "seconds", "tokens", "tok_s", "n_past", "threads", "idle_s",
@@ -567,6 +618,7 @@ MW_API char* mw_chart_svg(const char* document_json);
 typedef struct mw_chat mw_chat;
 
 typedef struct mw_chat_params {
+    size_t struct_size;         /* API 8: set by mw_chat_default_params() (docs/c-api.md) */
     const char* system_prompt;  /* NULL or "": none */
     const char* chat_template;  /* NULL: the file's tokenizer.chat_template; else a built-in name
                                    or template text */
@@ -574,7 +626,7 @@ typedef struct mw_chat_params {
     int32_t n_predict;          /* tokens per reply; -1 (default): until an end token */
     mw_pacer* pacer;            /* NULL (default): unpaced; else paced after every generated
                                    token (mw_pacer_pace); borrowed, must outlive the chat */
-    const mw_spec_params* speculative; /* NULL (default): off; else replies decode
+    const mw_spec_params* speculative; /* API 10; NULL (default): off; else replies decode
                                           speculatively (copied) */
     mw_model* draft_model; /* MW_SPEC_DRAFT: the draft model (borrowed, must outlive the chat;
                               the chat makes its context) */
@@ -594,7 +646,12 @@ typedef struct mw_chat_reply {
 /* Receives the reply's text as it is generated (complete UTF-8 characters); returning false stops
  * the reply. */
 
-MW_API mw_chat_params mw_chat_default_params(void);
+MW_API void mw_chat_params_init(mw_chat_params* params, size_t struct_size);
+static inline mw_chat_params mw_chat_default_params(void) {
+    mw_chat_params p;
+    mw_chat_params_init(&p, sizeof p);
+    return p;
+}
 /* A chat with its own context (ctx_params; NULL: the defaults). The model must outlive it. */
 MW_API mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
                                 const mw_chat_params* params, mw_chat** out);
@@ -620,6 +677,7 @@ MW_API void mw_chat_reset(mw_chat* chat);
 typedef struct mw_server mw_server;
 
 typedef struct mw_server_params {
+    size_t struct_size;         /* API 8: set by mw_server_default_params() (docs/c-api.md) */
     const char* host;           /* address to bind (default "127.0.0.1") */
     int32_t port;               /* default 8080; 0: any free port (mw_server_port) */
     const char* api_key;        /* NULL or "": no key */
@@ -646,9 +704,22 @@ typedef struct mw_server_params {
     int32_t max_connections_per_address; /* open at once from one client address (default 256) */
     int32_t max_header_bytes; /* request line and header fields together (default 8192; each
                                  kept-alive connection holds that much); larger: refused */
+    /* API 9: one line per answered request: UTC time, client address, method, path, status,
+       prompt and completion tokens (generations), milliseconds from the header to the end. */
+    int32_t log_format; /* MW_SERVER_LOG_NONE (default), _TEXT, or _JSON (an object per line) */
+    void (*log)(const char* line, void* user); /* NULL (default): to stderr; else called with
+                                                  each line (no newline), from server threads */
+    void* log_user;
 } mw_server_params;
 
-MW_API mw_server_params mw_server_default_params(void);
+enum { MW_SERVER_LOG_NONE = 0, MW_SERVER_LOG_TEXT = 1, MW_SERVER_LOG_JSON = 2 };
+
+MW_API void mw_server_params_init(mw_server_params* params, size_t struct_size);
+static inline mw_server_params mw_server_default_params(void) {
+    mw_server_params p;
+    mw_server_params_init(&p, sizeof p);
+    return p;
+}
 /* Creates a context of ctx_params on the model (which must outlive the server) and binds the
  * socket: MW_ERR_IO naming the address when it is taken. */
 MW_API mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
@@ -671,8 +742,9 @@ MW_API void mw_server_free(mw_server* server);
 MW_API void mw_free_string(char* s);
 
 typedef struct mw_probe_params {
-    int32_t n_threads; /* threads for the measurements; 0 (default) = the engine's default */
-    double seconds;    /* measurement budget (at least 5 passes of each kernel); <= 0 = 1.5 s */
+    size_t struct_size; /* API 8: set by mw_probe_default_params() (docs/c-api.md) */
+    int32_t n_threads;  /* threads for the measurements; 0 (default) = the engine's default */
+    double seconds;     /* measurement budget (at least 5 passes of each kernel); <= 0 = 1.5 s */
     bool measure; /* default true; false: only facts (CPU, SIMD, caches, RAM), nothing measured */
     bool write_cache;     /* save the measurement as this machine's device for plans, unless it
                              looks contended (docs/plan.md); default false */
@@ -687,7 +759,12 @@ typedef struct mw_probe_params {
     uint64_t storage_bytes;
 } mw_probe_params;
 
-MW_API mw_probe_params mw_probe_default_params(void);
+MW_API void mw_probe_params_init(mw_probe_params* params, size_t struct_size);
+static inline mw_probe_params mw_probe_default_params(void) {
+    mw_probe_params p;
+    mw_probe_params_init(&p, sizeof p);
+    return p;
+}
 /* This machine: CPU, SIMD features, caches, RAM and memory available now, measured read and
  * triad memory bandwidth (multi-threaded; median, spread and outliers of several passes), the
  * engine's matmul throughput, whether the measurement looks contended, and what is saved; with
@@ -785,6 +862,7 @@ MW_API char* mw_synth_presets_json(void);
  * header before the call returns. */
 
 typedef struct mw_convert_params {
+    size_t struct_size;    /* API 8: set by mw_convert_default_params() (docs/c-api.md) */
     const char* outtype;   /* "f32", "f16", "bf16" or "q8_0"; NULL (default): f16 for Hugging Face
                               folders, f32 for llama2.c checkpoints */
     const char* vocab_pre; /* tokenizer.ggml.pre to write; NULL (default): the detected one */
@@ -803,7 +881,12 @@ typedef struct mw_convert_result {
     char warnings[2048]; /* things accepted but worth telling, one per line ("" if none) */
 } mw_convert_result;
 
-MW_API mw_convert_params mw_convert_default_params(void);
+MW_API void mw_convert_params_init(mw_convert_params* params, size_t struct_size);
+static inline mw_convert_params mw_convert_default_params(void) {
+    mw_convert_params p;
+    mw_convert_params_init(&p, sizeof p);
+    return p;
+}
 /* out may be NULL. */
 MW_API mw_status mw_convert_hf(const char* hf_dir, const char* out_path,
                                const mw_convert_params* params, mw_convert_result* out);
@@ -832,11 +915,12 @@ typedef struct mw_perplexity_progress {
 } mw_perplexity_progress;
 
 typedef struct mw_perplexity_params {
-    uint32_t n_ctx;    /* tokens per chunk; default 512; 0 = 512 */
-    uint32_t n_batch;  /* default 0 = n_ctx */
-    int32_t n_chunks;  /* at most this many chunks; default 0, <= 0 = all */
-    int32_t n_threads; /* default 0 = physical performance cores */
-    mw_type type_k;    /* KV cache types (default F16, as llama.cpp) */
+    size_t struct_size; /* API 8: set by mw_perplexity_default_params() (docs/c-api.md) */
+    uint32_t n_ctx;     /* tokens per chunk; default 512; 0 = 512 */
+    uint32_t n_batch;   /* default 0 = n_ctx */
+    int32_t n_chunks;   /* at most this many chunks; default 0, <= 0 = all */
+    int32_t n_threads;  /* default 0 = physical performance cores */
+    mw_type type_k;     /* KV cache types (default F16, as llama.cpp) */
     mw_type type_v;
     /* Called after each chunk (default NULL: none); returning false stops after that chunk. */
     bool (*progress)(const mw_perplexity_progress* progress, void* user_data);
@@ -864,7 +948,12 @@ typedef struct mw_perplexity_result {
     int32_t n_threads;
 } mw_perplexity_result;
 
-MW_API mw_perplexity_params mw_perplexity_default_params(void);
+MW_API void mw_perplexity_params_init(mw_perplexity_params* params, size_t struct_size);
+static inline mw_perplexity_params mw_perplexity_default_params(void) {
+    mw_perplexity_params p;
+    mw_perplexity_params_init(&p, sizeof p);
+    return p;
+}
 /* base may be NULL. The models must have been loaded with weights (not vocab_only). */
 MW_API mw_status mw_perplexity(mw_model* model, mw_model* base, const char* text, size_t text_len,
                                const mw_perplexity_params* params, mw_perplexity_result* out);
@@ -888,6 +977,7 @@ typedef struct mw_quantize_progress {
 } mw_quantize_progress;
 
 typedef struct mw_quantize_params {
+    size_t struct_size;       /* API 8: set by mw_quantize_default_params() (docs/c-api.md) */
     const char* type;         /* "Q4_K_M" (default), "Q8_0", "F16", ... (llama-quantize's names) */
     const char* imatrix_path; /* weigh the error by this importance matrix; NULL (default): none */
     bool pure;             /* every quantizable tensor gets the type's base type (default false) */
@@ -919,7 +1009,12 @@ typedef struct mw_quantize_result {
     double seconds;
 } mw_quantize_result;
 
-MW_API mw_quantize_params mw_quantize_default_params(void);
+MW_API void mw_quantize_params_init(mw_quantize_params* params, size_t struct_size);
+static inline mw_quantize_params mw_quantize_default_params(void) {
+    mw_quantize_params p;
+    mw_quantize_params_init(&p, sizeof p);
+    return p;
+}
 /* Writes out_path (atomically) from in_path. out may be NULL. */
 MW_API mw_status mw_quantize(const char* in_path, const char* out_path,
                              const mw_quantize_params* params, mw_quantize_result* out);
@@ -932,6 +1027,7 @@ typedef struct mw_imatrix_progress {
 } mw_imatrix_progress;
 
 typedef struct mw_imatrix_params {
+    size_t struct_size;  /* API 8: set by mw_imatrix_default_params() (docs/c-api.md) */
     uint32_t n_ctx;      /* tokens per chunk; default 512; 0 = 512 */
     int32_t n_chunks;    /* at most this many chunks; default 0, <= 0 = all */
     int32_t n_threads;   /* default 0 = physical performance cores */
@@ -942,7 +1038,12 @@ typedef struct mw_imatrix_params {
     void* user_data;
 } mw_imatrix_params;
 
-MW_API mw_imatrix_params mw_imatrix_default_params(void);
+MW_API void mw_imatrix_params_init(mw_imatrix_params* params, size_t struct_size);
+static inline mw_imatrix_params mw_imatrix_default_params(void) {
+    mw_imatrix_params p;
+    mw_imatrix_params_init(&p, sizeof p);
+    return p;
+}
 /* Runs the model file over the text and writes the mean square of every matrix input column
  * (per expert for MoE) to out_path in llama.cpp's imatrix GGUF format. */
 MW_API mw_status mw_imatrix(const char* model_path, const char* text, size_t text_len,
@@ -967,6 +1068,7 @@ typedef struct mw_pull_progress {
 } mw_pull_progress;
 
 typedef struct mw_pull_params {
+    size_t struct_size; /* API 8: set by mw_pull_default_params() (docs/c-api.md) */
     const char* sha256; /* expected, 64 hex digits; NULL: the server's ETag or X-Linked-Etag
                            when it is a SHA-256 (as Hugging Face serves it), else size only */
     bool check_fit;     /* plan the header first; MW_ERR_OUT_OF_MEMORY when the model does not
@@ -998,7 +1100,12 @@ typedef struct mw_pull_result {
     double seconds;
 } mw_pull_result;
 
-MW_API mw_pull_params mw_pull_default_params(void);
+MW_API void mw_pull_params_init(mw_pull_params* params, size_t struct_size);
+static inline mw_pull_params mw_pull_default_params(void) {
+    mw_pull_params p;
+    mw_pull_params_init(&p, sizeof p);
+    return p;
+}
 /* Downloads url to out_path (NULL: the URL's last path segment in the current directory) by
  * way of out_path.part, resumable by calling again: a .part is continued with a range request
  * when the server's ETag and size are still those it was started with, else started over. The
@@ -1009,6 +1116,7 @@ MW_API mw_status mw_pull(const char* url, const char* out_path, const mw_pull_pa
                          mw_pull_result* out);
 
 typedef struct mw_verify_params {
+    size_t struct_size; /* API 8: set by mw_verify_default_params() (docs/c-api.md) */
     const char* sha256; /* compare the whole file's SHA-256 with this (64 hex digits); NULL */
     int32_t n_threads;  /* for the value pass; 0 = physical performance cores */
     /* Now and then during the long passes ("values", "sha256"); may be NULL. */
@@ -1016,7 +1124,12 @@ typedef struct mw_verify_params {
     void* user_data;
 } mw_verify_params;
 
-MW_API mw_verify_params mw_verify_default_params(void);
+MW_API void mw_verify_params_init(mw_verify_params* params, size_t struct_size);
+static inline mw_verify_params mw_verify_default_params(void) {
+    mw_verify_params p;
+    mw_verify_params_init(&p, sizeof p);
+    return p;
+}
 /* Checks a GGUF file on disk: its structure, its size against the tensor table (truncation:
  * where and how many bytes are missing), every tensor's bounds and type, every value decoded
  * (non-finite floats and block scales), the model and vocabulary as mw_model_load binds them,

@@ -25,7 +25,7 @@ void expect_renders(const std::string& svg, const std::string& name) {
     const test::PngRender r = test::render_png(svg, name);
     if (!r.available) {
         GTEST_SKIP() << "rsvg-convert is not installed (Debian librsvg2-bin, in "
-                        "scripts/install-deps): the SVG was checked as XML but not rendered";
+                        "scripts/install-deps --test): the SVG was checked as XML but not rendered";
     }
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "") << "rsvg-convert warned";

@@ -173,6 +173,58 @@ TEST(ChatCli, ReadsAScriptFromStandardInput) {
     EXPECT_EQ(lines, 2) << r.out;
 }
 
+// Issue 40: the template in use is said at the start; /help, /bye and a mistyped /command are
+// handled by chat, never sent to the model (one reply only, for the one message).
+TEST(ChatCli, SaysItsTemplateAndKeepsCommandsFromTheModel) {
+    const std::string dir = mw::test::temp_dir();
+    const std::string script = dir + "/commands.txt";
+    std::ofstream(script) << "/help\nHello\n/frob\n/bye\nnot read\n";
+    const std::string chat = mw::test::cli_path() + " chat -m " +
+                             mw::test::shared_path("models/stories260K.gguf") +
+                             " --temp 0 -n 8 -t 1";
+    const mw::test::CommandResult r =
+        mw::test::run_command(chat + " --chat-template chatml < " + script);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("chat template: chatml (built-in, --chat-template)\n"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("/bye, /exit   end the chat"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("unknown command /frob: /help lists them (not sent)"), std::string::npos)
+        << r.err;
+    int lines = 0;
+    for (char c : r.out) lines += c == '\n';
+    EXPECT_EQ(lines, 1) << r.out;
+
+    // /exit as before; without --chat-template the line says where the template comes from.
+    std::ofstream(script) << "/exit\nnot read\n";
+    const mw::test::CommandResult own = mw::test::run_command(chat + " < " + script);
+    ASSERT_EQ(own.exit_code, 0) << own.err;
+    EXPECT_NE(own.err.find("chat template: "), std::string::npos) << own.err;
+    EXPECT_EQ(own.out, "");
+}
+
+// On a terminal (a pseudo-terminal from script(1)) the line is edited by libedit: the up arrow
+// recalls "/help", which is then handled again instead of reaching the model as escape codes.
+TEST(ChatCli, OnATerminalTheUpArrowRecallsTheLastLine) {
+    if (mw::test::run_command("command -v script").exit_code != 0) GTEST_SKIP() << "no script(1)";
+    if (mw::test::run_command("(ldconfig -p || /sbin/ldconfig -p) | grep -q libedit.so.2")
+            .exit_code != 0)
+        GTEST_SKIP() << "SKIPPED: libedit.so.2 is not installed (Debian: libedit2)";
+    const std::string chat = mw::test::cli_path() + " chat -m " +
+                             mw::test::shared_path("models/stories260K.gguf") +
+                             " --chat-template chatml --temp 0 -n 4 -t 1";
+    // The keys arrive one line at a time, as typed; then Ctrl-D.
+    const mw::test::CommandResult r = mw::test::run_command(
+        "(sleep 1; printf '/help\\r'; sleep 0.5; printf '\\033[A\\r'; sleep 0.5; printf "
+        "'\\004') | TERM=xterm script -qfec \"" +
+        chat + "\" /dev/null");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    size_t n = 0;
+    for (size_t at = r.out.find("commands (never sent"); at != std::string::npos;
+         at = r.out.find("commands (never sent", at + 1))
+        ++n;
+    EXPECT_EQ(n, 2u) << r.out;
+}
+
 TEST(ChatCli, BadFlagsAreClearErrors) {
     const std::string model = mw::test::shared_path("models/stories260K.gguf");
     mw::test::CommandResult r =

@@ -3,6 +3,8 @@
 // gives the CPU's tokens, or fails with --gpu-required.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "memwall.h"
@@ -57,6 +59,42 @@ TEST(GpuCli, Ngl99GivesTheCpusTextAndSaysWhereItRan) {
     EXPECT_EQ(no_such.exit_code, 0) << no_such.err;
     EXPECT_TRUE(has(no_such.err, "there is no Vulkan device 42")) << no_such.err;
     EXPECT_EQ(no_such.out, cpu.out);
+}
+
+// Issue 40: -ngl on a device that is a CPU (lavapipe, ~1000x slower than the CPU path) warns in
+// one line and runs on the CPU unless asked for.
+TEST(GpuCli, ADeviceThatIsACpuIsUsedOnlyWhenAskedFor) {
+    char* devices = mw_gpu_devices_json();
+    ASSERT_NE(devices, nullptr);
+    const std::string json = devices;
+    mw_free_string(devices);
+    const nlohmann::json list = nlohmann::json::parse(json);
+    if (list["devices"].empty() || list["devices"][0]["type"] != "cpu")
+        GTEST_SKIP() << "SKIPPED: device 0 is not a CPU device (lavapipe): " << json;
+    const std::string not_allowed = "MEMWALL_GPU_ALLOW_CPU_DEVICE=0 ";
+    const auto cpu = mw::test::run_command(run_line());
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+    const auto refused = mw::test::run_command(not_allowed + run_line() + " -ngl 99 --verbose");
+    ASSERT_EQ(refused.exit_code, 0) << refused.err;
+    EXPECT_EQ(refused.out, cpu.out);
+    EXPECT_TRUE(has(refused.err,
+                    "warning: no GPU offload, everything runs on the CPU: the "
+                    "Vulkan device llvmpipe"))
+        << refused.err;
+    EXPECT_TRUE(has(refused.err, "--gpu-allow-cpu-device")) << refused.err;
+    EXPECT_FALSE(has(refused.err, "offloaded")) << refused.err;
+
+    const auto asked = mw::test::run_command(not_allowed + run_line() +
+                                             " -ngl 99 --verbose --gpu-allow-cpu-device");
+    ASSERT_EQ(asked.exit_code, 0) << asked.err;
+    EXPECT_EQ(asked.out, cpu.out);
+    EXPECT_TRUE(has(asked.err, "layers 0..4 and the output offloaded")) << asked.err;
+    EXPECT_FALSE(has(asked.err, "is a CPU")) << asked.err;
+
+    const auto required =
+        mw::test::run_command(not_allowed + run_line() + " -ngl 99 --gpu-required");
+    EXPECT_NE(required.exit_code, 0);
+    EXPECT_TRUE(has(required.err, "is a CPU")) << required.err;
 }
 
 TEST(GpuCli, BadGpuFlagsAreRefused) {

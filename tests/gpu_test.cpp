@@ -6,12 +6,14 @@
 #include <sys/mman.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
 
 #include "gpu/gpu.h"
 #include "runtime/context.h"
+#include "runtime/gpu_placement.h"
 #include "runtime/loaded_model.h"
 #include "support/random_blocks.h"
 #include "support/test_support.h"
@@ -286,4 +288,32 @@ TEST(GpuModel, CopiedWeightsGiveTheirHostPagesBack) {
 }
 
 }  // namespace
+// The decision behind -ngl on a CPU device (issue 40), without a device: only type "cpu" is
+// refused, the option or MEMWALL_GPU_ALLOW_CPU_DEVICE=1 lets it through.
+TEST(Gpu, ADeviceOfTypeCpuNeedsTheOptIn) {
+    const char* before = std::getenv("MEMWALL_GPU_ALLOW_CPU_DEVICE");
+    const std::string saved = before ? before : "";
+    mw::gpu::DeviceInfo device;
+    device.name = "llvmpipe (LLVM 15.0.6, 256 bits)";
+    device.type = "cpu";
+    setenv("MEMWALL_GPU_ALLOW_CPU_DEVICE", "0", 1);
+    const std::string why = mw::cpu_device_refusal(device, false);
+    EXPECT_NE(why.find("llvmpipe (LLVM 15.0.6, 256 bits) is a CPU"), std::string::npos) << why;
+    EXPECT_NE(why.find("--gpu-allow-cpu-device"), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << "one line";
+    EXPECT_EQ(mw::cpu_device_refusal(device, true), "");
+    for (const char* type : {"integrated", "discrete", "virtual", "other"}) {
+        device.type = type;
+        EXPECT_EQ(mw::cpu_device_refusal(device, false), "") << type;
+    }
+    device.type = "cpu";
+    setenv("MEMWALL_GPU_ALLOW_CPU_DEVICE", "1", 1);
+    EXPECT_EQ(mw::cpu_device_refusal(device, false), "");
+    if (before) {
+        setenv("MEMWALL_GPU_ALLOW_CPU_DEVICE", saved.c_str(), 1);
+    } else {
+        unsetenv("MEMWALL_GPU_ALLOW_CPU_DEVICE");
+    }
+}
+
 }  // namespace mw

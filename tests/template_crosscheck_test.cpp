@@ -2,7 +2,7 @@
 // transformers' environment (render.py's: ImmutableSandboxedEnvironment, trim_blocks,
 // lstrip_blocks, loopcontrols, tojson = json.dumps, raise_exception, a fixed strftime_now):
 // the outputs must be identical, and where Jinja2 raises we must fail too. Skipped, loudly,
-// when python3 with jinja2 is missing (scripts/install-deps installs python3-jinja2).
+// when python3 with jinja2 is missing (scripts/install-deps --test installs python3-jinja2).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -131,9 +131,10 @@ bool python_with_jinja2() {
 
 TEST(TemplateCrossCheck, SameRenderAsPythonJinja2) {
     if (!python_with_jinja2())
-        GTEST_SKIP() << "python3 with jinja2 is not available (Debian: python3-jinja2, installed "
-                        "by scripts/install-deps): the cross-check against Python's Jinja2 did "
-                        "NOT run";
+        GTEST_SKIP()
+            << "python3 with jinja2 is not available (Debian: python3-jinja2, installed "
+               "by scripts/install-deps --test): the cross-check against Python's Jinja2 did "
+               "NOT run";
     const ordered_json context = ordered_json::parse(kContext);
     ordered_json cases = ordered_json::array();
     for (const char* t : kTemplates) cases.push_back({{"template", t}, {"context", context}});

@@ -10,6 +10,7 @@
 
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_params.h"
 #include "base/error.h"
 #include "memwall.h"
 #include "model/sampler.h"
@@ -133,8 +134,8 @@ const char* mw_system_info(void) {
     return info.c_str();
 }
 
-mw_model_params mw_model_default_params(void) {
-    mw_model_params p;
+void mw_model_params_init(mw_model_params* out, size_t struct_size) {
+    mw_model_params p{};
     p.use_mmap = true;
     p.use_mlock = false;
     p.vocab_only = false;
@@ -143,14 +144,17 @@ mw_model_params mw_model_default_params(void) {
     p.n_gpu_layers = 0;
     p.main_gpu = 0;
     p.gpu_required = false;
-    return p;
+    p.gpu_allow_cpu_device = false;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_model_load(const char* path, const mw_model_params* params, mw_model** out) {
     if (!out) return invalid("mw_model_load: out is NULL");
     *out = nullptr;
     if (!path) return invalid("mw_model_load: path is NULL");
-    const mw_model_params p = params ? *params : mw_model_default_params();
+    mw_model_params p;
+    if (!mw::read_params(params, mw_model_default_params(), &p, "mw_model_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return guarded([&] {
         mw::LoadOptions options;
         options.map.use_mmap = p.use_mmap;
@@ -165,6 +169,7 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
         options.gpu.n_gpu_layers = p.n_gpu_layers;
         options.gpu.main_gpu = p.main_gpu;
         options.gpu.required = p.gpu_required;
+        options.gpu.allow_cpu_device = p.gpu_allow_cpu_device;
         // Knobs for measuring the expert cache (docs/memory-budget.md), not for apps.
         if (const char* io = std::getenv("MEMWALL_EXPERT_IO")) {
             options.direct_io = std::string_view(io) != "pread";
@@ -338,15 +343,15 @@ const char* mw_detokenizer_flush(mw_detokenizer* d, size_t* len) {
     return d->out.c_str();
 }
 
-mw_context_params mw_context_default_params(void) {
-    mw_context_params p;
+void mw_context_params_init(mw_context_params* out, size_t struct_size) {
+    mw_context_params p{};
     p.n_ctx = 0;
     p.n_batch = 512;
     p.n_threads = 0;
     p.type_k = MW_TYPE_F16;
     p.type_v = MW_TYPE_F16;
     p.n_seq_max = 1;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_context_create(mw_model* model, const mw_context_params* params, mw_context** out) {
@@ -356,7 +361,9 @@ mw_status mw_context_create(mw_model* model, const mw_context_params* params, mw
     if (model->loaded->vocab_only) {
         return invalid("mw_context_create: the model was loaded with vocab_only");
     }
-    const mw_context_params p = params ? *params : mw_context_default_params();
+    mw_context_params p;
+    if (!mw::read_params(params, mw_context_default_params(), &p, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return guarded([&] {
         const mw::ContextParams cp = mw::context_params_of(p);
         auto ctx = std::make_unique<mw_context>();
@@ -534,9 +541,9 @@ uint32_t mw_context_kv_size(const mw_context* ctx) {
     return ctx ? ctx->ctx->kv_positions_total() : 0;
 }
 
-mw_sampler_params mw_sampler_default_params(void) {
+void mw_sampler_params_init(mw_sampler_params* out, size_t struct_size) {
     const mw::SamplerParams d;
-    mw_sampler_params p;
+    mw_sampler_params p{};
     p.temperature = d.temperature;
     p.top_k = d.top_k;
     p.top_p = d.top_p;
@@ -546,11 +553,13 @@ mw_sampler_params mw_sampler_default_params(void) {
     p.seed = d.seed;
     p.frequency_penalty = d.frequency_penalty;
     p.presence_penalty = d.presence_penalty;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_sampler* mw_sampler_create(const mw_sampler_params* params) {
-    const mw_sampler_params p = params ? *params : mw_sampler_default_params();
+    mw_sampler_params p;
+    if (!mw::read_params(params, mw_sampler_default_params(), &p, "mw_sampler_params"))
+        return nullptr;
     const mw::SamplerParams sp = mw::sampler_params_of(p);
     return new (std::nothrow) mw_sampler{mw::Sampler(sp)};
 }

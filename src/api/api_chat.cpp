@@ -4,6 +4,7 @@
 
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_params.h"
 #include "api/api_speculative.h"
 #include "base/error.h"
 #include "memwall.h"
@@ -18,7 +19,7 @@ struct mw_chat {
 
 extern "C" {
 
-mw_chat_params mw_chat_default_params(void) {
+void mw_chat_params_init(mw_chat_params* out, size_t struct_size) {
     mw_chat_params p{};
     p.system_prompt = nullptr;
     p.chat_template = nullptr;
@@ -27,7 +28,7 @@ mw_chat_params mw_chat_default_params(void) {
     p.pacer = nullptr;
     p.speculative = nullptr;
     p.draft_model = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
@@ -42,8 +43,12 @@ mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
         mw::set_api_last_error("mw_chat_create: model is NULL");
         return MW_ERR_INVALID_ARGUMENT;
     }
-    const mw_chat_params p = params ? *params : mw_chat_default_params();
-    const mw_context_params cp = ctx_params ? *ctx_params : mw_context_default_params();
+    mw_chat_params p;
+    if (!mw::read_params(params, mw_chat_default_params(), &p, "mw_chat_params"))
+        return MW_ERR_INVALID_ARGUMENT;
+    mw_context_params cp;
+    if (!mw::read_params(ctx_params, mw_context_default_params(), &cp, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return mw::guarded([&] {
         auto chat = std::make_unique<mw_chat>();
         chat->ctx = std::make_unique<mw::Context>(*loaded, mw::context_params_of(cp));
@@ -57,7 +62,11 @@ mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
         }
         chat->session = std::make_unique<mw::ChatSession>(*loaded, *chat->ctx, o);
         if (p.speculative) {
-            if (p.speculative->type == MW_SPEC_DRAFT) {
+            mw_spec_params sp;
+            if (!mw::read_params(p.speculative, mw_spec_default_params(), &sp, "mw_spec_params")) {
+                mw::fail(mw::ErrorKind::invalid_argument, "{}", mw_last_error());
+            }
+            if (sp.type == MW_SPEC_DRAFT) {
                 const mw::LoadedModel* draft = mw::loaded_model_of(p.draft_model);
                 if (!draft) {
                     mw::fail(mw::ErrorKind::invalid_argument,
@@ -69,7 +78,7 @@ mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
                 dp.n_seq_max = 1;
                 chat->draft_ctx = std::make_unique<mw::Context>(*draft, dp);
             }
-            chat->spec = mw::make_speculator(*chat->ctx, chat->draft_ctx.get(), *p.speculative);
+            chat->spec = mw::make_speculator(*chat->ctx, chat->draft_ctx.get(), sp);
             chat->session->set_speculator(chat->spec.get());
         }
         *out = chat.release();

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "api/api_error.h"
+#include "api/api_params.h"
 #include "base/error.h"
 #include "convert/convert.h"
 #include "memwall.h"
@@ -56,20 +57,22 @@ mw_status invalid(const char* message) {
 
 extern "C" {
 
-mw_convert_params mw_convert_default_params(void) {
-    mw_convert_params p;
+void mw_convert_params_init(mw_convert_params* out, size_t struct_size) {
+    mw_convert_params p{};
     p.outtype = nullptr;
     p.vocab_pre = nullptr;
     p.name = nullptr;
     p.progress = nullptr;
     p.user_data = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_convert_hf(const char* hf_dir, const char* out_path, const mw_convert_params* params,
                         mw_convert_result* out) {
     if (!hf_dir || !out_path) return invalid("mw_convert_hf: hf_dir and out_path are required");
-    const mw_convert_params p = params ? *params : mw_convert_default_params();
+    mw_convert_params p;
+    if (!mw::read_params(params, mw_convert_default_params(), &p, "mw_convert_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return mw::guarded(
         [&] { fill_result(mw::convert::convert_hf(hf_dir, out_path, options_of(p)), out); });
 }
@@ -79,7 +82,9 @@ mw_status mw_convert_llama2c(const char* checkpoint, const char* tokenizer, cons
     if (!checkpoint || !tokenizer || !out_path) {
         return invalid("mw_convert_llama2c: checkpoint, tokenizer and out_path are required");
     }
-    const mw_convert_params p = params ? *params : mw_convert_default_params();
+    mw_convert_params p;
+    if (!mw::read_params(params, mw_convert_default_params(), &p, "mw_convert_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return mw::guarded([&] {
         fill_result(mw::convert::convert_llama2c(checkpoint, tokenizer, out_path, options_of(p)),
                     out);

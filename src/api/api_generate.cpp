@@ -7,6 +7,7 @@
 
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_params.h"
 #include "api/api_speculative.h"
 #include "base/error.h"
 #include "memwall.h"
@@ -16,15 +17,15 @@
 
 extern "C" {
 
-mw_generate_params mw_generate_default_params(void) {
-    mw_generate_params p;
+void mw_generate_params_init(mw_generate_params* out, size_t struct_size) {
+    mw_generate_params p{};
     p.n_predict = -1;
     p.add_special = true;
     p.parse_special = true;
     p.render_special = false;
     p.sampling = mw_sampler_default_params();
     p.speculator = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_generate(mw_context* ctx, const char* prompt, int32_t prompt_len,
@@ -33,7 +34,9 @@ mw_status mw_generate(mw_context* ctx, const char* prompt, int32_t prompt_len,
     using mw::ErrorKind;
     using mw::fail;
     if (out) *out = mw_generate_result{0, 0, MW_STOP_END_TOKEN};
-    const mw_generate_params p = params ? *params : mw_generate_default_params();
+    mw_generate_params p;
+    if (!mw::read_params(params, mw_generate_default_params(), &p, "mw_generate_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     mw_generate_result r{0, 0, MW_STOP_END_TOKEN};
     const mw_status status = mw::guarded([&] {
         mw::Context* c = mw::context_of(ctx);

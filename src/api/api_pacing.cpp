@@ -10,6 +10,7 @@
 
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_params.h"
 #include "memwall.h"
 #include "plan/speed_label.h"
 #include "plan/sustained.h"
@@ -155,9 +156,9 @@ mw_status mw_context_set_threads(mw_context* ctx, int32_t n_threads) {
     return MW_OK;
 }
 
-mw_pacer_params mw_pacer_default_params(void) {
+void mw_pacer_params_init(mw_pacer_params* out, size_t struct_size) {
     const mw::PacerConfig d;
-    mw_pacer_params p;
+    mw_pacer_params p{};
     p.max_temp_c = 0;
     p.hysteresis_c = d.hysteresis_c;
     p.max_tps = 0;
@@ -165,13 +166,15 @@ mw_pacer_params mw_pacer_default_params(void) {
     p.max_threads = 0;
     p.min_threads = 1;
     p.settle_s = d.settle_s;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_pacer_create(const mw_pacer_params* params, mw_pacer** out) {
     if (!out) return invalid("mw_pacer_create: out is NULL");
     *out = nullptr;
-    const mw_pacer_params p = params ? *params : mw_pacer_default_params();
+    mw_pacer_params p;
+    if (!mw::read_params(params, mw_pacer_default_params(), &p, "mw_pacer_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     if (!(p.hysteresis_c >= 0) || !(p.settle_s >= 0) || std::isnan(p.max_temp_c) ||
         std::isnan(p.max_tps) || p.max_threads < 0 || p.min_threads < 0) {
         return invalid("mw_pacer_create: a parameter is negative or NaN");
@@ -231,8 +234,8 @@ const char* mw_pacer_take_warnings(mw_pacer* p) {
     return p->warnings.c_str();
 }
 
-mw_sustained_params mw_sustained_default_params(void) {
-    mw_sustained_params p;
+void mw_sustained_params_init(mw_sustained_params* out, size_t struct_size) {
+    mw_sustained_params p{};
     p.duration_s = 60;
     p.interval_s = 5;
     p.tokens = nullptr;
@@ -242,18 +245,24 @@ mw_sustained_params mw_sustained_default_params(void) {
     p.model_path = nullptr;
     p.progress = nullptr;
     p.user_data = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 char* mw_bench_sustained_json(mw_context* ctx, const mw_sustained_params* params) {
     mw::Context* c = mw::context_of(ctx);
-    if (!c || !params || !params->tokens || params->n_tokens <= 0) {
+    mw_sustained_params p;
+    if (!params) {
+        mw::set_api_last_error("mw_bench_sustained_json: params are required");
+        return nullptr;
+    }
+    if (!mw::read_params(params, mw_sustained_default_params(), &p, "mw_sustained_params"))
+        return nullptr;
+    if (!c || !p.tokens || p.n_tokens <= 0) {
         mw::set_api_last_error("mw_bench_sustained_json: ctx, params and tokens are required");
         return nullptr;
     }
     char* out = nullptr;
     guarded([&] {
-        const mw_sustained_params& p = *params;
         mw::SustainedOptions o;
         o.duration_s = p.duration_s;
         o.interval_s = p.interval_s;

@@ -1,6 +1,7 @@
 // The C API of perplexity and KL divergence (include/memwall.h, "Perplexity and KL divergence").
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_params.h"
 #include "base/error.h"
 #include "memwall.h"
 #include "runtime/perplexity.h"
@@ -31,8 +32,8 @@ const mw::LoadedModel& weights_of(const mw_model* m, const char* which) {
 
 extern "C" {
 
-mw_perplexity_params mw_perplexity_default_params(void) {
-    mw_perplexity_params p;
+void mw_perplexity_params_init(mw_perplexity_params* out, size_t struct_size) {
+    mw_perplexity_params p{};
     p.n_ctx = 512;
     p.n_batch = 0;
     p.n_chunks = 0;
@@ -41,7 +42,7 @@ mw_perplexity_params mw_perplexity_default_params(void) {
     p.type_v = MW_TYPE_F16;
     p.progress = nullptr;
     p.user_data = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_perplexity(mw_model* model, mw_model* base, const char* text, size_t text_len,
@@ -50,7 +51,9 @@ mw_status mw_perplexity(mw_model* model, mw_model* base, const char* text, size_
         mw::set_api_last_error("mw_perplexity: model, text and out are required");
         return MW_ERR_INVALID_ARGUMENT;
     }
-    const mw_perplexity_params p = params ? *params : mw_perplexity_default_params();
+    mw_perplexity_params p;
+    if (!mw::read_params(params, mw_perplexity_default_params(), &p, "mw_perplexity_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return mw::guarded([&] {
         mw::PerplexityParams pp;
         pp.n_ctx = p.n_ctx ? p.n_ctx : 512;

@@ -11,6 +11,7 @@
 
 #include "api/api_error.h"
 #include "api/api_fit.h"
+#include "api/api_params.h"
 #include "base/error.h"
 #include "format/gguf.h"
 #include "gpu/gpu.h"
@@ -151,8 +152,8 @@ void mw_free_string(char* s) {
     std::free(s);
 }
 
-mw_probe_params mw_probe_default_params(void) {
-    mw_probe_params p;
+void mw_probe_params_init(mw_probe_params* out, size_t struct_size) {
+    mw_probe_params p{};
     p.n_threads = 0;
     p.seconds = 1.5;
     p.measure = true;
@@ -161,11 +162,12 @@ mw_probe_params mw_probe_default_params(void) {
     p.array_bytes = 0;
     p.storage_dir = nullptr;
     p.storage_bytes = 0;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 char* mw_probe_json(const mw_probe_params* params) {
-    const mw_probe_params p = params ? *params : mw_probe_default_params();
+    mw_probe_params p;
+    if (!mw::read_params(params, mw_probe_default_params(), &p, "mw_probe_params")) return nullptr;
     return json_result([&] {
         mw::ProbeOptions o;
         o.n_threads = p.n_threads;
@@ -231,7 +233,9 @@ mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit
         return MW_ERR_INVALID_ARGUMENT;
     }
     std::memset(out, 0, sizeof *out);
-    const mw_context_params p = params ? *params : mw_context_default_params();
+    mw_context_params p;
+    if (!mw::read_params(params, mw_context_default_params(), &p, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return guarded([&] { mw::fit_to_c(mw::check_fit(path, mw::run_settings_from(p)), out); });
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "api/api_error.h"
+#include "api/api_params.h"
 #include "memwall.h"
 #include "quant/imatrix.h"
 #include "quant/quantize_model.h"
@@ -48,10 +49,10 @@ const char* type_name(mw::GgmlType t) {
 
 extern "C" {
 
-mw_quantize_params mw_quantize_default_params(void) {
+void mw_quantize_params_init(mw_quantize_params* out, size_t struct_size) {
     mw_quantize_params p{};
     p.type = "Q4_K_M";
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_quantize(const char* in_path, const char* out_path, const mw_quantize_params* params,
@@ -61,7 +62,9 @@ mw_status mw_quantize(const char* in_path, const char* out_path, const mw_quanti
             mw::fail(mw::ErrorKind::invalid_argument,
                      "quantize: the input and output paths are required");
         }
-        const mw_quantize_params p = params ? *params : mw_quantize_default_params();
+        mw_quantize_params p;
+        if (!mw::read_params(params, mw_quantize_default_params(), &p, "mw_quantize_params"))
+            mw::fail(mw::ErrorKind::invalid_argument, "{}", mw_last_error());
         const char* type = p.type ? p.type : "Q4_K_M";
         const auto recipe = mw::recipe_from_name(type);
         if (!recipe) {
@@ -113,10 +116,10 @@ mw_status mw_quantize(const char* in_path, const char* out_path, const mw_quanti
     });
 }
 
-mw_imatrix_params mw_imatrix_default_params(void) {
+void mw_imatrix_params_init(mw_imatrix_params* out, size_t struct_size) {
     mw_imatrix_params p{};
     p.n_ctx = 512;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_imatrix(const char* model_path, const char* text, size_t text_len,
@@ -126,7 +129,9 @@ mw_status mw_imatrix(const char* model_path, const char* text, size_t text_len,
             mw::fail(mw::ErrorKind::invalid_argument,
                      "imatrix: the model, text and output are required");
         }
-        const mw_imatrix_params p = params ? *params : mw_imatrix_default_params();
+        mw_imatrix_params p;
+        if (!mw::read_params(params, mw_imatrix_default_params(), &p, "mw_imatrix_params"))
+            mw::fail(mw::ErrorKind::invalid_argument, "{}", mw_last_error());
         mw::ImatrixParams options;
         options.n_ctx = p.n_ctx ? p.n_ctx : 512;
         options.n_chunks = p.n_chunks > 0 ? p.n_chunks : -1;

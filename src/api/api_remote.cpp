@@ -8,6 +8,7 @@
 
 #include "api/api_error.h"
 #include "api/api_fit.h"
+#include "api/api_params.h"
 #include "base/error.h"
 #include "format/gguf.h"
 #include "memwall.h"
@@ -41,8 +42,8 @@ std::string default_path(const mw::net::RemoteUrl& url) {
 
 extern "C" {
 
-mw_pull_params mw_pull_default_params(void) {
-    mw_pull_params p;
+void mw_pull_params_init(mw_pull_params* out, size_t struct_size) {
+    mw_pull_params p{};
     p.sha256 = nullptr;
     p.check_fit = true;
     p.force = false;
@@ -52,7 +53,7 @@ mw_pull_params mw_pull_default_params(void) {
     p.retry_delay_s = 1.0;
     p.progress = nullptr;
     p.user_data = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_pull(const char* url, const char* out_path, const mw_pull_params* params,
@@ -61,7 +62,9 @@ mw_status mw_pull(const char* url, const char* out_path, const mw_pull_params* p
         mw::set_api_last_error("mw_pull: url is NULL");
         return MW_ERR_INVALID_ARGUMENT;
     }
-    const mw_pull_params p = params ? *params : mw_pull_default_params();
+    mw_pull_params p;
+    if (!mw::read_params(params, mw_pull_default_params(), &p, "mw_pull_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     mw_pull_result local;
     mw_pull_result* res = out ? out : &local;
     std::memset(res, 0, sizeof *res);
@@ -148,13 +151,13 @@ mw_status mw_pull(const char* url, const char* out_path, const mw_pull_params* p
     return st;
 }
 
-mw_verify_params mw_verify_default_params(void) {
-    mw_verify_params p;
+void mw_verify_params_init(mw_verify_params* out, size_t struct_size) {
+    mw_verify_params p{};
     p.sha256 = nullptr;
     p.n_threads = 0;
     p.progress = nullptr;
     p.user_data = nullptr;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 char* mw_verify_json(const char* path, const mw_verify_params* params) {
@@ -162,7 +165,9 @@ char* mw_verify_json(const char* path, const mw_verify_params* params) {
         mw::set_api_last_error("mw_verify_json: path is NULL");
         return nullptr;
     }
-    const mw_verify_params p = params ? *params : mw_verify_default_params();
+    mw_verify_params p;
+    if (!mw::read_params(params, mw_verify_default_params(), &p, "mw_verify_params"))
+        return nullptr;
     std::string text;
     const mw_status st = guarded([&] {
         mw::VerifyOptions o;

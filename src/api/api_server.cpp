@@ -6,6 +6,7 @@
 
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_params.h"
 #include "memwall.h"
 #include "runtime/chat_render.h"
 #include "runtime/context.h"
@@ -22,7 +23,7 @@ struct mw_server {
 
 extern "C" {
 
-mw_server_params mw_server_default_params(void) {
+void mw_server_params_init(mw_server_params* out, size_t struct_size) {
     mw_server_params p{};
     p.host = "127.0.0.1";
     p.port = 8080;
@@ -40,7 +41,10 @@ mw_server_params mw_server_default_params(void) {
     p.max_connections = 1024;
     p.max_connections_per_address = 256;
     p.max_header_bytes = 8192;
-    return p;
+    p.log_format = MW_SERVER_LOG_NONE;
+    p.log = nullptr;
+    p.log_user = nullptr;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
@@ -61,9 +65,31 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
     mw::set_api_last_error("this build of memwall has no HTTP server (built without cpp-httplib)");
     return MW_ERR_UNSUPPORTED;
 #else
-    const mw_server_params p = params ? *params : mw_server_default_params();
-    const mw_context_params cp = ctx_params ? *ctx_params : mw_context_default_params();
+    mw_server_params p;
+    if (!mw::read_params(params, mw_server_default_params(), &p, "mw_server_params"))
+        return MW_ERR_INVALID_ARGUMENT;
+    mw_context_params cp;
+    if (!mw::read_params(ctx_params, mw_context_default_params(), &cp, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
     return mw::guarded([&] {
+        using LogFormat = mw::server::ServerOptions::LogFormat;
+        LogFormat log_format = LogFormat::off;
+        switch (p.log_format) {
+            case MW_SERVER_LOG_NONE:
+                log_format = LogFormat::off;
+                break;
+            case MW_SERVER_LOG_TEXT:
+                log_format = LogFormat::text;
+                break;
+            case MW_SERVER_LOG_JSON:
+                log_format = LogFormat::json;
+                break;
+            default:
+                mw::fail(mw::ErrorKind::invalid_argument,
+                         "mw_server_params.log_format is {}: expected MW_SERVER_LOG_NONE (0), "
+                         "_TEXT (1) or _JSON (2)",
+                         p.log_format);
+        }
         auto srv = std::make_unique<mw_server>();
         srv->ctx = std::make_unique<mw::Context>(*loaded, mw::context_params_of(cp));
         mw::server::ServerOptions o;
@@ -89,6 +115,12 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
             while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
             while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
             if (!one.empty()) o.cors_origins.emplace_back(one);
+        }
+        o.log_format = log_format;
+        if (p.log) {
+            o.log = [log = p.log, user = p.log_user](const std::string& line) {
+                log(line.c_str(), user);
+            };
         }
         const std::string tmpl = p.chat_template ? p.chat_template : "";
         o.render_chat = mw::chat_renderer(*loaded, tmpl);

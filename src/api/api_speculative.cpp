@@ -3,6 +3,7 @@
 
 #include "api/api_error.h"
 #include "api/api_model.h"
+#include "api/api_params.h"
 #include "api/api_speculative.h"
 #include "base/error.h"
 #include "memwall.h"
@@ -71,7 +72,7 @@ std::unique_ptr<Speculator> make_speculator(Context& t, Context* draft, const mw
 
 extern "C" {
 
-mw_spec_params mw_spec_default_params(void) {
+void mw_spec_params_init(mw_spec_params* out, size_t struct_size) {
     mw_spec_params p{};
     p.type = MW_SPEC_NGRAM;
     p.draft_max = 8;
@@ -83,7 +84,7 @@ mw_spec_params mw_spec_default_params(void) {
     p.oracle_tokens = nullptr;
     p.n_oracle_tokens = 0;
     p.seed = 0;
-    return p;
+    mw::init_params(out, struct_size, p);
 }
 
 mw_status mw_speculator_create(mw_context* target, mw_context* draft, const mw_spec_params* params,
@@ -94,9 +95,12 @@ mw_status mw_speculator_create(mw_context* target, mw_context* draft, const mw_s
         if (!t || !out) {
             mw::fail(mw::ErrorKind::invalid_argument, "mw_speculator_create: NULL argument");
         }
+        mw_spec_params p;
+        if (!mw::read_params(params, mw_spec_default_params(), &p, "mw_spec_params")) {
+            mw::fail(mw::ErrorKind::invalid_argument, "{}", mw_last_error());
+        }
         auto s = std::make_unique<mw_speculator>();
-        s->spec = mw::make_speculator(*t, mw::context_of(draft),
-                                      params ? *params : mw_spec_default_params());
+        s->spec = mw::make_speculator(*t, mw::context_of(draft), p);
         *out = s.release();
     });
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,18 @@ std::vector<std::pair<std::string, const WeightMatrix*>> layer_matrices(const La
 
 }  // namespace
 
+std::string cpu_device_refusal(const gpu::DeviceInfo& device, bool allowed) {
+    if (device.type != "cpu") return "";
+    if (allowed) return "";
+    if (const char* env = std::getenv("MEMWALL_GPU_ALLOW_CPU_DEVICE");
+        env && std::string_view(env) == "1")
+        return "";
+    return fmt::format(
+        "the Vulkan device {} is a CPU (a software renderer, ~1000x slower than memwall's CPU "
+        "path); --gpu-allow-cpu-device (or MEMWALL_GPU_ALLOW_CPU_DEVICE=1) offloads to it anyway",
+        device.name);
+}
+
 GpuPlacement place_on_gpu(const Model& model, const std::string& path,
                           const GpuPlacementOptions& options) {
     GpuPlacement p;
@@ -33,7 +47,12 @@ GpuPlacement place_on_gpu(const Model& model, const std::string& path,
     gpu::OffloadOptions oo = options.offload;
     oo.device = options.main_gpu;
     std::string why;
-    p.offload = gpu::Offload::create(oo, &why);
+    // A device of type CPU is refused before it is opened (opening lavapipe takes ~100 ms).
+    const gpu::Devices devices = gpu::list_devices();
+    if (options.main_gpu >= 0 && size_t(options.main_gpu) < devices.devices.size())
+        why =
+            cpu_device_refusal(devices.devices[size_t(options.main_gpu)], options.allow_cpu_device);
+    if (why.empty()) p.offload = gpu::Offload::create(oo, &why);
     if (!p.offload) {
         if (options.required) {
             fail(ErrorKind::unsupported, "{}: -ngl {} with --gpu-required: {}", path,

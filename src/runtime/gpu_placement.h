@@ -15,7 +15,10 @@ namespace mw {
 struct GpuPlacementOptions {
     int n_gpu_layers = 0;  // 0: none
     int main_gpu = 0;
-    bool required = false;        // no device, or a matrix left on the CPU, is then an error
+    bool required = false;  // no device, or a matrix left on the CPU, is then an error
+    // Offload to a device of type "cpu" (Mesa's llvmpipe/lavapipe): ~1000x slower than the CPU
+    // path, so only when asked (--gpu-allow-cpu-device, or MEMWALL_GPU_ALLOW_CPU_DEVICE=1).
+    bool allow_cpu_device = false;
     gpu::OffloadOptions offload;  // device is set from main_gpu
 };
 
@@ -29,6 +32,10 @@ struct GpuPlacement {
     // give back once nothing rewrites the mapping any more.
     std::vector<std::pair<const uint8_t*, uint64_t>> copied;
 };
+
+// Why -ngl must not use `device` (a device of type "cpu" without the opt-in: the warning a
+// user sees), or "" when it may. `allowed` is the option or MEMWALL_GPU_ALLOW_CPU_DEVICE=1.
+std::string cpu_device_refusal(const gpu::DeviceInfo& device, bool allowed);
 
 // Places the matrices before any repacking (the shaders read the GGUF layout). `path` names the
 // file in messages. Throws under `required` when the placement is incomplete.

@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -71,6 +73,66 @@ std::string sse(const json& j) {
     return "data: " + j.dump() + "\n\n";
 }
 
+// The routes and the method each takes: another method on them is a 405 naming it.
+const char* allowed_method(const std::string& path) {
+    if (path == "/v1/chat/completions" || path == "/v1/completions") return "POST";
+    if (path == "/health" || path == "/v1/models" || path == "/metrics" || path == "/" ||
+        path == "/index.html")
+        return "GET";
+    return nullptr;
+}
+
+// A client's path in a log line: at most 200 bytes, control and non-ASCII bytes as \xNN, so
+// that a request cannot forge or break lines of the log.
+std::string printable(std::string_view s) {
+    std::string out;
+    for (const char c : s.substr(0, 200)) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') {
+            out += fmt::format("\\x{:02x}", u);
+        } else {
+            out += c;
+        }
+    }
+    if (s.size() > 200) out += "...";
+    return out;
+}
+
+std::string utc_now() {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
+        1000;
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
+                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+std::string log_line(ServerOptions::LogFormat format, const HttpRequest& req, int status,
+                     int32_t prompt_tokens, int32_t completion_tokens) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - req.arrived).count();
+    if (format == ServerOptions::LogFormat::json) {
+        json j = {{"time", utc_now()},
+                  {"client", req.remote_addr},
+                  {"method", printable(req.method)},
+                  {"path", printable(req.path)},
+                  {"status", status},
+                  {"ms", std::round(ms * 10) / 10}};
+        if (prompt_tokens >= 0) j["prompt_tokens"] = prompt_tokens;
+        if (completion_tokens >= 0) j["completion_tokens"] = completion_tokens;
+        return j.dump();
+    }
+    std::string tokens;
+    if (prompt_tokens >= 0 || completion_tokens >= 0) {
+        tokens = fmt::format(" prompt={} completion={}", std::max(prompt_tokens, 0),
+                             std::max(completion_tokens, 0));
+    }
+    return fmt::format("{} {} {} {} {}{} {:.1f} ms", utc_now(), req.remote_addr,
+                       printable(req.method), printable(req.path), status, tokens, ms);
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -127,7 +189,9 @@ struct HttpServer::Impl {
                    (req.path == "/v1/chat/completions" || req.path == "/v1/completions");
         };
         h.serve = [this](const HttpRequest& req, HttpResponse& res) { serve(req, res); };
-        h.answered = [this](const HttpRequest& req, int status) { answered(req, status); };
+        h.answered = [this](const HttpRequest& req, const HttpResponse& res) {
+            answered(req, res);
+        };
         h.error_body = [](int status, const std::string& message) {
             return error_json(api_error(status, message,
                                         status >= 500 ? "server_error" : "invalid_request_error"))
@@ -139,7 +203,7 @@ struct HttpServer::Impl {
     bool authorized(const HttpRequest& req, HttpResponse& res) const;
     bool check(const HttpRequest& req, HttpResponse& res) const;
     void serve(const HttpRequest& req, HttpResponse& res);
-    void answered(const HttpRequest& req, int status);
+    void answered(const HttpRequest& req, const HttpResponse& res);
     void check_prompt_bytes(size_t bytes, bool chat) const;
     void completion(const HttpRequest& req, HttpResponse& res, bool chat);
     std::string metrics_text();
@@ -235,13 +299,32 @@ void HttpServer::Impl::serve(const HttpRequest& req, HttpResponse& res) {
             res.body = chat_page_html();
             return;
         }
+        if (const char* allowed = allowed_method(path)) {
+            res.set_header("Allow", allowed);
+            send_error(res, api_error(405,
+                                      fmt::format("{} is not allowed on {}: use {}", req.method,
+                                                  path, allowed),
+                                      "invalid_request_error", "method_not_allowed"));
+            return;
+        }
         send_error(res, api_error(404, fmt::format("no route {} {}", req.method, path)));
     } catch (const std::exception& e) {
         send_error(res, api_error(500, std::string("internal error: ") + e.what(), "server_error"));
     }
 }
 
-void HttpServer::Impl::answered(const HttpRequest& req, int status) {
+void HttpServer::Impl::answered(const HttpRequest& req, const HttpResponse& res) {
+    const int status = res.status;
+    if (opt.log_format != ServerOptions::LogFormat::off) {
+        const std::string line =
+            log_line(opt.log_format, req, status, res.tokens ? res.tokens->prompt.load() : -1,
+                     res.tokens ? res.tokens->completion.load() : -1);
+        if (opt.log) {
+            opt.log(line);
+        } else {
+            std::fputs((line + "\n").c_str(), stderr);  // one write: lines do not interleave
+        }
+    }
     {
         std::lock_guard<std::mutex> lock(counts_mutex);
         ++counts[{route_label(req.path), status}];
@@ -282,6 +365,16 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     try {
         r = parse_completion_request(req.body, chat, opt.sampling,
                                      RequestLimits{opt.max_tokens, model.model.hp.n_vocab});
+        if (!r.model.empty() && r.model != opt.model_name) {
+            // As OpenAI answers a model it does not have (clients tell it from a bad request).
+            ApiError err = api_error(404,
+                                     fmt::format("the model '{}' does not exist: this server "
+                                                 "serves '{}' (GET /v1/models)",
+                                                 r.model.substr(0, 200), opt.model_name),
+                                     "invalid_request_error", "model_not_found");
+            err.param = "model";
+            throw err;
+        }
         std::string text;
         if (chat) {
             try {
@@ -324,6 +417,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
         r.sampling.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
 
     auto channel = std::make_shared<Channel>();
+    auto tokens = std::make_shared<TokenCounts>();
+    res.tokens = tokens;
     Job job;
     job.prompt = std::move(prompt);
     job.max_tokens = r.max_tokens;
@@ -359,6 +454,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
             Channel::Update u = channel->take(std::chrono::milliseconds(50));
             text += u.text;
             if (u.done) {
+                tokens->prompt = u.usage.prompt_tokens;
+                tokens->completion = u.usage.completion_tokens;
                 if (u.finish == Finish::error) {
                     send_error(res,
                                api_error(500, "generation failed: " + u.error, "server_error"));
@@ -392,7 +489,7 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     res.content_type = "text/event-stream";
-    res.stream = [channel, gone, chat, id, created, model_name, include_usage,
+    res.stream = [channel, tokens, gone, chat, id, created, model_name, include_usage,
                   timeout_s](const std::function<bool(std::string_view)>& sink) {
         auto write = [&](const std::string& s) {
             if (!sink(s)) {
@@ -413,6 +510,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
                 if (!write(sse(chunk))) return;
             }
             if (u.done) {
+                tokens->prompt = u.usage.prompt_tokens;
+                tokens->completion = u.usage.completion_tokens;
                 if (u.finish == Finish::error || u.finish == Finish::timeout ||
                     u.finish == Finish::cancelled) {
                     const ApiError e =

@@ -44,6 +44,10 @@ struct ServerOptions {
     std::function<std::string(const nlohmann::json& messages)> render_chat;
     // After each forward step of the slots (pacing); may be empty.
     std::function<void(Context&)> after_step;
+    // One line per answered request: time, client, method, path, status, tokens, duration.
+    enum class LogFormat { off, text, json } log_format = LogFormat::off;
+    // Takes each line (without its newline), from any thread; empty: written to stderr.
+    std::function<void(const std::string&)> log;
 };
 
 class HttpServer {

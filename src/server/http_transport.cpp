@@ -346,6 +346,7 @@ void HttpTransport::Impl::begin(MHD_Connection* c, const char* url, const char* 
     }
     ex->req.method = method;
     ex->req.path = url;
+    ex->req.arrived = Clock::now();
     MHD_get_connection_values(
         c, MHD_HEADER_KIND,
         [](void* cls, MHD_ValueKind, const char* k, const char* v) {
@@ -552,7 +553,7 @@ void HttpTransport::Impl::on_completed(MHD_Connection* c, void** con_cls) {
         served = ex->stage != Exchange::Stage::reading;
     }
     release_large(*ex);
-    if (handlers.answered) handlers.answered(ex->req, ex->res.status);
+    if (handlers.answered) handlers.answered(ex->req, ex->res);
     if (served || ex->content_length > kLargeBody) trim_pending = true;
 }
 

@@ -10,6 +10,8 @@
 // connection is suspended; the rest are answered on the event threads.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -45,10 +47,18 @@ struct HttpRequest {
     std::vector<std::pair<std::string, std::string>> headers;
     std::string body;
     std::string remote_addr;
+    std::chrono::steady_clock::time_point arrived;  // when its header was complete
     // A header's value, the name matched in any case; "" when absent.
     std::string header(std::string_view name) const;
     // Whether the client has closed or reset the connection (for routes that wait).
     std::function<bool()> client_gone;
+};
+
+// Tokens a generation read and wrote, for the request's log line: set by the route (a streamed
+// reply sets them as its stream ends, on a worker), read once the exchange is complete.
+struct TokenCounts {
+    std::atomic<int32_t> prompt{-1};  // -1: none (not a generation, or it did not finish)
+    std::atomic<int32_t> completion{-1};
 };
 
 struct HttpResponse {
@@ -63,6 +73,7 @@ struct HttpResponse {
     // went out; it writes the body through `write`, which returns false once the client is gone
     // (or has not read for write_timeout_s), and may block while the client reads slowly.
     std::function<void(const std::function<bool(std::string_view)>& write)> stream;
+    std::shared_ptr<TokenCounts> tokens;  // may be null
 };
 
 struct HttpHandlers {
@@ -73,7 +84,7 @@ struct HttpHandlers {
     std::function<bool(const HttpRequest&)> blocking;
     std::function<void(const HttpRequest&, HttpResponse&)> serve;
     // After every answer, including the transport's own refusals (413, 503...).
-    std::function<void(const HttpRequest&, int status)> answered;
+    std::function<void(const HttpRequest&, const HttpResponse&)> answered;
     // The body of the transport's own refusals (OpenAI's error JSON).
     std::function<std::string(int status, const std::string& message)> error_body;
 };

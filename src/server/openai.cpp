@@ -282,7 +282,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
             r.max_tokens = int32_t(integer(j, key, 1, max_limit));
     }
     if (j.contains("temperature") && !j["temperature"].is_null())
-        r.sampling.temperature = float(number(j, "temperature", 0.0, 100.0));
+        r.sampling.temperature = float(number(j, "temperature", 0.0, 2.0));  // OpenAI's range
     if (j.contains("top_p") && !j["top_p"].is_null())
         r.sampling.top_p = float(number(j, "top_p", 0.0, 1.0));
     if (j.contains("min_p") && !j["min_p"].is_null())

@@ -22,6 +22,13 @@ if [ -n "$extra" ]; then
   echo "$extra" | head -n 40 | sed 's/^/  /' >&2
   status=1
 fi
+# mw_*_default_params are inline in memwall.h since API 8 (they set struct_size to the app's
+# sizeof); an exported one would return a struct of the library's size into the app's.
+if echo "$exported" | grep -q '_default_params$'; then
+  echo "$lib exports by-value *_default_params functions:" >&2
+  echo "$exported" | grep '_default_params$' | sed 's/^/  /' >&2
+  status=1
+fi
 soname="$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')"
 case "$soname" in
   libmemwall.so.[0-9]*) ;;

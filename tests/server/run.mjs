@@ -28,7 +28,7 @@ async function need(pkg) {
   try {
     return await import(pkg);
   } catch {
-    skip(`the npm package ${pkg} is not installed (npm ci --prefix ${here}; scripts/install-deps does it)`);
+    skip(`the npm package ${pkg} is not installed (npm ci --prefix ${here}; scripts/install-deps --test does it)`);
   }
 }
 
@@ -256,7 +256,7 @@ async function pageSuite(server) {
   const executablePath = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => {
     try { readFileSync(p); return true; } catch { return false; }
   });
-  if (!executablePath) skip("Debian's chromium is not installed (scripts/install-deps installs it)");
+  if (!executablePath) skip("Debian's chromium is not installed (scripts/install-deps --test installs it)");
   const browser = await chromium.launch({
     executablePath, headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -25,7 +25,8 @@ std::string HttpTestServer::unavailable() {
     static const bool have_python =
         std::system("python3 -c 'import http.server' >/dev/null 2>&1") == 0;
     if (!have_python) {
-        return "python3 (with http.server) is not installed: scripts/install-deps installs it";
+        return "python3 (with http.server) is not installed: scripts/install-deps --test installs "
+               "it";
     }
     return "";
 #endif

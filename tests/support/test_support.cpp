@@ -13,6 +13,12 @@
 
 namespace mw::test {
 
+// The GPU tests run the shaders on Mesa's lavapipe (a Vulkan device of type CPU, which -ngl
+// leaves alone unless asked): the test binary, and the memwall it starts, opt in. A test that
+// checks the refusal sets it to 0 for its command.
+[[maybe_unused]] const bool kGpuAllowCpuDevice =
+    setenv("MEMWALL_GPU_ALLOW_CPU_DEVICE", "1", 0) == 0;
+
 std::string shared_dir() {
     const char* env = std::getenv("MEMWALL_SHARED_DIR");
     std::string dir = env && *env ? env : MEMWALL_SHARED_DIR;

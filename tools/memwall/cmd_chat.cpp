@@ -1,16 +1,20 @@
 // memwall chat: a conversation on the terminal. Replies stream to stdout as they are generated;
-// each turn decodes only the new message (the history stays in the KV cache). /reset forgets
-// the conversation, /exit or Ctrl-D ends it, Ctrl-C stops the current reply and keeps the
-// session. When stdin is not a terminal, each line of it is a user message (a script).
+// each turn decodes only the new message (the history stays in the KV cache). On a terminal the
+// line is edited with libedit (arrow keys, history) when the build has it. Commands are handled
+// here and never sent to the model: /help, /reset forgets the conversation, /bye, /exit or
+// Ctrl-D ends it; Ctrl-C stops the current reply and keeps the session. When stdin is not a
+// terminal, each line of it is a user message (a script), commands included.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
-#include <iostream>
 #include <string>
 
 #include "common.h"
+#include "line_reader.h"
 #include "spec_options.h"
 
 namespace cli {
@@ -25,9 +29,32 @@ void on_sigint(int) {
         mw_chat_cancel(g_chat);  // async-signal-safe
     } else {
         g_interrupted = 1;
-        const char hint[] = "\n(Ctrl-D or /exit ends the chat)\n> ";
+        const char hint[] = "\n(Ctrl-D or /bye ends the chat)\n> ";
         [[maybe_unused]] ssize_t n = write(STDERR_FILENO, hint, sizeof hint - 1);
     }
+}
+
+constexpr const char* kHelp =
+    "commands (never sent to the model):\n"
+    "  /help         this list\n"
+    "  /reset        forget the conversation (the system prompt stays)\n"
+    "  /bye, /exit   end the chat (also /quit, or Ctrl-D)\n"
+    "Ctrl-C stops a reply; on a terminal, arrow keys edit the line and recall earlier ones\n";
+
+// The template's name and where it comes from, in one line.
+std::string template_line(const mw_model* model, const std::string& tmpl) {
+    char* info = mw_chat_template_info(model, tmpl.empty() ? nullptr : tmpl.c_str());
+    if (!info) return fmt::format("chat template: unknown ({})", mw_last_error());
+    const nlohmann::json j = nlohmann::json::parse(info, nullptr, false);
+    mw_free_string(info);
+    if (!j.is_object()) return "chat template: unknown";
+    const std::string name = j.value("name", "");
+    const std::string origin = j.value("origin", "");
+    const std::string where = origin == "model"     ? "from the GGUF, tokenizer.chat_template"
+                              : origin == "builtin" ? "built-in, --chat-template"
+                              : origin == "text"    ? "given as text or a file"
+                                                    : j.value("description", origin);
+    return fmt::format("chat template: {} ({})", name, where);
 }
 
 bool print_text(void*, const char* text, size_t len) {
@@ -120,26 +147,35 @@ void add_chat_command(CLI::App& app) {
         sigaction(SIGINT, &sa, nullptr);
 
         const bool interactive = isatty(STDIN_FILENO);
+        fmt::print(stderr, "{}\n", template_line(model.get(), tmpl));
+        LineReader reader(interactive);
         if (interactive) {
             fmt::print(stderr,
-                       "chat with {}: /reset forgets the conversation, /exit or Ctrl-D ends it, "
+                       "chat with {}: /help lists the commands, /bye or Ctrl-D ends the chat, "
                        "Ctrl-C stops a reply\n",
                        mw_model_desc(model.get()));
         }
         std::string line;
         for (;;) {
-            if (interactive) {
-                fmt::print(stderr, "> ");
-                std::fflush(stderr);
-            }
-            if (!std::getline(std::cin, line)) break;  // Ctrl-D, or the end of the script
+            if (!reader.read("> ", line)) break;  // Ctrl-D, or the end of the script
             g_interrupted = 0;
             while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
             if (line.empty()) continue;
-            if (line == "/exit" || line == "/quit") break;
+            if (line == "/exit" || line == "/quit" || line == "/bye") break;
             if (line == "/reset") {
                 mw_chat_reset(chat.get());
                 fmt::print(stderr, "(conversation forgotten)\n");
+                continue;
+            }
+            if (line == "/help" || line == "/?") {
+                fmt::print(stderr, "{}", kHelp);
+                continue;
+            }
+            // A lone unknown /word is a mistyped command, not a message (text with a space, or a
+            // path such as /usr/bin/env, is sent).
+            if (line[0] == '/' && line.size() > 1 &&
+                line.find_first_not_of("abcdefghijklmnopqrstuvwxyz", 1) == std::string::npos) {
+                fmt::print(stderr, "unknown command {}: /help lists them (not sent)\n", line);
                 continue;
             }
             mw_chat_reply r{};

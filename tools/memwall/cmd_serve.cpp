@@ -65,6 +65,7 @@ void add_serve_command(CLI::App& app) {
         int n_predict = -1;
         SamplingOptions sampling;
         bool force = false;
+        std::string log_format = "text";
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
@@ -129,6 +130,11 @@ void add_serve_command(CLI::App& app) {
                     "connection holds this much)")
         ->capture_default_str()
         ->check(CLI::Range(1024, 1 << 20));
+    cmd->add_option("--log-format", opt->log_format,
+                    "One line per request on stderr (time, client, method, path, status, tokens, "
+                    "ms): text, json (an object per line) or none")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"text", "json", "none"}));
     opt->sampling.add_to(*cmd, false, true);
     cmd->add_flag("--force", opt->force, "Serve even when the plan says it does not fit");
     cmd->callback([opt] {
@@ -206,6 +212,9 @@ void add_serve_command(CLI::App& app) {
         sp.max_connections = o.max_connections;
         sp.max_connections_per_address = o.max_connections_per_address;
         sp.max_header_bytes = o.max_header_bytes;
+        sp.log_format = o.log_format == "json"   ? MW_SERVER_LOG_JSON
+                        : o.log_format == "none" ? MW_SERVER_LOG_NONE
+                                                 : MW_SERVER_LOG_TEXT;
         mw_server* raw = nullptr;
         if (mw_status st = mw_server_create(model.get(), &cp, &sp, &raw); st != MW_OK) {
             fail_status(st, "serve");

@@ -46,6 +46,10 @@ void ModelOptions::add_gpu_to(CLI::App& app) {
         ->check(CLI::NonNegativeNumber);
     app.add_flag("--gpu-required", gpu_required,
                  "With -ngl: fail instead of falling back to the CPU for what cannot be offloaded");
+    app.add_flag("--gpu-allow-cpu-device", gpu_allow_cpu_device,
+                 "With -ngl: offload even to a Vulkan device that is a CPU (llvmpipe/lavapipe, "
+                 "~1000x slower than the CPU path; refused with a warning otherwise; also "
+                 "MEMWALL_GPU_ALLOW_CPU_DEVICE=1)");
 }
 
 void ModelOptions::add_budget_to(CLI::App& app) {
@@ -160,6 +164,7 @@ ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
     params.n_gpu_layers = options.n_gpu_layers;
     params.main_gpu = options.main_gpu;
     params.gpu_required = options.gpu_required;
+    params.gpu_allow_cpu_device = options.gpu_allow_cpu_device;
     mw_model* model = nullptr;
     const mw_status st = mw_model_load(options.path.c_str(), &params, &model);
     if (st != MW_OK) fail_status(st, "");

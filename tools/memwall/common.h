@@ -59,7 +59,8 @@ struct ModelOptions {
     int n_gpu_layers = 0;    // -ngl N
     int main_gpu = 0;        // -mg i
     bool gpu_required = false;
-    bool verbose = false;  // set by the command's --verbose: the GPU placement in full
+    bool gpu_allow_cpu_device = false;  // --gpu-allow-cpu-device
+    bool verbose = false;               // set by the command's --verbose: the GPU placement in full
     void add_to(CLI::App& app, bool required = true);
     void add_budget_to(CLI::App& app);
     void add_gpu_to(CLI::App& app);  // -ngl, -mg, --gpu-required (the commands that decode)
