@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -63,6 +64,29 @@ QuantModelInfo model_info(const gguf::GgufFile& f, std::string_view arch) {
     return info;
 }
 
+// llama-quantize refuses these targets without an importance matrix (tensor_requires_imatrix
+// in llama-quant.cpp: "the result will be garbage"): the lattice i-quants of 3 bits and less, and
+// Q2_K in a Q2_K_S file; the token embeddings and the output matrix are exempt.
+bool requires_imatrix(std::string_view name, GgmlType to, QuantRecipe recipe) {
+    if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" ||
+        name == "output.weight") {
+        return false;
+    }
+    switch (to) {
+        case T::IQ3_XXS:
+        case T::IQ2_XXS:
+        case T::IQ2_XS:
+        case T::IQ2_S:
+        case T::IQ1_M:
+        case T::IQ1_S:
+            return true;
+        case T::Q2_K:
+            return recipe == QuantRecipe::Q2_K_S;
+        default:
+            return false;
+    }
+}
+
 // One tensor of the output: its source, its type, and the importance of its columns.
 struct TensorPlan {
     const gguf::TensorInfo* in;
@@ -108,6 +132,14 @@ class Planner {
                     p.to = fit(t, options_.overrides[i].type);
                 }
             }
+        }
+        if (!imatrix_ && p.to != p.from && quantizable &&
+            requires_imatrix(t.name, p.to, options_.recipe)) {
+            fail(ErrorKind::invalid_argument,
+                 "{}: {} ({}) requires an importance matrix (--imatrix FILE, from `memwall "
+                 "imatrix`): without one so few bits give garbage, and llama-quantize refuses "
+                 "it too",
+                 t.name, type_name(p.to), recipe_name(options_.recipe));
         }
         if (!file_quantizer(p.to)) {
             fail(ErrorKind::unsupported, "{}: memwall cannot write tensors of type {}", t.name,
@@ -272,6 +304,28 @@ uint64_t tensor_bytes(GgmlType type, const gguf::TensorInfo& t) {
 }
 
 }  // namespace
+
+std::optional<UnwrittenRecipe> unwritten_recipe(std::string_view name) {
+    // llama-quantize's default type of each (llama_ftype_get_default_type); the imatrix rule is
+    // tensor_requires_imatrix's for that type.
+    static constexpr UnwrittenRecipe kUnwritten[] = {
+        {"IQ3_M", T::IQ3_S, false},    {"IQ3_S", T::IQ3_S, false},    {"IQ3_XS", T::IQ3_S, false},
+        {"IQ3_XXS", T::IQ3_XXS, true}, {"IQ2_M", T::IQ2_S, true},     {"IQ2_S", T::IQ2_XS, true},
+        {"IQ2_XS", T::IQ2_XS, true},   {"IQ2_XXS", T::IQ2_XXS, true}, {"IQ1_M", T::IQ1_M, true},
+        {"IQ1_S", T::IQ1_S, true},
+    };
+    auto squash = [](std::string_view s) {
+        std::string out;
+        for (char c : s) {
+            if (c != '_' && c != '-') out += char(std::tolower(static_cast<unsigned char>(c)));
+        }
+        return out;
+    };
+    for (const UnwrittenRecipe& r : kUnwritten) {
+        if (squash(r.name) == squash(name)) return r;
+    }
+    return std::nullopt;
+}
 
 QuantizeReport quantize_model(const std::string& in_path, const std::string& out_path,
                               const QuantizeOptions& options,
