@@ -380,35 +380,6 @@ TEST(QuantizeErrors, BadTensorTypeOverride) {
     }
 }
 
-// llama-quantize's lattice recipes: those whose types it refuses without an imatrix are refused
-// for that first (as llama-quantize, before anything is written); the others, and these with an
-// imatrix, are named as not written yet rather than "unknown".
-TEST(QuantizeErrors, LatticeRecipesNeedAnImatrixAndAreNotWrittenYet) {
-    const std::string dir = test::temp_dir();
-    const std::string in = test::shared_path("reference/models/kq-tiny-F16.gguf");
-    const std::string out = dir + "/out.gguf";
-    for (const char* type : {"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ1_S", "IQ1_M", "iq3_xxs"}) {
-        EXPECT_EQ(quantize_status(in, out, type), MW_ERR_INVALID_ARGUMENT) << type;
-        const std::string message = mw_last_error();
-        EXPECT_NE(message.find("--imatrix"), std::string::npos) << message;
-        EXPECT_NE(message.find("importance matrix"), std::string::npos) << message;
-        EXPECT_FALSE(std::ifstream(out).good()) << type;
-
-        mw_quantize_params params = mw_quantize_default_params();
-        params.type = type;
-        params.imatrix_path = "kq-tiny.imatrix";
-        EXPECT_EQ(mw_quantize(in.c_str(), out.c_str(), &params, nullptr), MW_ERR_UNSUPPORTED)
-            << type;
-        EXPECT_NE(std::string(mw_last_error()).find("not supported yet"), std::string::npos)
-            << mw_last_error();
-    }
-    for (const char* type : {"IQ3_S", "IQ3_M", "IQ3_XS"}) {
-        EXPECT_EQ(quantize_status(in, out, type), MW_ERR_UNSUPPORTED) << type;
-        EXPECT_NE(std::string(mw_last_error()).find("not supported yet"), std::string::npos)
-            << mw_last_error();
-    }
-}
-
 // The lattice types memwall writes per tensor (--tensor-type): IQ3_S without an imatrix; IQ2_XXS
 // only with one, as llama-quantize (the error names the tensor). The IQ3_S file loads and gives
 // finite logits.

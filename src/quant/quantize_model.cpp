@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -304,28 +303,6 @@ uint64_t tensor_bytes(GgmlType type, const gguf::TensorInfo& t) {
 }
 
 }  // namespace
-
-std::optional<UnwrittenRecipe> unwritten_recipe(std::string_view name) {
-    // llama-quantize's default type of each (llama_ftype_get_default_type); the imatrix rule is
-    // tensor_requires_imatrix's for that type.
-    static constexpr UnwrittenRecipe kUnwritten[] = {
-        {"IQ3_M", T::IQ3_S, false},    {"IQ3_S", T::IQ3_S, false},    {"IQ3_XS", T::IQ3_S, false},
-        {"IQ3_XXS", T::IQ3_XXS, true}, {"IQ2_M", T::IQ2_S, true},     {"IQ2_S", T::IQ2_XS, true},
-        {"IQ2_XS", T::IQ2_XS, true},   {"IQ2_XXS", T::IQ2_XXS, true}, {"IQ1_M", T::IQ1_M, true},
-        {"IQ1_S", T::IQ1_S, true},
-    };
-    auto squash = [](std::string_view s) {
-        std::string out;
-        for (char c : s) {
-            if (c != '_' && c != '-') out += char(std::tolower(static_cast<unsigned char>(c)));
-        }
-        return out;
-    };
-    for (const UnwrittenRecipe& r : kUnwritten) {
-        if (squash(r.name) == squash(name)) return r;
-    }
-    return std::nullopt;
-}
 
 QuantizeReport quantize_model(const std::string& in_path, const std::string& out_path,
                               const QuantizeOptions& options,

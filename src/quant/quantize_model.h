@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,17 +67,6 @@ struct QuantizeReport {
         return n_elements ? 8.0 * out_tensor_bytes / n_elements : 0;
     }
 };
-
-// llama-quantize's recipes of the lattice i-quants (IQ3_M, IQ2_XXS, IQ1_S, ...): memwall loads and
-// runs their files but does not write them yet (no lattice search). `requires_imatrix`: the
-// recipe's base type is one llama-quantize refuses to write without an importance matrix.
-struct UnwrittenRecipe {
-    const char* name;
-    GgmlType base;
-    bool requires_imatrix;
-};
-// Case-insensitive, '_' and '-' ignored, as recipe_from_name.
-std::optional<UnwrittenRecipe> unwritten_recipe(std::string_view name);
 
 // Throws mw::Error with a message naming the file, tensor and type at fault: invalid_argument for
 // requantizing without allow_requantize or a bad override pattern, unsupported for tensor types

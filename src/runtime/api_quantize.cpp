@@ -65,22 +65,6 @@ mw_status mw_quantize(const char* in_path, const char* out_path, const mw_quanti
         const mw_quantize_params p = params ? *params : mw_quantize_default_params();
         const char* type = p.type ? p.type : "Q4_K_M";
         const auto recipe = mw::recipe_from_name(type);
-        if (const auto unwritten = recipe ? std::nullopt : mw::unwritten_recipe(type)) {
-            // llama-quantize's order: the missing imatrix is the first error.
-            if (unwritten->requires_imatrix && !p.imatrix_path) {
-                mw::fail(mw::ErrorKind::invalid_argument,
-                         "quantize: {} requires an importance matrix (--imatrix FILE, from "
-                         "`memwall imatrix`): without one so few bits give garbage, and "
-                         "llama-quantize refuses it too",
-                         unwritten->name);
-            }
-            mw::fail(mw::ErrorKind::unsupported,
-                     "quantize: {} is not supported yet: memwall loads and runs {} files (from "
-                     "llama-quantize) but does not write this recipe's mix; IQ3_S, IQ3_XXS, "
-                     "IQ2_XXS, IQ2_XS and IQ2_S can be written per tensor (--tensor-type), "
-                     "IQ1_S and IQ1_M not at all; the nearest recipes: IQ4_XS, Q3_K_M, Q2_K",
-                     unwritten->name, unwritten->name);
-        }
         if (!recipe) {
             mw::fail(mw::ErrorKind::invalid_argument, "quantize: unknown type \"{}\" (types: {})",
                      type, recipe_list());
