@@ -1,5 +1,5 @@
 // memwall quantize to the lattice i-quant recipes (IQ3_M, IQ3_S, IQ3_XS, IQ3_XXS, IQ2_M, IQ2_S,
-// IQ2_XS, IQ2_XXS; IQ1_S and IQ1_M are refused): llama-quantize's imatrix rule (the types of 3
+// IQ2_XS, IQ2_XXS, IQ1_M, IQ1_S): llama-quantize's imatrix rule (the types of 3
 // bits and less need one, the error names the tensor), the --pure files against llama-quantize's
 // kq-tiny files (../shared/reference/quant/kq-tiny-<T>.tensors.json: same types, bytes and
 // offsets), and the mixed files load and give finite logits. The quantizers' error against
@@ -76,12 +76,6 @@ TEST(QuantizeLattice, LowBitRecipesNeedAnImatrix) {
         EXPECT_NE(message.find("blk."), std::string::npos) << message;  // names the tensor
         EXPECT_FALSE(std::ifstream(out).good()) << type;
     }
-    // With one, IQ1_S and IQ1_M are refused for what memwall cannot write yet.
-    for (const char* type : {"IQ1_S", "IQ1_M"}) {
-        EXPECT_EQ(run_quantize({type, true}, out), MW_ERR_UNSUPPORTED) << type;
-        EXPECT_NE(std::string(mw_last_error()).find("cannot write"), std::string::npos)
-            << mw_last_error();
-    }
 }
 
 // --pure files: llama-quantize's kq-tiny-<file> was made with --pure and `ftype` (and the imatrix
@@ -120,7 +114,9 @@ INSTANTIATE_TEST_SUITE_P(
                       PureCase{"IQ3_XXS", {"IQ3_XXS", true, true}},
                       PureCase{"IQ2_S", {"IQ2_M", true, true}},
                       PureCase{"IQ2_XXS", {"IQ2_XXS", true, true, {"token_embd=q2_k"}}},
-                      PureCase{"IQ2_XS", {"IQ2_XS", true, true, {"token_embd=q2_k"}}}),
+                      PureCase{"IQ2_XS", {"IQ2_XS", true, true, {"token_embd=q2_k"}}},
+                      PureCase{"IQ1_S", {"IQ1_S", true, true, {"token_embd=q2_k"}}},
+                      PureCase{"IQ1_M", {"IQ1_M", true, true}}),
     [](const auto& param_info) { return std::string(param_info.param.file); });
 
 // The mixes (kq-tiny: 2 layers, 8 heads sharing 2 KV heads, a separate output matrix), and the
@@ -179,6 +175,11 @@ INSTANTIATE_TEST_SUITE_P(Reference, QuantizeLatticeMix,
                                                     {"blk.0.attn_v.weight", "Q4_K"},
                                                     {"blk.0.attn_q.weight", "IQ2_XXS"},
                                                     {"blk.1.ffn_down.weight", "IQ2_XXS"}}},
+                                           MixCase{{"IQ1_S", true},
+                                                   {{"output.weight", "Q5_K"},
+                                                    {"token_embd.weight", "Q2_K"},
+                                                    {"blk.0.attn_output.weight", "IQ2_XXS"},
+                                                    {"blk.1.ffn_up.weight", "IQ1_S"}}},
                                            MixCase{{"IQ2_M", true},
                                                    {{"token_embd.weight", "IQ3_S"},
                                                     {"blk.0.attn_output.weight", "IQ3_S"},

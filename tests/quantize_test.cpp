@@ -368,7 +368,7 @@ TEST(QuantizeErrors, UnwritableOutput) {
 TEST(QuantizeErrors, BadTensorTypeOverride) {
     const std::string dir = test::temp_dir();
     const std::string in = test::shared_path("reference/models/kq-tiny-F16.gguf");
-    for (const char* spec : {"attn_v", "attn_v=q9_9", "attn_v=iq1_s", "(=q8_0"}) {
+    for (const char* spec : {"attn_v", "attn_v=q9_9", "attn_v=q8_k", "(=q8_0"}) {
         mw_quantize_params params = mw_quantize_default_params();
         params.tensor_types = &spec;
         params.n_tensor_types = 1;

@@ -333,6 +333,208 @@ void pack_iq2_s(const Encoded& e, BlockIQ2_S& b) {
     }
 }
 
+// ---- IQ1_S, IQ1_M: values S (g + delta), g a grid point of -1 / 0 / 1, delta = +-1/8 ----------
+//
+// The same coder on the points shifted to levels 0, 1, 2 (v = g + 1): x - S (g + delta) is
+// (x + S (1 - delta)) - S v, so each trial rounds the shifted values. No signs: a sub-block tries
+// 31 scales from 0.3 to 1.2 times its largest |x| and both shifts (IQ1_S: one per 32 values;
+// IQ1_M: per 8, chosen per group), refits the scale by least squares, rounds again there; the
+// super-block scale holds the largest as 15 steps (3-bit scales 2 s + 1).
+
+const LatticeCoder& iq1_coder() {
+    static const LatticeCoder c = [] {
+        std::vector<uint64_t> shifted(2048);
+        for (int p = 0; p < 2048; ++p) {
+            uint64_t v = 0;
+            for (int j = 0; j < 8; ++j) {
+                const int g = int8_t(uint8_t(iq_grids().iq1s[p] >> (8 * j)));
+                v |= uint64_t(g + 1) << (8 * j);
+            }
+            shifted[size_t(p)] = v;
+        }
+        return make_coder(shifted.data(), 2048);
+    }();
+    return c;
+}
+
+constexpr float kIq1Delta = 0.125f;
+
+// One group of 8 at scale S and shift delta: its point, and the weighted error.
+double iq1_group(const LatticeCoder& c, const float* x, const float* w, float S, float delta,
+                 int* point) {
+    float xs[8];
+    for (int j = 0; j < 8; ++j) xs[j] = x[j] + S * (1 - delta);
+    const int p = round_group(c, xs, w, S, S > 0 ? 1.0f / S : 0.0f);
+    double e = 0;
+    for (int j = 0; j < 8; ++j) {
+        const float r = x[j] - S * (c.level[c.coord[size_t(p * 8 + j)]] - 1 + delta);
+        e += double(w[j]) * r * r;
+    }
+    *point = p;
+    return e;
+}
+
+// n values (groups of 8) at scale S: the points and shift signs (per group, or one for all when
+// !per_group) of least error, which is returned.
+double iq1_round(const float* x, const float* w, int n, float S, bool per_group, int* pts,
+                 bool* neg) {
+    const LatticeCoder& c = iq1_coder();
+    double total[2] = {0, 0}, chosen = 0;
+    int p[2][4];
+    for (int g = 0; g < n / 8; ++g) {
+        double e[2];
+        for (int k = 0; k < 2; ++k) {
+            e[k] = iq1_group(c, x + 8 * g, w + 8 * g, S, k ? -kIq1Delta : kIq1Delta, &p[k][g]);
+            total[k] += e[k];
+        }
+        if (per_group) {
+            neg[g] = e[1] < e[0];
+            pts[g] = p[neg[g]][g];
+            chosen += e[neg[g]];
+        }
+    }
+    if (per_group) return chosen;
+    const int k = total[1] < total[0];
+    for (int g = 0; g < n / 8; ++g) {
+        pts[g] = p[k][g];
+        neg[g] = k;
+    }
+    return total[k];
+}
+
+// The least-squares scale of x on the points and shifts found (0 when there is none).
+float iq1_refit(const float* x, const float* w, int n, const int* pts, const bool* neg) {
+    const LatticeCoder& c = iq1_coder();
+    double qx = 0, q2 = 0;
+    for (int i = 0; i < n; ++i) {
+        const int g = i / 8;
+        const double q =
+            c.level[c.coord[size_t(pts[g] * 8 + i % 8)]] - 1 + (neg[g] ? -kIq1Delta : kIq1Delta);
+        qx += w[i] * x[i] * q;
+        q2 += w[i] * q * q;
+    }
+    return q2 > 0 && qx > 0 ? float(qx / q2) : 0.0f;
+}
+
+float iq1_fit(const float* x, const float* w, int n, bool per_group, int* pts, bool* neg) {
+    float max = 0;
+    for (int i = 0; i < n; ++i) max = std::max(max, std::fabs(x[i]));
+    int tp[4];
+    bool tn[4];
+    iq1_round(x, w, n, 0.0f, per_group, pts, neg);
+    if (max <= 0) return 0.0f;
+    double best = INFINITY;
+    float best_s = 0;
+    auto consider = [&](float S) {
+        iq1_round(x, w, n, S, per_group, tp, tn);
+        const float refit = iq1_refit(x, w, n, tp, tn);
+        if (refit <= 0) return;
+        // The error at the refit scale with the same points (no worse than at S).
+        const LatticeCoder& c = iq1_coder();
+        double e = 0;
+        for (int i = 0; i < n; ++i) {
+            const int g = i / 8;
+            const float r = x[i] - refit * (c.level[c.coord[size_t(tp[g] * 8 + i % 8)]] - 1 +
+                                            (tn[g] ? -kIq1Delta : kIq1Delta));
+            e += double(w[i]) * r * r;
+        }
+        if (e < best) {
+            best = e;
+            best_s = refit;
+            std::memcpy(pts, tp, sizeof(int) * size_t(n / 8));
+            std::memcpy(neg, tn, sizeof(bool) * size_t(n / 8));
+        }
+    };
+    for (int t = 0; t <= 30; ++t) consider(max * (0.3f + 0.03f * float(t)));
+    for (int iter = 0; iter < 2 && best_s > 0; ++iter) consider(best_s);
+    return best_s;
+}
+
+// One IQ1 super-block: sub-blocks of `sub` values (IQ1_S 32, IQ1_M 16).
+struct Iq1Encoded {
+    int pts[32];
+    bool neg[32];
+    int m[16];
+    uint16_t d;
+};
+
+void encode_iq1(const float* x, const float* w, int sub, bool per_group, Iq1Encoded* out) {
+    const int n_sub = kQK_K / sub, per_sub = sub / 8;
+    float scale[16], max_s = 0;
+    for (int k = 0; k < n_sub; ++k) {
+        scale[k] = iq1_fit(x + k * sub, w + k * sub, sub, per_group, out->pts + k * per_sub,
+                           out->neg + k * per_sub);
+        max_s = std::max(max_s, scale[k]);
+    }
+    std::fill(out->m, out->m + 16, 0);
+    out->d = f32_to_fp16(max_s / 15);
+    const float step = fp16_to_f32(out->d);
+    if (!(step > 0) || !std::isfinite(step)) {
+        out->d = 0;
+        return;
+    }
+    int tp[4];
+    bool tn[4];
+    for (int k = 0; k < n_sub; ++k) {
+        const int m0 = std::clamp(int(std::lround((scale[k] / step - 1) / 2)), 0, 7);
+        double best = INFINITY;
+        for (int m = std::max(0, m0 - 1); m <= std::min(7, m0 + 1); ++m) {
+            const double e = iq1_round(x + k * sub, w + k * sub, sub, step * float(2 * m + 1),
+                                       per_group, tp, tn);
+            if (e < best) {
+                best = e;
+                out->m[k] = m;
+                std::memcpy(out->pts + k * per_sub, tp, sizeof(int) * size_t(per_sub));
+                std::memcpy(out->neg + k * per_sub, tn, sizeof(bool) * size_t(per_sub));
+            }
+        }
+    }
+}
+
+template <class Block, void (*kPack)(const Iq1Encoded&, Block&)>
+void quantize_iq1(int sub, bool per_group, const float* src, void* dst, int64_t n,
+                  const float* importance) {
+    const float mean = qdetail::mean_importance(importance, n);
+    auto* blocks = static_cast<Block*>(dst);
+    float x[kQK_K], w[kQK_K];
+    Iq1Encoded e;
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        qdetail::finite_copy(src + i * kQK_K, kQK_K, x);
+        qdetail::block_weights(importance ? importance + i * kQK_K : nullptr, mean, kQK_K, w);
+        encode_iq1(x, w, sub, per_group, &e);
+        std::memset(&blocks[i], 0, sizeof(Block));
+        kPack(e, blocks[i]);
+    }
+}
+
+void pack_iq1_s(const Iq1Encoded& e, BlockIQ1_S& b) {
+    b.d = e.d;
+    for (int j = 0; j < 8; ++j) {
+        uint32_t qh = uint32_t(e.m[j]) << 12 | (e.neg[4 * j] ? 0x8000u : 0u);
+        for (int l = 0; l < 4; ++l) {
+            b.qs[4 * j + l] = uint8_t(e.pts[4 * j + l]);
+            qh |= uint32_t((e.pts[4 * j + l] >> 8) & 7) << (3 * l);
+        }
+        b.qh[j] = uint16_t(qh);
+    }
+}
+
+void pack_iq1_m(const Iq1Encoded& e, BlockIQ1_M& b) {
+    uint16_t sc[4] = {0, 0, 0, 0};
+    for (int j = 0; j < 8; ++j) {
+        for (int l = 0; l < 4; ++l) {
+            const int p = e.pts[4 * j + l];
+            b.qs[4 * j + l] = uint8_t(p);
+            const int nibble = ((p >> 8) & 7) | (e.neg[4 * j + l] ? 8 : 0);
+            b.qh[2 * j + l / 2] |= uint8_t(nibble << (4 * (l % 2)));
+        }
+        for (int h = 0; h < 2; ++h) sc[j / 2] |= uint16_t(e.m[2 * j + h] << (6 * (j % 2) + 3 * h));
+    }
+    // The fp16 d in the top nibbles of the four words, least significant first.
+    for (int k = 0; k < 4; ++k) sc[k] |= uint16_t(((e.d >> (4 * k)) & 0xF) << 12);
+    std::memcpy(b.scales, sc, sizeof sc);
+}
+
 }  // namespace
 
 void quantize_iq3_s(const float* src, void* dst, int64_t n, const float* importance) {
@@ -354,6 +556,12 @@ void quantize_iq2_xs(const float* src, void* dst, int64_t n, const float* import
 void quantize_iq2_s(const float* src, void* dst, int64_t n, const float* importance) {
     quantize_lattice<BlockIQ2_S, pack_iq2_s>({Coder::iq2s, 16, true, 0.125f}, src, dst, n,
                                              importance);
+}
+void quantize_iq1_s(const float* src, void* dst, int64_t n, const float* importance) {
+    quantize_iq1<BlockIQ1_S, pack_iq1_s>(32, false, src, dst, n, importance);
+}
+void quantize_iq1_m(const float* src, void* dst, int64_t n, const float* importance) {
+    quantize_iq1<BlockIQ1_M, pack_iq1_m>(16, true, src, dst, n, importance);
 }
 
 }  // namespace mw

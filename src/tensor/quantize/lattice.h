@@ -12,5 +12,7 @@ void quantize_iq3_xxs(const float* src, void* dst, int64_t n, const float* impor
 void quantize_iq2_xxs(const float* src, void* dst, int64_t n, const float* importance);
 void quantize_iq2_xs(const float* src, void* dst, int64_t n, const float* importance);
 void quantize_iq2_s(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_iq1_s(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_iq1_m(const float* src, void* dst, int64_t n, const float* importance);
 
 }  // namespace mw

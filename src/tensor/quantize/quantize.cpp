@@ -100,6 +100,10 @@ QuantizeRowFn file_quantizer(GgmlType type, QuantSearch search) {
             return quantize_iq2_xs;
         case GgmlType::IQ2_S:
             return quantize_iq2_s;
+        case GgmlType::IQ1_S:
+            return quantize_iq1_s;
+        case GgmlType::IQ1_M:
+            return quantize_iq1_m;
         default:
             return nullptr;
     }
