@@ -38,7 +38,7 @@ enum class QuantRecipe {
     MXFP4_MOE,  // MoE experts MXFP4, the other matrices Q8_0 (gpt-oss)
     TQ2_0,
     TQ1_0,
-    // The lattice i-quant mixes (llama-quantize's); the IQ1 ones are refused (no quantizer yet).
+    // The lattice i-quant mixes (llama-quantize's).
     IQ3_M,
     IQ3_S,
     IQ3_XS,
