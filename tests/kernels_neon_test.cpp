@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "format/ggml_types.h"
 #include "support/random_blocks.h"
 #include "tensor/arm/neon.h"
 #include "tensor/cpu_features.h"
@@ -77,9 +79,11 @@ const TypeTraits& reference(GgmlType type) {
 }
 
 constexpr GgmlType kWeightTypes[] = {
-    GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
-    GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
-    GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+    GgmlType::F32,   GgmlType::F16,     GgmlType::BF16,  GgmlType::Q4_0,    GgmlType::Q4_1,
+    GgmlType::Q5_0,  GgmlType::Q5_1,    GgmlType::Q8_0,  GgmlType::Q2_K,    GgmlType::Q3_K,
+    GgmlType::Q4_K,  GgmlType::Q5_K,    GgmlType::Q6_K,  GgmlType::IQ4_NL,  GgmlType::IQ4_XS,
+    GgmlType::MXFP4, GgmlType::TQ1_0,   GgmlType::TQ2_0, GgmlType::IQ2_XXS, GgmlType::IQ2_XS,
+    GgmlType::IQ2_S, GgmlType::IQ3_XXS, GgmlType::IQ3_S, GgmlType::IQ1_S,   GgmlType::IQ1_M,
 };
 
 // n_tokens activation rows encoded with the reference quantizer of the weight's vec_dot_type.
@@ -228,9 +232,22 @@ TEST_P(KernelsNeonLevel, VecDotAtTheExtremes) {
         for (uint8_t fill : {uint8_t(0x00), uint8_t(0xFF), uint8_t(0x80), uint8_t(0x7F)}) {
             std::vector<uint8_t> w(row_bytes(ref, n), fill);
             for (size_t block = 0; block < w.size() / ref.type_size; ++block) {
+                uint8_t* b = w.data() + block * ref.type_size;
                 for (const auto& [offset, is_min] : test::half_fields(type)) {
                     const uint16_t h = f32_to_fp16(is_min ? 0.5f : 0.25f);
-                    std::memcpy(w.data() + block * ref.type_size + offset, &h, sizeof h);
+                    std::memcpy(b + offset, &h, sizeof h);
+                }
+                // The scales that are not fp16 fields: MXFP4's exponent byte (2^-2), IQ1_M's fp16
+                // d in the top nibbles of its four scale words (0.25).
+                if (type == GgmlType::MXFP4) b[offsetof(BlockMXFP4, e)] = 126;
+                if (type == GgmlType::IQ1_M) {
+                    uint16_t sc[4];
+                    std::memcpy(sc, b + offsetof(BlockIQ1_M, scales), sizeof sc);
+                    const uint16_t d = f32_to_fp16(0.25f);
+                    for (int k = 0; k < 4; ++k) {
+                        sc[k] = uint16_t((sc[k] & 0x0FFF) | (((d >> (4 * k)) & 0xF) << 12));
+                    }
+                    std::memcpy(b + offsetof(BlockIQ1_M, scales), sc, sizeof sc);
                 }
             }
             for (float sign : {1.0f, -1.0f}) {
@@ -375,6 +392,34 @@ TEST(KernelsNeon, DispatchPicksTheBestLevelTheCpuHas) {
     install_kernels(scalar, cpu_features(), IsaLimit::scalar);
     EXPECT_STREQ(scalar.name, "scalar");
     EXPECT_EQ(scalar.table[3].matmul, reference_type_traits()[3].matmul);
+}
+
+// ---- Instruction counts under qemu --------------------------------------------------------------
+
+// Not a test: the driver of scripts/neon-instructions, which counts the instructions qemu executes
+// (-d in_asm,exec,nochain) for MEMWALL_DOT_REPS dot products of one 4096-column row of
+// MEMWALL_DOT_TYPE at level MEMWALL_DOT_LEVEL (neon, neon-dotprod, neon-i8mm, or scalar for the
+// reference), minus a run with no repetitions.
+TEST(KernelsNeonInstructions, DISABLED_DotLoop) {
+    const char* type_name = std::getenv("MEMWALL_DOT_TYPE");
+    const char* level = std::getenv("MEMWALL_DOT_LEVEL");
+    const char* reps_text = std::getenv("MEMWALL_DOT_REPS");
+    ASSERT_TRUE(type_name && level && reps_text) << "set MEMWALL_DOT_TYPE, _LEVEL and _REPS";
+    const auto type = ggml_type_from_name(type_name);
+    ASSERT_TRUE(type.has_value()) << type_name;
+    TraitsArray table = reference_type_traits();
+    for (Level l : {Level::neon, Level::dotprod, Level::i8mm}) {
+        if (std::string(level) == level_name(l)) table = kernels_at(l);
+    }
+    const TypeTraits& k = row(table, *type);
+    constexpr int64_t n = 4096;
+    std::mt19937 rng(5);
+    const auto w = test::random_weight_rows(reference(*type), 1, n, rng);
+    const auto x = random_activations(reference(*type), 1, n, rng);
+    // One dot first, so one-time set-up (the lattice grids) is in the baseline run too.
+    volatile float sink = k.vec_dot(n, w.data(), x.data());
+    for (int r = 0; r < std::atoi(reps_text); ++r) sink = sink + k.vec_dot(n, w.data(), x.data());
+    std::printf("weight bytes per dot: %zu\n", w.size());
 }
 
 }  // namespace

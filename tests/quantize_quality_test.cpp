@@ -108,7 +108,8 @@ TEST_P(QuantizeQuality, EveryTensorNoWorseThanLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Kq, QuantizeQuality,
                          ::testing::Values("Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q4_0",
                                            "Q4_1", "Q5_0", "Q5_1", "Q8_0", "IQ4_NL", "IQ4_XS",
-                                           "MXFP4", "TQ1_0", "TQ2_0"));
+                                           "MXFP4", "TQ1_0", "TQ2_0", "IQ3_S", "IQ3_XXS", "IQ2_XXS",
+                                           "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M"));
 
 // ---- The search itself ----------------------------------------------------------------------
 

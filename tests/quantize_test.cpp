@@ -368,7 +368,7 @@ TEST(QuantizeErrors, UnwritableOutput) {
 TEST(QuantizeErrors, BadTensorTypeOverride) {
     const std::string dir = test::temp_dir();
     const std::string in = test::shared_path("reference/models/kq-tiny-F16.gguf");
-    for (const char* spec : {"attn_v", "attn_v=q9_9", "attn_v=iq2_xxs", "(=q8_0"}) {
+    for (const char* spec : {"attn_v", "attn_v=q9_9", "attn_v=q8_k", "(=q8_0"}) {
         mw_quantize_params params = mw_quantize_default_params();
         params.tensor_types = &spec;
         params.n_tensor_types = 1;
@@ -378,6 +378,58 @@ TEST(QuantizeErrors, BadTensorTypeOverride) {
         EXPECT_NE(std::string(mw_last_error()).find("--tensor-type"), std::string::npos)
             << mw_last_error();
     }
+}
+
+// The lattice types memwall writes per tensor (--tensor-type): IQ3_S without an imatrix; IQ2_XXS
+// only with one, as llama-quantize (the error names the tensor). The IQ3_S file loads and gives
+// finite logits.
+TEST(Quantize, LatticeTypesPerTensor) {
+    const std::string dir = test::temp_dir();
+    const std::string in = test::shared_path("reference/models/kq-tiny-F16.gguf");
+    const char* iq2[] = {"ffn_up=iq2_xxs"};
+    mw_quantize_params params = mw_quantize_default_params();
+    params.tensor_types = iq2;
+    params.n_tensor_types = 1;
+    EXPECT_EQ(mw_quantize(in.c_str(), (dir + "/iq2.gguf").c_str(), &params, nullptr),
+              MW_ERR_INVALID_ARGUMENT);
+    const std::string message = mw_last_error();
+    EXPECT_NE(message.find("blk.0.ffn_up.weight"), std::string::npos) << message;
+    EXPECT_NE(message.find("IQ2_XXS"), std::string::npos) << message;
+    EXPECT_NE(message.find("--imatrix"), std::string::npos) << message;
+
+    const char* iq3[] = {"blk\\..*=iq3_s"};
+    params.tensor_types = iq3;
+    params.n_tensor_types = 1;
+    const std::string out =
+        quantize("reference/models/kq-tiny-F16.gguf", "Q4_K_M", nullptr, params);
+    const Parsed p = parse(out);
+    EXPECT_EQ(type_name(p.gguf.find_tensor("blk.0.attn_q.weight")->type), "IQ3_S");
+    EXPECT_EQ(type_name(p.gguf.find_tensor("blk.1.ffn_down.weight")->type), "IQ3_S");
+    mw_model* model = nullptr;
+    ASSERT_EQ(mw_model_load(out.c_str(), nullptr, &model), MW_OK) << mw_last_error();
+    mw_context* ctx = nullptr;
+    ASSERT_EQ(mw_context_create(model, nullptr, &ctx), MW_OK) << mw_last_error();
+    const int32_t tokens[] = {1, 403, 407, 261, 378};
+    ASSERT_EQ(mw_decode(ctx, tokens, 5, false), MW_OK) << mw_last_error();
+    const float* logits = mw_get_logits(ctx, -1);
+    ASSERT_NE(logits, nullptr);
+    for (int i = 0; i < 256; ++i) ASSERT_TRUE(std::isfinite(logits[i])) << i;
+    mw_context_free(ctx);
+    mw_model_free(model);
+    std::remove(out.c_str());
+}
+
+// Q2_K_S: llama-quantize requires the imatrix for its Q2_K tensors (not for the token embeddings
+// or the output matrix); the error names the first such tensor.
+TEST(QuantizeErrors, Q2KSNeedsAnImatrix) {
+    const std::string dir = test::temp_dir();
+    const std::string in = test::shared_path("reference/models/kq-tiny-F16.gguf");
+    EXPECT_EQ(quantize_status(in, dir + "/out.gguf", "Q2_K_S"), MW_ERR_INVALID_ARGUMENT);
+    const std::string message = mw_last_error();
+    EXPECT_NE(message.find("Q2_K"), std::string::npos) << message;
+    EXPECT_NE(message.find("--imatrix"), std::string::npos) << message;
+    EXPECT_NE(message.find("blk."), std::string::npos) << message;
+    EXPECT_FALSE(std::ifstream(dir + "/out.gguf").good());
 }
 
 // A weight that is NaN: refused, naming the tensor; no output and no temporary file left.

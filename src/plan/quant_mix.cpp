@@ -36,11 +36,21 @@ constexpr RecipeRow kRecipes[] = {
     {R::MXFP4_MOE, "MXFP4_MOE", 38, T::MXFP4},  // MoE experts; other matrices Q8_0
     {R::Q3_K_L, "Q3_K_L", 13, T::Q3_K},
     {R::Q3_K_M, "Q3_K_M", 12, T::Q3_K},
+    {R::IQ3_M, "IQ3_M", 27, T::IQ3_S},
+    {R::IQ3_S, "IQ3_S", 26, T::IQ3_S},
     {R::Q3_K_S, "Q3_K_S", 11, T::Q3_K},
+    {R::IQ3_XS, "IQ3_XS", 22, T::IQ3_S},
+    {R::IQ3_XXS, "IQ3_XXS", 23, T::IQ3_XXS},
     {R::Q2_K, "Q2_K", 10, T::Q2_K},
     {R::Q2_K_S, "Q2_K_S", 21, T::Q2_K},
+    {R::IQ2_M, "IQ2_M", 29, T::IQ2_S},
+    {R::IQ2_S, "IQ2_S", 28, T::IQ2_XS},  // llama.cpp's IQ2_S recipe is mostly IQ2_XS
+    {R::IQ2_XS, "IQ2_XS", 20, T::IQ2_XS},
+    {R::IQ2_XXS, "IQ2_XXS", 19, T::IQ2_XXS},
     {R::TQ2_0, "TQ2_0", 37, T::TQ2_0},
+    {R::IQ1_M, "IQ1_M", 31, T::IQ1_M},
     {R::TQ1_0, "TQ1_0", 36, T::TQ1_0},
+    {R::IQ1_S, "IQ1_S", 24, T::IQ1_S},
 };
 
 const RecipeRow& row_of(QuantRecipe recipe) {
@@ -82,6 +92,33 @@ bool more_bits(int layer, int n_layer) {
     return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
+// llama-quantize's recipes of 2 bits and less (IQ2_*, IQ1_*), which have their own rules; of those,
+// IQ2_S and IQ2_M spend their extra bits as IQ3_S where the others use Q2_K.
+bool is_low_bit(R r) {
+    return r == R::IQ2_XXS || r == R::IQ2_XS || r == R::IQ2_S || r == R::IQ2_M || r == R::IQ1_S ||
+           r == R::IQ1_M;
+}
+GgmlType low_bit_extra(R r) {
+    return r == R::IQ2_S || r == R::IQ2_M ? T::IQ3_S : T::Q2_K;
+}
+
+// The low-bit recipes' rules (attn_v, attn_k, ffn_down, attn_output), t otherwise.
+GgmlType low_bit_type(R recipe, GgmlType t, const QuantModelInfo& m, std::string_view name,
+                      int layer) {
+    const uint32_t gqa = m.n_head_kv ? m.n_head / m.n_head_kv : 1;
+    if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
+        return gqa >= 4 || m.n_expert >= 4 ? T::Q4_K : low_bit_extra(recipe);
+    }
+    if (contains(name, "attn_k.weight")) return m.n_expert == 8 ? T::Q4_K : t;
+    if (contains(name, "ffn_down")) return layer < int(m.n_layer) / 8 ? low_bit_extra(recipe) : t;
+    if (contains(name, "attn_output.weight")) {
+        if (m.n_expert == 8) return T::Q5_K;
+        if (recipe == R::IQ1_S || recipe == R::IQ1_M) return T::IQ2_XXS;
+        if (recipe == R::IQ2_S || recipe == R::IQ2_M) return T::IQ3_S;
+    }
+    return t;
+}
+
 // A k-quant needs rows that are a multiple of 256 elements; other rows get the nearest 32-block
 // type, and F16 when even that does not fit.
 GgmlType fit_row_length(GgmlType t, int64_t ne0) {
@@ -91,6 +128,13 @@ GgmlType fit_row_length(GgmlType t, int64_t ne0) {
         case T::Q2_K:
         case T::Q3_K:
         case T::IQ4_XS:
+        case T::IQ3_S:
+        case T::IQ3_XXS:
+        case T::IQ2_S:
+        case T::IQ2_XS:
+        case T::IQ2_XXS:
+        case T::IQ1_M:
+        case T::IQ1_S:
             fallback = T::IQ4_NL;
             break;
         case T::TQ1_0:
@@ -128,6 +172,12 @@ GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer) {
         t = T::Q5_K;
     } else if ((recipe == R::IQ4_NL || recipe == R::IQ4_XS) && gqa >= 4) {
         t = T::Q5_K;
+    } else if (recipe == R::IQ3_XXS) {
+        t = gqa >= 4 ? T::Q4_K : !m.has_imatrix ? T::IQ3_S : T::IQ3_XXS;
+    } else if ((recipe == R::IQ3_XS || recipe == R::IQ3_S) && gqa >= 4) {
+        t = T::Q4_K;
+    } else if (recipe == R::IQ3_M) {
+        t = T::Q4_K;
     }
     // The 70B models share each V head among 8 query heads: attn_v is small, more bits are cheap.
     if (m.is_70b_class && (t == T::Q3_K || t == T::Q4_K)) t = T::Q5_K;
@@ -157,6 +207,10 @@ GgmlType ffn_down_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer,
         case R::IQ4_NL:
         case R::IQ4_XS:
             return layer < n / 8 && !m.has_imatrix ? T::Q5_K : t;
+        case R::IQ3_XXS:
+            return m.has_imatrix ? t : layer < n / 8 ? T::Q4_K : T::Q3_K;
+        case R::IQ3_M:
+            return layer < n / 8 || (m.n_expert == 8 && more_bits(layer, n)) ? T::Q4_K : t;
         default:
             return t;
     }
@@ -167,7 +221,8 @@ GgmlType attn_output_type(R recipe, GgmlType t, const QuantModelInfo& m, bool fa
     if (m.n_expert == 8) {
         const bool bump = recipe == R::Q2_K || recipe == R::Q3_K_S || recipe == R::Q3_K_M ||
                           recipe == R::Q4_K_S || recipe == R::Q4_K_M || recipe == R::IQ4_NL ||
-                          recipe == R::IQ4_XS;
+                          recipe == R::IQ4_XS || recipe == R::IQ3_XS || recipe == R::IQ3_XXS ||
+                          recipe == R::IQ3_S || recipe == R::IQ3_M;
         return bump ? T::Q5_K : t;
     }
     switch (recipe) {
@@ -177,6 +232,10 @@ GgmlType attn_output_type(R recipe, GgmlType t, const QuantModelInfo& m, bool fa
             return T::Q4_K;
         case R::Q3_K_L:
             return T::Q5_K;
+        case R::IQ3_XXS:
+            return T::IQ3_S;
+        case R::IQ3_M:
+            return T::Q4_K;
         default:
             return t;
     }
@@ -266,22 +325,36 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
         // The output projection decides the logits: Q6_K at least, Q8_0 when rows do not fit.
         if (recipe == R::MXFP4_MOE || falcon || ne0 % block_size(base) != 0) {
             t = T::Q8_0;
+        } else if (is_low_bit(recipe) || recipe == R::IQ3_XXS) {
+            t = T::Q5_K;
         } else if (base != T::Q8_0) {
             t = T::Q6_K;
         }
     } else if (recipe == R::MXFP4_MOE) {
         t = n_dims >= 3 ? T::MXFP4 : T::Q8_0;  // experts, and everything else
     } else if (name == "token_embd.weight") {
-        // The recipes here keep the base type for the embedding (the ternary ones excepted).
+        // Most recipes keep the base type for the embedding.
         if (recipe == R::TQ1_0 || recipe == R::TQ2_0) t = T::Q4_K;
+        if (is_low_bit(recipe)) t = low_bit_extra(recipe);
+        if (recipe == R::IQ3_XXS) t = T::IQ3_S;
+    } else if (is_low_bit(recipe)) {
+        t = low_bit_type(recipe, t, m, name, layer);
     } else if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) {
         // llama.cpp counts fused QKV projections (phi3, Qwen3.5's DeltaNet layers) as attn_v,
         // one per layer, so the layer number is its counter.
         t = attn_v_type(recipe, t, m, layer);
-    } else if (contains(name, "attn_k.weight")) {
-        if (m.n_expert == 8) t = T::Q8_0;
-    } else if (contains(name, "attn_q.weight")) {
-        // Only the IQ3 recipes change it.
+    } else if (contains(name, "attn_k.weight") || contains(name, "attn_q.weight")) {
+        const bool k = contains(name, "attn_k.weight");
+        if (k && m.n_expert == 8) {
+            t = T::Q8_0;
+        } else if (recipe == R::IQ3_XS) {
+            t = T::IQ3_XXS;
+        } else if (recipe == R::IQ3_XXS) {
+            t = T::IQ2_S;
+        }
+    } else if ((contains(name, "ffn_gate") || contains(name, "ffn_up")) && recipe == R::IQ3_XS) {
+        const int n = int(m.n_layer);
+        if (layer >= n / 8 && layer < 7 * n / 8) t = T::IQ3_XXS;
     } else if (contains(name, "ffn_down")) {
         t = ffn_down_type(recipe, t, m, layer, falcon);
     } else if (contains(name, "attn_output.weight")) {

@@ -38,6 +38,17 @@ enum class QuantRecipe {
     MXFP4_MOE,  // MoE experts MXFP4, the other matrices Q8_0 (gpt-oss)
     TQ2_0,
     TQ1_0,
+    // The lattice i-quant mixes (llama-quantize's).
+    IQ3_M,
+    IQ3_S,
+    IQ3_XS,
+    IQ3_XXS,
+    IQ2_M,
+    IQ2_S,
+    IQ2_XS,
+    IQ2_XXS,
+    IQ1_M,
+    IQ1_S,
 };
 
 // "Q4_K_M" (as llama.cpp names it).

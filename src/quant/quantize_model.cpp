@@ -63,6 +63,29 @@ QuantModelInfo model_info(const gguf::GgufFile& f, std::string_view arch) {
     return info;
 }
 
+// llama-quantize refuses these targets without an importance matrix (tensor_requires_imatrix
+// in llama-quant.cpp: "the result will be garbage"): the lattice i-quants of 3 bits and less, and
+// Q2_K in a Q2_K_S file; the token embeddings and the output matrix are exempt.
+bool requires_imatrix(std::string_view name, GgmlType to, QuantRecipe recipe) {
+    if (name == "token_embd.weight" || name == "per_layer_token_embd.weight" ||
+        name == "output.weight") {
+        return false;
+    }
+    switch (to) {
+        case T::IQ3_XXS:
+        case T::IQ2_XXS:
+        case T::IQ2_XS:
+        case T::IQ2_S:
+        case T::IQ1_M:
+        case T::IQ1_S:
+            return true;
+        case T::Q2_K:
+            return recipe == QuantRecipe::Q2_K_S;
+        default:
+            return false;
+    }
+}
+
 // One tensor of the output: its source, its type, and the importance of its columns.
 struct TensorPlan {
     const gguf::TensorInfo* in;
@@ -108,6 +131,14 @@ class Planner {
                     p.to = fit(t, options_.overrides[i].type);
                 }
             }
+        }
+        if (!imatrix_ && p.to != p.from && quantizable &&
+            requires_imatrix(t.name, p.to, options_.recipe)) {
+            fail(ErrorKind::invalid_argument,
+                 "{}: {} ({}) requires an importance matrix (--imatrix FILE, from `memwall "
+                 "imatrix`): without one so few bits give garbage, and llama-quantize refuses "
+                 "it too",
+                 t.name, type_name(p.to), recipe_name(options_.recipe));
         }
         if (!file_quantizer(p.to)) {
             fail(ErrorKind::unsupported, "{}: memwall cannot write tensors of type {}", t.name,

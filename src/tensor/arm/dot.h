@@ -12,6 +12,7 @@
 #pragma once
 
 #include "tensor/arm/decode.h"
+#include "tensor/arm/decode_iq.h"
 
 namespace mw::neon {
 namespace {

@@ -98,6 +98,18 @@ void install_dotprod(KernelSet& set) {
     set_k<Q4_K>(table, GgmlType::Q4_K);
     set_k<Q5_K>(table, GgmlType::Q5_K);
     set_k<Q6_K>(table, GgmlType::Q6_K);
+    set_32<IQ4_NL>(table, GgmlType::IQ4_NL);
+    set_32<MXFP4>(table, GgmlType::MXFP4);
+    set_k<IQ4_XS>(table, GgmlType::IQ4_XS);
+    set_k<TQ1_0>(table, GgmlType::TQ1_0);
+    set_k<TQ2_0>(table, GgmlType::TQ2_0);
+    set_k<IQ2_XXS>(table, GgmlType::IQ2_XXS);
+    set_k<IQ2_XS>(table, GgmlType::IQ2_XS);
+    set_k<IQ2_S>(table, GgmlType::IQ2_S);
+    set_k<IQ3_XXS>(table, GgmlType::IQ3_XXS);
+    set_k<IQ3_S>(table, GgmlType::IQ3_S);
+    set_k<IQ1_S>(table, GgmlType::IQ1_S);
+    set_k<IQ1_M>(table, GgmlType::IQ1_M);
 
     using G = simd::PackedGemv<V>;
     constexpr int R = V::kLanes;

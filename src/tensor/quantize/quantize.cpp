@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "tensor/quantize/lattice.h"
 #include "tensor/quants.h"
 #include "tensor/types.h"
 
@@ -89,6 +90,20 @@ QuantizeRowFn file_quantizer(GgmlType type, QuantSearch search) {
             return quantize_tq1_0;
         case GgmlType::TQ2_0:
             return quantize_tq2_0;
+        case GgmlType::IQ3_S:
+            return quantize_iq3_s;
+        case GgmlType::IQ3_XXS:
+            return quantize_iq3_xxs;
+        case GgmlType::IQ2_XXS:
+            return quantize_iq2_xxs;
+        case GgmlType::IQ2_XS:
+            return quantize_iq2_xs;
+        case GgmlType::IQ2_S:
+            return quantize_iq2_s;
+        case GgmlType::IQ1_S:
+            return quantize_iq1_s;
+        case GgmlType::IQ1_M:
+            return quantize_iq1_m;
         default:
             return nullptr;
     }
