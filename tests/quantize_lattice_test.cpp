@@ -16,7 +16,7 @@
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "memwall.h"
-#include "runtime/mapped_file.h"
+#include "sys/mapped_file.h"
 #include "support/test_support.h"
 
 namespace mw {
