@@ -16,8 +16,8 @@
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "memwall.h"
-#include "sys/mapped_file.h"
 #include "support/test_support.h"
+#include "sys/mapped_file.h"
 
 namespace mw {
 namespace {
