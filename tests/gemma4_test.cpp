@@ -5,6 +5,8 @@
 // files with inconsistent metadata or missing tensors: clear errors naming the key or tensor.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -132,6 +134,12 @@ TEST(Gemma4, PlanCountsOnlyTheLayersWithTheirOwnKv) {
         const auto m = load(path);
         Context ctx(*m, params());
         EXPECT_EQ(plan.kv_bytes, ctx.kv_bytes());
+        // The per-layer embedding table counted on storage: 16 rows of it stay.
+        const WeightMatrix& ple = facts.model.ple_embd;
+        const uint64_t table = ple.traits ? ple.row_bytes * uint64_t(ple.n_rows) : 0;
+        EXPECT_EQ(plan.weights_bytes,
+                  facts.weights_bytes - table + (ple.traits ? 16 * ple.row_bytes : 0));
+        EXPECT_EQ(table > 0, std::string(path) == kDense);
         EXPECT_EQ(KvCache::bytes_per_position(facts.hp, GgmlType::F16, GgmlType::F16),
                   KvCache::bytes_per_position(m->model.hp, GgmlType::F16, GgmlType::F16));
     }
@@ -174,6 +182,42 @@ TEST(Gemma4, BatchedSequencesMatchSeparateRuns) {
             const auto want2 = fresh(*m, longer);
             EXPECT_LT(test::rel_rms(ctx.logits(int32_t(s)), want2.data(), n_vocab), 1e-3) << s;
         }
+    }
+}
+
+// The per-layer embedding table on storage (the default) gives the logits of the resident table
+// bit for bit, reads one row per token (none for a token whose row is cached) and gives the
+// table's pages back.
+TEST(Gemma4, PerLayerEmbeddingsOnStorageGiveTheResidentLogits) {
+    for (const char* path : {kDense, "reference/models/gemma4-tiny-Q4_K_M.gguf"}) {
+        SCOPED_TRACE(path);
+        LoadOptions resident;
+        resident.ple_resident = true;
+        const auto stored = LoadedModel::load(test::shared_path(path), LoadOptions{});
+        const auto kept = LoadedModel::load(test::shared_path(path), resident);
+        ASSERT_NE(stored->model.ple_source, nullptr);
+        EXPECT_EQ(kept->model.ple_source, nullptr);
+        EXPECT_GT(stored->ple_bytes_dropped, 0u);
+        const auto tokens = text_tokens(*stored, 0, 70);
+        const uint32_t n = uint32_t(tokens.size()), n_vocab = stored->model.hp.n_vocab;
+        Context a(*stored, params()), b(*kept, params());
+        a.decode(tokens.data(), n, true);
+        b.decode(tokens.data(), n, true);
+        for (uint32_t i = 0; i < n; ++i) {
+            ASSERT_EQ(
+                std::memcmp(a.logits(int32_t(i)), b.logits(int32_t(i)), n_vocab * sizeof(float)), 0)
+                << "token " << i;
+        }
+        const PleSource& src = *stored->ple_source;
+        const uint64_t row = stored->model.ple_embd.row_bytes;
+        EXPECT_EQ(src.bytes_read() + src.cache_hits() * row, uint64_t(n) * row);
+        EXPECT_GT(src.bytes_read(), 0u);
+        std::printf(
+            "[ %s ] per-layer embeddings: %llu bytes per token read from storage (%llu "
+            "rows read, %llu from the cache)\n",
+            path, static_cast<unsigned long long>(row),
+            static_cast<unsigned long long>(src.bytes_read() / row),
+            static_cast<unsigned long long>(src.cache_hits()));
     }
 }
 

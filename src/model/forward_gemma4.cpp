@@ -22,7 +22,11 @@ void ForwardStep::per_layer_inputs() {
         float* row = s.ple_tmp.data() + size_t(ith) * width;
         const Range r = split_range(n, ith, nth);
         for (int64_t t = r.begin; t < r.end; ++t) {
-            get_row(m.ple_embd, b.tokens[t], row);
+            if (m.ple_source) {
+                m.ple_source->row(b.tokens[t], row);
+            } else {
+                get_row(m.ple_embd, b.tokens[t], row);
+            }
             float* p = ple + t * width;
             for (int64_t i = 0; i < width; ++i) p[i] *= proj_scale;
             for (uint32_t il = 0; il < hp.n_layer; ++il)

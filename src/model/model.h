@@ -13,6 +13,7 @@
 #include "model/expert_source.h"
 #include "model/hparams.h"
 #include "model/layer_source.h"
+#include "model/ple_source.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"
 
@@ -171,6 +172,9 @@ struct Model {
     // and the norm of each layer's slice of it.
     WeightMatrix ple_embd, ple_model_proj;
     std::vector<float> ple_proj_norm;
+    // Where ple_embd's rows come from when the table stays on storage (its bytes in the mapping
+    // are then never read). Null: read in place.
+    PleSource* ple_source = nullptr;
 
     // The RoPE of layer il (sliding-window layers may differ).
     const RopeParams& rope_of(uint32_t il) const { return hp.swa_layer(il) ? rope_swa : rope; }
