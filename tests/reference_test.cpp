@@ -41,6 +41,10 @@ bool pending_family_runs(const std::string& id) {
         "smollm3-tiny-Q4_K_M",
         "gpt-oss-tiny-F16",
         "gpt-oss-tiny-MXFP4",
+        "gemma4moe-tiny-F16",
+        "gemma4moe-tiny-Q4_K_M",
+        "gemma4-tiny-F16",
+        "gemma4-tiny-Q4_K_M",
     };
     // clang-format on
     const std::string model = id.substr(0, id.find('.'));

@@ -16,6 +16,7 @@ size_t max_matmul_scratch(const Model& m, uint32_t n) {
         if (w.traits) bytes = std::max(bytes, matmul_scratch_bytes(w, n));
     };
     consider(m.output);
+    consider(m.ple_model_proj);
     for (const Layer& l : m.layers) {
         for (const LayerMatrixRole& r : kLayerMatrices) consider(l.*r.member);
         for (const LayerStackRole& r : kLayerStacks) consider((l.*r.member).first);
@@ -33,7 +34,8 @@ struct ScratchSizes {
     size_t mla_qa, mla_q, mla_kv, head_in, head_out;
     size_t q_gated, attn_gate, dn_qkv, dn_conv, dn_z, dn_beta, dn_alpha, dn_o, dn_tmp;
     size_t router_logits, moe_in, moe_out, moe_expert, moe_weight, moe_tokens, router_probs;
-    size_t tok_index;  // sequence and position of each token
+    size_t ple, ple_gate, ple_tmp, g4;  // gemma4: per-layer inputs, their gate, a row each
+    size_t tok_index;                   // sequence and position of each token
     size_t act_bytes;
     size_t attn_seqs;  // AttentionSeq entries
     AttentionShape attention;
@@ -43,7 +45,7 @@ struct ScratchSizes {
                                 rope_cs_swa + mla_qa + mla_q + mla_kv + head_in + head_out +
                                 q_gated + attn_gate + dn_qkv + dn_conv + dn_z + dn_beta + dn_alpha +
                                 dn_tmp + dn_o + router_logits + moe_in + moe_out + moe_weight +
-                                router_probs;
+                                router_probs + ple + ple_gate + ple_tmp + g4;
         return floats * sizeof(float) + (moe_expert + moe_tokens + tok_index) * sizeof(int32_t) +
                act_bytes + attn_seqs * sizeof(AttentionSeq) +
                AttentionScratch::planned_bytes(attention);
@@ -67,8 +69,9 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t max_seqs
         fused_qkv = fused_qkv || l.wqkv.n_rows > 0;
     }
     const bool moe = hp.n_expert > 0;
-    const bool own_swa_rope = hp.n_swa > 0 && (hp.rope_freq_base_swa != hp.rope_freq_base ||
-                                               hp.rope_freq_scale_swa != hp.rope_freq_scale);
+    const bool own_swa_rope =
+        hp.n_swa > 0 && (hp.rope_freq_base_swa != hp.rope_freq_base ||
+                         hp.rope_freq_scale_swa != hp.rope_freq_scale || hp.n_rot_swa > 0);
     ScratchSizes z{};
     z.x = n * hp.n_embd;
     z.xb = n * std::max<size_t>(hp.n_embd, n_attn_out);
@@ -105,6 +108,13 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t max_seqs
         z.dn_beta = z.dn_alpha = n * d.n_v_heads;
         z.dn_tmp = size_t(std::max(1, n_threads)) * d.head_dim;
     }
+    if (hp.n_embd_per_layer > 0) {
+        const size_t width = size_t(hp.n_layer) * hp.n_embd_per_layer;
+        z.ple = n * width;
+        z.ple_gate = n * hp.n_embd_per_layer;
+        z.ple_tmp = size_t(std::max(1, n_threads)) * width;
+    }
+    if (hp.n_embd_per_layer > 0 || hp.moe_with_dense) z.g4 = n * hp.n_embd;
     z.tok_index = 2 * n;
     z.router_logits = moe ? n * hp.n_expert : 0;
     z.moe_in = moe ? n * hp.n_embd : 0;
@@ -117,6 +127,11 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t max_seqs
     z.attn_seqs = max_seqs;
     z.attention = {max_batch,          max_seqs,           int(hp.n_head),        int(hp.n_head_kv),
                    int(hp.head_dim_k), int(hp.head_dim_v), std::max(1, n_threads)};
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        const int kv = int(hp.n_head_kv_of(il));
+        if (z.attention.min_head_kv == 0 || kv < z.attention.min_head_kv)
+            z.attention.min_head_kv = kv;
+    }
     return z;
 }
 
@@ -162,6 +177,10 @@ ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ct
     dn_alpha.resize(z.dn_alpha);
     dn_o.resize(z.dn_o);
     dn_tmp.resize(z.dn_tmp);
+    ple.resize(z.ple);
+    ple_gate.resize(z.ple_gate);
+    ple_tmp.resize(z.ple_tmp);
+    g4.resize(z.g4);
     tok_seq.resize(z.tok_index / 2);
     tok_pos.resize(z.tok_index / 2);
     router_logits.resize(z.router_logits);
@@ -184,7 +203,8 @@ uint64_t ForwardScratch::bytes() const {
                             &mla_kv,  &head_in,    &head_out,     &router_logits, &moe_in,
                             &moe_out, &moe_weight, &router_probs, &q_gated,       &attn_gate,
                             &dn_qkv,  &dn_conv,    &dn_z,         &dn_beta,       &dn_alpha,
-                            &dn_o,    &dn_tmp}) {
+                            &dn_o,    &dn_tmp,     &ple,          &ple_gate,      &ple_tmp,
+                            &g4}) {
         floats += vec->size();
     }
     return floats * sizeof(float) +
@@ -253,6 +273,7 @@ void forward(const Model& m, SeqMemory& mem, ForwardScratch& s, Parallel& par,
         if (own_swa_rope)
             rope_cache(m.rope_swa, float(tok_pos[t]), s.rope_cs_swa.data() + size_t(t) * hp.n_rot);
     });
+    if (hp.n_embd_per_layer > 0) step.per_layer_inputs();
 
     float* attn_out = s.xb2.data();
     float* ffn_out = s.xb3.data();
@@ -284,12 +305,17 @@ void forward(const Model& m, SeqMemory& mem, ForwardScratch& s, Parallel& par,
         step.for_each_token(n, n_embd, [&](uint32_t t) {
             add_scaled(x + t * n_embd, attn_out + t * n_embd, rs, n_embd);
         });
-        step.norm_rows(x, l.ffn_norm.data(), xb, n, n_embd);
-        step.ffn(il, xb, ffn_out);
+        if (hp.moe_with_dense && l.moe) {
+            step.gemma4_moe_ffn(il, ffn_out);
+        } else {
+            step.norm_rows(x, l.ffn_norm.data(), xb, n, n_embd);
+            step.ffn(il, xb, ffn_out);
+        }
         if (hp.post_norms) step.norm_rows(ffn_out, l.post_ffn_norm.data(), ffn_out, n, n_embd);
         step.for_each_token(n, n_embd, [&](uint32_t t) {
             add_scaled(x + t * n_embd, ffn_out + t * n_embd, rs, n_embd);
         });
+        if (l.ple_gate.traits || !l.out_scale.empty()) step.gemma4_layer_end(il);
     }
     if (!logits || b.n_outputs == 0) return;
 

@@ -78,6 +78,9 @@ class ForwardScratch {
     std::vector<float> dn_tmp;               // head_dim floats per thread for the delta-rule step
     std::vector<uint32_t> tok_seq, tok_pos;  // sequence and position of each token
     std::vector<float> router_logits, moe_in, moe_out;
+    // gemma4: the batch's per-layer inputs (n x n_layer x n_embd_per_layer), the branch's gate,
+    // one table row per thread, and one more n x n_embd buffer.
+    std::vector<float> ple, ple_gate, ple_tmp, g4;
     std::vector<int32_t> moe_expert;      // per token, the selected experts
     std::vector<float> moe_weight;        // and their weights
     std::vector<int32_t> moe_tokens;      // tokens routed to the current expert

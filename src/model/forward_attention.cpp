@@ -24,9 +24,13 @@ float mla_kq_scale(const HParams& hp) {
 void ForwardStep::attention(uint32_t il) {
     const HParams& hp = m.hp;
     const Layer& l = *layer;
-    const int hd_k = int(hp.head_dim_k), hd_v = int(hp.head_dim_v);
-    const int n_head = int(hp.n_head), n_head_kv = int(hp.n_head_kv);
-    const int64_t n_q = int64_t(n_head) * hd_k, n_k = hp.n_embd_k_gqa(), n_v = hp.n_embd_v_gqa();
+    // Per layer (gemma4's sliding and full layers differ): the buffers hold the largest.
+    const int hd_k = int(hp.head_dim_k_of(il)), hd_v = int(hp.head_dim_v_of(il));
+    const int n_head = int(hp.n_head), n_head_kv = int(hp.n_head_kv_of(il));
+    const int64_t n_q = int64_t(n_head) * hd_k, n_k = int64_t(n_head_kv) * hd_k,
+                  n_v = int64_t(n_head_kv) * hd_v;
+    // gemma4's KV-sharing layers compute only Q and read an earlier layer's cache.
+    const bool own_kv = hp.has_kv(il);
     const bool swa = hp.swa_layer(il);
     const RopeParams& rope = m.rope_of(il);
     const float* cs_all = swa ? rope_cs_swa : rope_cs;
@@ -39,8 +43,14 @@ void ForwardStep::attention(uint32_t il) {
         matmul(l.wqkv, xb, n, s.qkv.data());
     } else {
         matmul(l.wq, xb, n, gated ? s.q_gated.data() : s.q.data());
-        matmul(l.wk, xb, n, s.k.data());
-        matmul(l.wv, xb, n, s.v.data());
+        if (own_kv) {
+            matmul(l.wk, xb, n, s.k.data());
+            if (l.wv.data) {
+                matmul(l.wv, xb, n, s.v.data());
+            } else {  // gemma4 without attn_v: V is K's projection (before its norm and RoPE)
+                std::copy(s.k.data(), s.k.data() + size_t(n) * n_k, s.v.data());
+            }
+        }
     }
     for_each_token(n, hp.n_embd, [&](uint32_t t) {
         float* q = s.q.data() + t * n_q;
@@ -67,15 +77,20 @@ void ForwardStep::attention(uint32_t il) {
         if (!l.q_norm.empty()) {
             for (int h = 0; h < n_head; ++h)
                 rms_norm(q + h * hd_k, l.q_norm.data(), q + h * hd_k, hd_k, hp.norm_eps);
-            for (int h = 0; h < n_head_kv; ++h)
+            for (int h = 0; own_kv && h < n_head_kv; ++h)
                 rms_norm(k + h * hd_k, l.k_norm.data(), k + h * hd_k, hd_k, hp.norm_eps);
+        }
+        if (hp.v_norm && own_kv) {  // gemma4: each V head normalised, without a weight
+            for (int h = 0; h < n_head_kv; ++h)
+                rms_norm(v + h * hd_v, nullptr, v + h * hd_v, hd_v, hp.norm_eps);
         }
         // Rotary position embedding of Q and K (the sliding layers' own, if they have one).
         const float* cs = cs_all + size_t(t) * hp.n_rot;
         if (hp.rope_layer(il)) {  // smollm3: not on its NoPE layers
             rope_apply(rope, cs, q, n_head, hd_k);
-            rope_apply(rope, cs, k, n_head_kv, hd_k);
+            if (own_kv) rope_apply(rope, cs, k, n_head_kv, hd_k);
         }
+        if (!own_kv) return;
         // Append K and V at this token's position in its sequence's cache.
         for (int h = 0; h < n_head_kv; ++h) {
             kv.k_traits().from_float(k + h * hd_k,

@@ -118,7 +118,7 @@ void ForwardStep::prefetch_experts(uint32_t il, const float* in) {
     }
 }
 
-void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
+void ForwardStep::ffn(uint32_t il, const float* in, float* out, const float* router_in) {
     const HParams& hp = m.hp;
     const Layer& l = *layer;
     const int64_t n_embd = hp.n_embd;
@@ -173,7 +173,7 @@ void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
     // to it (its weights are read once per batch) and add the weighted outputs.
     const int n_exp = int(hp.n_expert), k_used = int(hp.n_expert_used);
     const int64_t n_ff = hp.n_ff_expert;
-    matmul(l.router, in, n, s.router_logits.data());
+    matmul(l.router, router_in ? router_in : in, n, s.router_logits.data());
     if (!l.router_bias.empty()) add_rows(s.router_logits.data(), l.router_bias.data(), n, n_exp);
     for (uint32_t t = 0; t < n; ++t) {
         select_experts(hp, s.router_logits.data() + t * n_exp,
@@ -213,11 +213,12 @@ void ForwardStep::ffn(uint32_t il, const float* in, float* out) {
         if (!l.exp_down_bias.empty())
             add_rows(s.moe_out.data(), l.exp_down_bias.data() + e * n_embd, count, n_embd);
         if (source) source->release(il, e);
-        // Scatter: out[t] += weight * expert_out.
+        // Scatter: out[t] += weight * expert_out (gemma4: times the expert's output scale).
+        const float scale = l.exp_down_scale.empty() ? 1.0f : l.exp_down_scale[size_t(e)];
         for (uint32_t i = 0; i < count; ++i) {
             const uint32_t t = uint32_t(s.moe_tokens[i]) / k_used;
             add_scaled(out + t * n_embd, s.moe_out.data() + i * n_embd,
-                       s.moe_weight[s.moe_tokens[i]], n_embd);
+                       s.moe_weight[s.moe_tokens[i]] * scale, n_embd);
         }
     }
     if (l.shared_gate.data) {

@@ -53,8 +53,17 @@ struct ForwardStep {
     void attention_mla(uint32_t il);  // multi-head latent attention (deepseek2)
     void delta_net(uint32_t il);      // forward_delta_net.cpp: gated DeltaNet (qwen35)
     void short_conv(uint32_t il);     // forward_short_conv.cpp: gated short conv (lfm2)
-    // FFN of layer il on `in` (n x n_embd), its output in `out`.
-    void ffn(uint32_t il, const float* in, float* out);  // forward_ffn.cpp
+    // FFN of layer il on `in` (n x n_embd), its output in `out`. The router reads router_in
+    // when given (gemma4), else `in`.
+    void ffn(uint32_t il, const float* in, float* out,
+             const float* router_in = nullptr);  // forward_ffn.cpp
+    // gemma4 (forward_gemma4.cpp): the per-layer inputs of the batch's tokens (from the scaled
+    // input embeddings in s.x), a MoE layer's dense MLP and experts from the residual s.x (the
+    // sum of both, each normalised, in `out`), and the end of a layer (per-layer input branch,
+    // output scale) on s.x.
+    void per_layer_inputs();
+    void gemma4_moe_ffn(uint32_t il, float* out);
+    void gemma4_layer_end(uint32_t il);
     // MoE under a memory budget: asks the expert source for layer il's routed experts and the
     // next layer's likely ones (forward_ffn.cpp).
     void prefetch_experts(uint32_t il, const float* in);

@@ -138,16 +138,21 @@ HParams read_hparams(const gguf::GgufFile& f) {
     hp.n_embd = require_u32(f, a, "embedding_length");
     hp.n_layer = require_u32(f, a, "block_count");
     hp.n_head = require_u32(f, a, "attention.head_count");
+    // Per-layer arrays: the largest entry; the architecture's read hook says what the others mean.
+    const auto largest = [&](const char* key) {
+        uint32_t n = 0;
+        for (uint32_t v : get_arch_u32_per_layer(f, a, key, hp.n_layer)) n = std::max(n, v);
+        return n;
+    };
     if (info->per_layer_kv_heads) {
-        // The largest; the architecture's read hook says what the others mean.
-        hp.n_head_kv = 0;
-        for (uint32_t kv : get_arch_u32_per_layer(f, a, "attention.head_count_kv", hp.n_layer))
-            hp.n_head_kv = std::max(hp.n_head_kv, kv);
+        hp.n_head_kv = largest("attention.head_count_kv");
+        if (!f.find(a + ".attention.head_count_kv")) hp.n_head_kv = hp.n_head;
     } else {
         hp.n_head_kv = get_arch_u32(f, a, "attention.head_count_kv").value_or(hp.n_head);
     }
     hp.n_ctx_train = get_arch_u32(f, a, "context_length").value_or(2048);
-    hp.n_ff = get_arch_u32(f, a, "feed_forward_length").value_or(0);
+    hp.n_ff = info->per_layer_ff ? largest("feed_forward_length")
+                                 : get_arch_u32(f, a, "feed_forward_length").value_or(0);
 
     // Bounds that keep every later size computation far from overflow.
     check_range(f, "embedding_length", hp.n_embd, 1, 1u << 17);

@@ -109,7 +109,10 @@ struct HParams {
     uint32_t swa_pattern = 0;  // every swa_pattern-th layer (the last of each group) is global
     float rope_freq_base_swa = 10000.0f;
     float rope_freq_scale_swa = 1.0f;
+    // gemma4: which layers slide, from a bool array (empty: swa_pattern decides).
+    std::vector<bool> swa_layers;
     bool swa_layer(uint32_t il) const {
+        if (!swa_layers.empty()) return n_swa > 0 && swa_layers[il];
         return n_swa > 0 && (swa_pattern == 0 || il % swa_pattern < swa_pattern - 1);
     }
 
@@ -129,7 +132,42 @@ struct HParams {
     LayerKind kind(uint32_t il) const {
         return layer_kinds.empty() ? LayerKind::attention : layer_kinds[il];
     }
-    bool has_kv(uint32_t il) const { return kind(il) == LayerKind::attention; }
+    // An attention layer with a KV cache of its own: not recurrent, and not one of gemma4's
+    // KV-sharing layers (they attend to kv_layer(il)'s keys and values).
+    bool has_kv(uint32_t il) const {
+        return kind(il) == LayerKind::attention && kv_layer(il) == il;
+    }
+    // The layer whose cache layer il attends to: itself, or (gemma4's last n_kv_shared layers) the
+    // last layer of the same kind (sliding or full) before them that has its own.
+    uint32_t kv_layer(uint32_t il) const {
+        if (n_kv_shared == 0 || il < n_layer - n_kv_shared) return il;
+        for (uint32_t j = n_layer - n_kv_shared; j-- > 0;) {
+            if (swa_layer(j) == swa_layer(il)) return j;
+        }
+        return il;  // read_gemma4 refuses a model where no such layer exists
+    }
+    uint32_t n_kv_shared = 0;  // attention.shared_kv_layers
+    // Per-layer attention sizes (gemma4: sliding and full layers differ); empty: the scalars.
+    std::vector<uint32_t> head_dim_k_l, head_dim_v_l, n_head_kv_l;
+    uint32_t head_dim_k_of(uint32_t il) const {
+        return head_dim_k_l.empty() ? head_dim_k : head_dim_k_l[il];
+    }
+    uint32_t head_dim_v_of(uint32_t il) const {
+        return head_dim_v_l.empty() ? head_dim_v : head_dim_v_l[il];
+    }
+    uint32_t n_head_kv_of(uint32_t il) const {
+        return n_head_kv_l.empty() ? n_head_kv : n_head_kv_l[il];
+    }
+    std::vector<uint32_t> n_ff_l;  // gemma4: per-layer FFN widths (empty: n_ff everywhere)
+    uint32_t n_ff_of(uint32_t il) const { return n_ff_l.empty() ? n_ff : n_ff_l[il]; }
+    uint32_t n_rot_swa = 0;  // gemma4: rotated dims of the sliding layers (0: n_rot)
+    // gemma4: V normalised per head (RMSNorm without weight); a layer without attn_v uses K's
+    // projection as V (before K's norm and RoPE).
+    bool v_norm = false;
+    // gemma4 MoE: every MoE layer also has a dense MLP, each branch with its own norms.
+    bool moe_with_dense = false;
+    // gemma4 per-layer embeddings (PLE): n_embd_per_layer floats per layer and token (0: none).
+    uint32_t n_embd_per_layer = 0;
     // Layers with a per-sequence recurrent state instead of a KV cache.
     uint32_t n_recurrent_layers() const;
     DeltaNetShape delta_net;
@@ -149,6 +187,7 @@ struct HParams {
     // qwen35: attn_q also yields, per head, a gate: out = attention * sigmoid(gate).
     bool attn_output_gate = false;
 
+    // The largest over the layers (head_dim_k, head_dim_v and n_head_kv are the largest too).
     uint32_t n_embd_k_gqa() const { return head_dim_k * n_head_kv; }
     uint32_t n_embd_v_gqa() const { return head_dim_v * n_head_kv; }
 };

@@ -44,13 +44,6 @@ struct Layout {
     uint32_t n_ringed;
 };
 
-// Layers with a KV cache (a recurrent layer keeps its own state instead).
-uint32_t kv_layers(const HParams& hp) {
-    uint32_t n = 0;
-    for (uint32_t il = 0; il < hp.n_layer; ++il) n += hp.has_kv(il) ? 1 : 0;
-    return n;
-}
-
 Layout layout_of(const HParams& hp, uint32_t n_ctx, uint32_t n_seq, uint32_t max_batch) {
     Layout l{pool_pages(n_ctx, n_seq), 0, 0};
     uint32_t n_swa_layers = 0;
@@ -83,43 +76,57 @@ void check_latent_types(const HParams& hp, GgmlType k_type, GgmlType v_type) {
 
 }  // namespace
 
+namespace {
+
+// Bytes of one position of one sequence in layer il (keys and values of all its KV heads).
+uint64_t layer_position_bytes(const HParams& hp, uint32_t il, GgmlType k_type, GgmlType v_type) {
+    const TypeTraits& kt = kv_traits(k_type, hp.head_dim_k_of(il), "keys");
+    const TypeTraits& vt = kv_traits(v_type, hp.head_dim_v_of(il), "values");
+    const uint64_t v = hp.mla() ? 0 : row_bytes(vt, hp.head_dim_v_of(il));
+    return (row_bytes(kt, hp.head_dim_k_of(il)) + v) * hp.n_head_kv_of(il);
+}
+
+}  // namespace
+
 uint64_t KvCache::bytes_per_position(const HParams& hp, GgmlType k_type, GgmlType v_type) {
-    const TypeTraits& kt = kv_traits(k_type, hp.head_dim_k, "keys");
-    const TypeTraits& vt = kv_traits(v_type, hp.head_dim_v, "values");
     check_latent_types(hp, k_type, v_type);
-    const uint64_t v_bytes = hp.mla() ? 0 : row_bytes(vt, hp.n_embd_v_gqa());
-    return (row_bytes(kt, hp.n_embd_k_gqa()) + v_bytes) * kv_layers(hp);
+    uint64_t bytes = 0;
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        if (hp.has_kv(il)) bytes += layer_position_bytes(hp, il, k_type, v_type);
+    }
+    return bytes;
 }
 
 uint64_t KvCache::bytes_needed(const HParams& hp, uint32_t n_ctx, GgmlType k_type, GgmlType v_type,
                                uint32_t n_seq_max, uint32_t max_batch) {
     n_ctx = std::max(1u, n_ctx);
     n_seq_max = std::max(1u, n_seq_max);
+    check_latent_types(hp, k_type, v_type);
     const Layout l = layout_of(hp, n_ctx, n_seq_max, max_batch);
-    const uint32_t n_kv = kv_layers(hp);
-    if (n_kv == 0) return 0;
-    const uint64_t per_layer = bytes_per_position(hp, k_type, v_type) / n_kv;
-    const uint64_t paged = uint64_t(n_kv - l.n_ringed) * l.pool_pages;
-    const uint64_t ringed = uint64_t(l.n_ringed) * n_seq_max * l.ring_pages;
-    return per_layer * (paged + ringed) * kKvPageSize;
+    uint64_t bytes = 0;
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        if (!hp.has_kv(il)) continue;
+        const bool ring = l.n_ringed > 0 && hp.swa_layer(il);
+        const uint64_t positions =
+            (ring ? uint64_t(n_seq_max) * l.ring_pages : l.pool_pages) * kKvPageSize;
+        bytes += layer_position_bytes(hp, il, k_type, v_type) * positions;
+    }
+    return bytes;
 }
 
 KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType k_type,
                  GgmlType v_type, uint32_t max_batch)
     : n_ctx_(n_ctx),
       n_layer_(hp.n_layer),
-      n_head_kv_(hp.n_head_kv),
-      head_dim_k_(hp.head_dim_k),
       n_pages_(0),
       k_traits_(&kv_traits(k_type, hp.head_dim_k, "keys")),
       v_traits_(&kv_traits(v_type, hp.head_dim_v, "values")),
-      k_row_bytes_(row_bytes(*k_traits_, hp.head_dim_k)),
-      v_row_bytes_(row_bytes(*v_traits_, hp.head_dim_v)),
       values_in_keys_(hp.mla()),
       rope_offset_(hp.mla() ? hp.kv_lora_rank : 0) {
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         swa_layers_.push_back(hp.swa_layer(il));
         rotated_.push_back(hp.rope_layer(il));
+        src_.push_back(hp.kv_layer(il));
     }
     check_latent_types(hp, k_type, v_type);
     if (n_ctx == 0) fail(ErrorKind::invalid_argument, "context size must be at least 1");
@@ -128,25 +135,29 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType
     n_pages_ = lay.pool_pages;
     ring_pages_ = lay.ring_pages;
     window_ = hp.n_swa;
-    uint32_t n_paged = 0, n_ringed = 0;
+    // Each layer's region, one after the other: keys, then values.
+    uint64_t offset = 0;
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         has_kv_.push_back(hp.has_kv(il));
-        if (!hp.has_kv(il)) {
-            ringed_.push_back(false);
-            slot_.push_back(0);
-            continue;
-        }
-        const bool ring = lay.n_ringed > 0 && hp.swa_layer(il);
+        LayerRows r;
+        const bool ring = hp.has_kv(il) && lay.n_ringed > 0 && hp.swa_layer(il);
         ringed_.push_back(ring);
-        slot_.push_back(ring ? n_ringed++ : n_paged++);
+        if (hp.has_kv(il)) {
+            r.n_head_kv = hp.n_head_kv_of(il);
+            r.head_dim_k = hp.head_dim_k_of(il);
+            r.k_row = row_bytes(kv_traits(k_type, r.head_dim_k, "keys"), r.head_dim_k);
+            const uint32_t hd_v = hp.head_dim_v_of(il);
+            r.v_row = values_in_keys_ ? 0 : row_bytes(kv_traits(v_type, hd_v, "values"), hd_v);
+            const uint64_t rows = uint64_t(r.n_head_kv) * kKvPageSize *
+                                  (ring ? uint64_t(n_seq_max) * ring_pages_ : uint64_t(n_pages_));
+            r.k_base = size_t(offset);
+            offset += rows * r.k_row;
+            r.v_base = size_t(offset);
+            offset += rows * r.v_row;
+        }
+        lay_.push_back(r);
     }
-    const uint64_t rows = uint64_t(n_pages_) * kKvPageSize * n_paged * hp.n_head_kv;
-    const uint64_t ring_rows =
-        uint64_t(ring_pages_) * kKvPageSize * n_seq_max * n_ringed * hp.n_head_kv;
-    const uint64_t v_row = values_in_keys_ ? 0 : v_row_bytes_;
-    const uint64_t k_bytes = uint64_t(k_row_bytes_) * rows;
-    const uint64_t v_bytes = v_row * rows;
-    bytes_ = (k_row_bytes_ + v_row) * (rows + ring_rows);
+    bytes_ = offset;
     // calloc: pages are only touched (and counted in RSS) as positions are filled; ring rows
     // never written are zeros, which attention may read (masked) but never as NaN.
     void* p = std::calloc(1, size_t(std::max<uint64_t>(bytes_, 1)));
@@ -155,10 +166,7 @@ KvCache::KvCache(const HParams& hp, uint32_t n_ctx, uint32_t n_seq_max, GgmlType
              double(bytes_) / (1 << 20), n_ctx);
     }
     storage_ = {static_cast<uint8_t*>(p), std::free};
-    k_ = storage_.get();
-    v_ = k_ + k_bytes;
-    k_ring_ = v_ + v_bytes;
-    v_ring_ = k_ring_ + uint64_t(k_row_bytes_) * ring_rows;
+    base_ = storage_.get();
     seqs_.resize(n_seq_max);
     if (ring_pages_ > 0) {
         for (uint32_t q = 0; q < n_seq_max; ++q) {
@@ -195,12 +203,13 @@ void KvCache::release_page(uint32_t page) {
 void KvCache::copy_page(uint32_t from, uint32_t to) {
     for (uint32_t il = 0; il < n_layer_; ++il) {
         if (ringed(il) || !has_kv_[il]) continue;
-        for (uint32_t h = 0; h < n_head_kv_; ++h) {
-            std::memcpy(k_ + offset(il, h, to, 0, k_row_bytes_),
-                        k_ + offset(il, h, from, 0, k_row_bytes_), kKvPageSize * k_row_bytes_);
+        const LayerRows& r = lay_[il];
+        for (uint32_t h = 0; h < r.n_head_kv; ++h) {
+            std::memcpy(base_ + r.k_base + page_index(h, to) * r.k_row,
+                        base_ + r.k_base + page_index(h, from) * r.k_row, kKvPageSize * r.k_row);
             if (values_in_keys_) continue;
-            std::memcpy(v_ + offset(il, h, to, 0, v_row_bytes_),
-                        v_ + offset(il, h, from, 0, v_row_bytes_), kKvPageSize * v_row_bytes_);
+            std::memcpy(base_ + r.v_base + page_index(h, to) * r.v_row,
+                        base_ + r.v_base + page_index(h, from) * r.v_row, kKvPageSize * r.v_row);
         }
     }
 }
@@ -259,33 +268,30 @@ void KvCache::set_len(uint32_t seq, uint32_t len) {
     s.len = len;
 }
 
-KvRows KvCache::rows(uint32_t layer, uint32_t seq, const uint8_t* base, const uint8_t* ring_base,
-                     size_t row, const TypeTraits* traits) const {
+KvRows KvCache::rows(uint32_t layer, uint32_t seq, size_t base, size_t row,
+                     const TypeTraits* traits) const {
     const Seq& s = seqs_[check(seq)];
     if (ringed(layer)) {
-        const size_t head_stride = seqs_.size() * ring_pages_ * kKvPageSize * row;
-        return {ring_base + size_t(slot_[layer]) * n_head_kv_ * head_stride,
+        return {base_ + base,
                 row,
-                head_stride,
+                seqs_.size() * ring_pages_ * kKvPageSize * row,
                 traits,
                 s.ring_table.data(),
                 kKvPageSize * row};
     }
-    return {base + offset(layer, 0, 0, 0, row),
-            row,
-            size_t(n_pages_) * kKvPageSize * row,
-            traits,
-            s.pages.data(),
+    return {base_ + base,     row, size_t(n_pages_) * kKvPageSize * row, traits, s.pages.data(),
             kKvPageSize * row};
 }
 
 KvRows KvCache::keys(uint32_t layer, uint32_t seq) const {
-    return rows(layer, seq, k_, k_ring_, k_row_bytes_, k_traits_);
+    layer = src_[layer];
+    return rows(layer, seq, lay_[layer].k_base, lay_[layer].k_row, k_traits_);
 }
 
 KvRows KvCache::values(uint32_t layer, uint32_t seq) const {
     if (values_in_keys_) return keys(layer, seq);  // the first head_dim_v elements of each row
-    return rows(layer, seq, v_, v_ring_, v_row_bytes_, v_traits_);
+    layer = src_[layer];
+    return rows(layer, seq, lay_[layer].v_base, lay_[layer].v_row, v_traits_);
 }
 
 uint32_t KvCache::lowest_held(const Seq& s) const {
@@ -304,14 +310,14 @@ uint32_t KvCache::keepable(uint32_t seq, uint32_t n) const {
 void KvCache::copy_ring(uint32_t from, uint32_t to) {
     for (uint32_t il = 0; il < n_layer_; ++il) {
         if (!ringed(il)) continue;
-        for (uint32_t h = 0; h < n_head_kv_; ++h) {
+        const LayerRows& r = lay_[il];
+        for (uint32_t h = 0; h < r.n_head_kv; ++h) {
             for (uint32_t pg = 0; pg < ring_pages_; ++pg) {
                 const uint32_t pos = pg * kKvPageSize;
-                std::memcpy(k_row(il, h, to, pos), k_row(il, h, from, pos),
-                            kKvPageSize * k_row_bytes_);
+                std::memcpy(k_row(il, h, to, pos), k_row(il, h, from, pos), kKvPageSize * r.k_row);
                 if (!values_in_keys_) {
                     std::memcpy(v_row(il, h, to, pos), v_row(il, h, from, pos),
-                                kKvPageSize * v_row_bytes_);
+                                kKvPageSize * r.v_row);
                 }
             }
         }
@@ -421,33 +427,32 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
     std::vector<uint8_t> moved;
     for (uint32_t il = 0; il < n_layer_; ++il) {
         if (!has_kv_[il]) continue;
-        for (uint32_t h = 0; h < n_head_kv_; ++h) {
+        const size_t k_bytes = lay_[il].k_row, v_bytes = values_in_keys_ ? 0 : lay_[il].v_row;
+        for (uint32_t h = 0; h < lay_[il].n_head_kv; ++h) {
             if (ringed(il)) {
                 const uint32_t n = new_len - ring_move_from;
-                const size_t row = k_row_bytes_ + (values_in_keys_ ? 0 : v_row_bytes_);
+                const size_t row = k_bytes + v_bytes;
                 moved.resize(size_t(n) * row);
                 for (uint32_t j = 0; j < n; ++j) {
                     const uint32_t from = ring_move_from + j + n_discard;
-                    std::memcpy(&moved[j * row], k_row(il, h, seq, from), k_row_bytes_);
-                    if (!values_in_keys_)
-                        std::memcpy(&moved[j * row + k_row_bytes_], v_row(il, h, seq, from),
-                                    v_row_bytes_);
+                    std::memcpy(&moved[j * row], k_row(il, h, seq, from), k_bytes);
+                    if (v_bytes)
+                        std::memcpy(&moved[j * row + k_bytes], v_row(il, h, seq, from), v_bytes);
                 }
                 for (uint32_t j = 0; j < n; ++j) {
                     const uint32_t to = ring_move_from + j;
-                    std::memcpy(k_row(il, h, seq, to), &moved[j * row], k_row_bytes_);
-                    if (!values_in_keys_)
-                        std::memcpy(v_row(il, h, seq, to), &moved[j * row + k_row_bytes_],
-                                    v_row_bytes_);
+                    std::memcpy(k_row(il, h, seq, to), &moved[j * row], k_bytes);
+                    if (v_bytes)
+                        std::memcpy(v_row(il, h, seq, to), &moved[j * row + k_bytes], v_bytes);
                 }
                 continue;
             }
             for (uint32_t j = 0; j < n_moved; ++j) {
                 std::memcpy(k_row(il, h, seq, n_keep + j), k_row(il, h, seq, first_moved + j),
-                            k_row_bytes_);
-                if (values_in_keys_) continue;
+                            k_bytes);
+                if (!v_bytes) continue;
                 std::memcpy(v_row(il, h, seq, n_keep + j), v_row(il, h, seq, first_moved + j),
-                            v_row_bytes_);
+                            v_bytes);
             }
         }
     }
@@ -459,23 +464,32 @@ void KvCache::discard(uint32_t seq, uint32_t n_keep, uint32_t n_discard, const R
     std::vector<float> cos_sin(size_t(rope.n_rot)), cos_sin_swa(size_t(rope_swa.n_rot));
     rope_rotation(rope, -float(n_discard), cos_sin.data());
     rope_rotation(rope_swa, -float(n_discard), cos_sin_swa.data());
-    const int64_t n_rows = int64_t(n_layer_) * n_head_kv_ * n_moved;
+    uint32_t max_heads = 0, max_dim = 0;
+    for (const LayerRows& r : lay_) {
+        max_heads = std::max(max_heads, r.n_head_kv);
+        max_dim = std::max(max_dim, r.head_dim_k);
+    }
+    const int64_t n_rows = int64_t(n_layer_) * max_heads * n_moved;
     if (n_rows == 0) return;
-    parallel_for_work(par, n_rows * head_dim_k_, [&](int ith, int nth) {
-        std::vector<float> key(head_dim_k_);
+    parallel_for_work(par, n_rows * max_dim, [&](int ith, int nth) {
+        std::vector<float> key(max_dim);
         const Range r = split_range(n_rows, ith, nth);
         for (int64_t i = r.begin; i < r.end; ++i) {
             const int64_t layer_head = i / n_moved;
-            const uint32_t layer = uint32_t(layer_head / n_head_kv_);
+            const uint32_t layer = uint32_t(layer_head / max_heads);
+            const uint32_t head = uint32_t(layer_head % max_heads);
             const uint32_t pos = n_keep + uint32_t(i % n_moved);
             if (!has_kv_[layer] || !rotated_[layer]) continue;    // no rows; no RoPE (NoPE)
+            if (head >= lay_[layer].n_head_kv) continue;          // fewer heads in this layer
             if (ringed(layer) && pos < ring_move_from) continue;  // not in the ring any more
-            uint8_t* row = k_row(layer, uint32_t(layer_head % n_head_kv_), seq, pos);
-            k_traits_->to_float(row, key.data(), head_dim_k_);
+            const int hd = int(lay_[layer].head_dim_k);
+            uint8_t* row = k_row(layer, head, seq, pos);
+            k_traits_->to_float(row, key.data(), hd);
             const bool swa = swa_layers_[layer];
-            rope_apply(swa ? rope_swa : rope, swa ? cos_sin_swa.data() : cos_sin.data(),
-                       key.data() + rope_offset_, 1, int(head_dim_k_ - rope_offset_));
-            k_traits_->from_float(key.data(), row, head_dim_k_);
+            const RopeParams& rp = swa ? rope_swa : rope;
+            rope_apply(rp, swa ? cos_sin_swa.data() : cos_sin.data(), key.data() + rope_offset_, 1,
+                       hd - int(rope_offset_));
+            k_traits_->from_float(key.data(), row, hd);
         }
     });
 }

@@ -4,13 +4,15 @@
 //
 // Paged: positions are stored in pages of kKvPageSize consecutive positions, and each sequence
 // has a page table (its positions 0, 1, ... in pages[0], pages[1], ...). Storage is head-major
-// ([layer][KV head][page][slot]) so that attention, which reads one head at a time, streams
-// contiguous rows within a page. Pages are shared between sequences by reference count: copying
-// a sequence's prefix to another shares its pages (nothing is recomputed or copied), and a page
-// is copied only when a sequence writes into one that another sequence also holds
-// (copy-on-write). The pool holds n_ctx positions, plus one page per extra sequence for the
-// partly filled last pages. Multi-head latent attention (deepseek2) caches one row per position,
-// the KV latent then the rope key, and reads the values from the latent part of that row.
+// ([layer][KV head][page][slot], each layer with its own head count and head size: gemma4's
+// sliding and full layers differ; a KV-sharing layer reads an earlier layer's rows and has none)
+// so that attention, which reads one head at a time, streams contiguous rows within a page. Pages
+// are shared between sequences by reference count: copying a sequence's prefix to another shares
+// its pages (nothing is recomputed or copied), and a page is copied only when a sequence writes
+// into one that another sequence also holds (copy-on-write). The pool holds n_ctx positions, plus
+// one page per extra sequence for the partly filled last pages. Multi-head latent attention
+// (deepseek2) caches one row per position, the KV latent then the rope key, and reads the values
+// from the latent part of that row.
 //
 // Sliding-window layers (gemma) keep only a ring of each sequence's last positions: window +
 // the largest batch, in whole pages, whatever n_ctx (position p in slot p mod ring). Their rows
@@ -63,17 +65,16 @@ class KvCache {
     void reserve(uint32_t seq, uint32_t n);
     void set_len(uint32_t seq, uint32_t len);
 
-    // The key or value of one head at one position of a sequence (head_dim elements).
+    // The key or value of one head at one position of a sequence (the layer's head_dim elements).
     uint8_t* k_row(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) {
-        if (ringed(layer)) return k_ring_ + ring_offset(layer, head, seq, pos, k_row_bytes_);
-        return k_ + offset(layer, head, page_of(seq, pos), pos % kKvPageSize, k_row_bytes_);
+        return base_ + lay_[layer].k_base + row_index(layer, head, seq, pos) * lay_[layer].k_row;
     }
     // (MLA: the values are the keys' first head_dim_v elements; there is no value row to write.)
     uint8_t* v_row(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) {
-        if (ringed(layer)) return v_ring_ + ring_offset(layer, head, seq, pos, v_row_bytes_);
-        return v_ + offset(layer, head, page_of(seq, pos), pos % kKvPageSize, v_row_bytes_);
+        return base_ + lay_[layer].v_base + row_index(layer, head, seq, pos) * lay_[layer].v_row;
     }
-    // A layer's keys or values of one sequence, as attention reads them.
+    // A layer's keys or values of one sequence, as attention reads them (a KV-sharing layer's
+    // are those of the layer it shares: HParams::kv_layer).
     KvRows keys(uint32_t layer, uint32_t seq) const;
     KvRows values(uint32_t layer, uint32_t seq) const;
 
@@ -113,28 +114,36 @@ class KvCache {
         uint32_t ring_from = 0;            // the ring holds positions from here (and len - ring)
     };
 
+    // Where each layer's rows live: its own region of the storage, head-major, ([KV head][page]
+    // [slot] paged, [KV head][sequence][ring page][slot] ringed), with its own head count and row
+    // sizes (gemma4's sliding and full layers differ). A layer without KV has no region.
+    struct LayerRows {
+        uint32_t n_head_kv = 0;
+        uint32_t head_dim_k = 0;
+        size_t k_row = 0, v_row = 0;    // bytes of one head's key / value row
+        size_t k_base = 0, v_base = 0;  // offsets of its regions in the storage
+    };
+
     uint32_t check(uint32_t seq) const;
     uint32_t page_of(uint32_t seq, uint32_t pos) const {
         return seqs_[seq].pages[pos / kKvPageSize];
     }
-    size_t offset(uint32_t layer, uint32_t head, uint32_t page, uint32_t slot, size_t row) const {
-        return (((size_t(slot_[layer]) * n_head_kv_ + head) * n_pages_ + page) * kKvPageSize +
-                slot) *
-               row;
-    }
     bool ringed(uint32_t layer) const { return ringed_[layer]; }
-    // [ringed layer][KV head][sequence][ring page][slot]
-    size_t ring_offset(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos,
-                       size_t row) const {
-        const size_t ring_page = seqs_[seq].ring_table[pos / kKvPageSize];
-        return (((size_t(slot_[layer]) * n_head_kv_ + head) * seqs_.size() * ring_pages_ +
-                 ring_page) *
-                    kKvPageSize +
-                pos % kKvPageSize) *
-               row;
+    // The row of (head, pos) of a sequence within its layer's region, in rows.
+    size_t row_index(uint32_t layer, uint32_t head, uint32_t seq, uint32_t pos) const {
+        if (ringed(layer)) {
+            const size_t ring_page = seqs_[seq].ring_table[pos / kKvPageSize];
+            return (size_t(head) * seqs_.size() * ring_pages_ + ring_page) * kKvPageSize +
+                   pos % kKvPageSize;
+        }
+        return (size_t(head) * n_pages_ + page_of(seq, pos)) * kKvPageSize + pos % kKvPageSize;
     }
-    KvRows rows(uint32_t layer, uint32_t seq, const uint8_t* base, const uint8_t* ring_base,
-                size_t row, const TypeTraits* traits) const;
+    // The first row of a page of a paged layer's head, in rows.
+    size_t page_index(uint32_t head, uint32_t page) const {
+        return (size_t(head) * n_pages_ + page) * kKvPageSize;
+    }
+    KvRows rows(uint32_t layer, uint32_t seq, size_t base, size_t row,
+                const TypeTraits* traits) const;
     uint32_t lowest_held(const Seq& s) const;
     void copy_ring(uint32_t from, uint32_t to);
     void drop_after(uint32_t seq, uint32_t n_keep);  // truncate without the ring check
@@ -144,28 +153,22 @@ class KvCache {
 
     uint32_t n_ctx_;
     uint32_t n_layer_;
-    uint32_t n_head_kv_;
-    uint32_t head_dim_k_;
     uint32_t n_pages_;
     const TypeTraits* k_traits_;
     const TypeTraits* v_traits_;
-    size_t k_row_bytes_;  // one head
-    size_t v_row_bytes_;
     bool values_in_keys_;   // MLA: one latent row per position serves as key and value
     uint32_t rope_offset_;  // where the rotated part of a key row starts (MLA: after the latent)
+    std::vector<LayerRows> lay_;
+    std::vector<uint32_t> src_;  // per layer: the layer whose rows it reads (KV sharing)
     std::vector<bool> swa_layers_;
-    std::vector<bool> has_kv_;    // per layer: false for a recurrent layer (no rows at all)
-    std::vector<bool> rotated_;   // per layer: its keys carry RoPE (false: a NoPE layer)
-    std::vector<bool> ringed_;    // per layer: keeps a ring (sliding window) or pages
-    std::vector<uint32_t> slot_;  // per layer: its index among the ringed or the paged layers
-    uint32_t window_ = 0;         // positions a sliding-window layer attends to
-    uint32_t ring_pages_ = 0;     // per sequence and ringed layer
-    uint8_t* k_ring_ = nullptr;
-    uint8_t* v_ring_ = nullptr;
+    std::vector<bool> has_kv_;   // per layer: false for a recurrent or KV-sharing layer
+    std::vector<bool> rotated_;  // per layer: its keys carry RoPE (false: a NoPE layer)
+    std::vector<bool> ringed_;   // per layer: keeps a ring (sliding window) or pages
+    uint32_t window_ = 0;        // positions a sliding-window layer attends to
+    uint32_t ring_pages_ = 0;    // per sequence and ringed layer
     uint64_t bytes_ = 0;
     std::unique_ptr<uint8_t, void (*)(void*)> storage_{nullptr, nullptr};
-    uint8_t* k_ = nullptr;
-    uint8_t* v_ = nullptr;
+    uint8_t* base_ = nullptr;
     std::vector<Seq> seqs_;
     std::vector<uint32_t> refs_;  // holders of each page
     std::vector<uint32_t> free_;  // free pages, the next one to take last

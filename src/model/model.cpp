@@ -103,8 +103,18 @@ Model Model::bind(const gguf::GgufFile& file) {
         } else {
             const int64_t ne = hp.n_expert, nf = hp.n_ff_expert;
             l.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, ne);
-            l.exp_gate = b.experts(p + "ffn_gate_exps.weight", n_embd, nf, ne);
-            l.exp_up = b.experts(p + "ffn_up_exps.weight", n_embd, nf, ne);
+            if (b.has(p + "ffn_gate_up_exps.weight")) {
+                // Fused (gemma4): each expert's rows 0 .. nf are the gate, nf .. 2 nf the up
+                // projection; the two roles are views of the same stack.
+                const ExpertWeights gu =
+                    b.experts(p + "ffn_gate_up_exps.weight", n_embd, 2 * nf, ne);
+                l.exp_gate = l.exp_up = gu;
+                l.exp_gate.first.n_rows = l.exp_up.first.n_rows = nf;
+                if (gu.first.data) l.exp_up.first.data += size_t(nf) * gu.first.row_bytes;
+            } else {
+                l.exp_gate = b.experts(p + "ffn_gate_exps.weight", n_embd, nf, ne);
+                l.exp_up = b.experts(p + "ffn_up_exps.weight", n_embd, nf, ne);
+            }
             l.exp_down = b.experts(p + "ffn_down_exps.weight", nf, n_embd, ne);
             if (arch.bind_moe_extra) arch.bind_moe_extra(b, hp, i, l);
         }
@@ -132,6 +142,11 @@ Model Model::bind(const gguf::GgufFile& file) {
     m.rope_swa = m.rope;
     m.rope_swa.freq_base = hp.rope_freq_base_swa;
     m.rope_swa.freq_scale = hp.rope_freq_scale_swa;
+    if (hp.n_rot_swa > 0) {
+        // gemma4: the sliding layers rotate their own (smaller) heads, without rope_freqs.
+        m.rope_swa.n_rot = int(hp.n_rot_swa);
+        m.rope_swa.freq_factors = nullptr;
+    }
 
     // Sizes.
     std::map<std::string, int> type_counts;
@@ -146,6 +161,7 @@ Model Model::bind(const gguf::GgufFile& file) {
     }
     uint64_t per_token =
         m.tok_embd.row_bytes + matrix_bytes(m.output) + m.output_norm.size() * sizeof(float);
+    per_token += m.ple_embd.row_bytes + matrix_bytes(m.ple_model_proj);  // gemma4 (0 otherwise)
     for (const Layer& l : m.layers) {
         for (const LayerMatrixRole& r : kLayerMatrices) per_token += matrix_bytes(l.*r.member);
         for (const LayerStackRole& r : kLayerStacks) {

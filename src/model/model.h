@@ -13,6 +13,7 @@
 #include "model/expert_source.h"
 #include "model/hparams.h"
 #include "model/layer_source.h"
+#include "model/ple_source.h"
 #include "tensor/ops.h"
 #include "tensor/parallel.h"
 
@@ -68,6 +69,14 @@ struct Layer {
     std::vector<float> ssm_dt_bias;  // per v head
     std::vector<float> ssm_a;        // per v head: -exp(A_log)
     std::vector<float> ssm_norm;     // head_dim: the gated RMSNorm of each head's output
+    // gemma4: the per-layer input's gate (n_embd -> n_embd_per_layer) and projection back, with
+    // its post-norm; the layer's output scalar.
+    WeightMatrix ple_gate, ple_proj;
+    std::vector<float> ple_post_norm, out_scale;
+    // gemma4 MoE layers: a dense MLP beside the experts, each with its own norms; the router
+    // reads RMSNorm(x) / sqrt(n_embd) x router_scale; each expert's output times its down scale.
+    std::vector<float> post_ffn_norm_1, pre_ffn_norm_2, post_ffn_norm_2, router_scale,
+        exp_down_scale;
 };
 
 // Every weight matrix a layer may have, in one list that binding's checks, repacking, the layer
@@ -99,6 +108,8 @@ inline constexpr LayerMatrixRole kLayerMatrices[] = {
     {"ffn_up_shexp", &Layer::shared_up},
     {"ffn_down_shexp", &Layer::shared_down},
     {"ffn_gate_inp_shexp", &Layer::shared_router},
+    {"inp_gate", &Layer::ple_gate},
+    {"proj", &Layer::ple_proj},
 };
 // Stacks of equally-shaped matrices in one 3-D tensor: the routed experts (one per expert), and
 // MLA's per-head k_b / v_b (one per query head).
@@ -136,6 +147,13 @@ inline constexpr std::vector<float> Layer::*kLayerVectors[] = {
     &Layer::exp_gate_bias,
     &Layer::exp_up_bias,
     &Layer::exp_down_bias,
+    &Layer::ple_post_norm,
+    &Layer::out_scale,
+    &Layer::post_ffn_norm_1,
+    &Layer::pre_ffn_norm_2,
+    &Layer::post_ffn_norm_2,
+    &Layer::router_scale,
+    &Layer::exp_down_scale,
 };
 
 struct Model {
@@ -149,6 +167,14 @@ struct Model {
     std::vector<float> rope_freq_factors;  // rope_freqs.weight (Llama 3.1+), empty if absent
     // phi3 LongRoPE: per-pair divisors for contexts past the original one (long) or within it.
     std::vector<float> rope_factors_long, rope_factors_short;
+    // gemma4 per-layer embeddings: per token, one row of n_layer x n_embd_per_layer (read by
+    // token, never multiplied), the projection of the scaled input embedding to the same width,
+    // and the norm of each layer's slice of it.
+    WeightMatrix ple_embd, ple_model_proj;
+    std::vector<float> ple_proj_norm;
+    // Where ple_embd's rows come from when the table stays on storage (its bytes in the mapping
+    // are then never read). Null: read in place.
+    PleSource* ple_source = nullptr;
 
     // The RoPE of layer il (sliding-window layers may differ).
     const RopeParams& rope_of(uint32_t il) const { return hp.swa_layer(il) ? rope_swa : rope; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -443,6 +444,15 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
     const uint32_t n_batch = std::clamp<uint32_t>(run.n_batch ? run.n_batch : 512, 1, m.n_ctx);
     const int n_threads = run.n_threads > 0 ? run.n_threads : default_thread_count();
     m.weights_bytes = f.weights_bytes;
+    // Gemma 4's per-layer embedding table stays on storage but for a cache of 16 recent tokens'
+    // rows (runtime/ple_reader.h), unless MEMWALL_PLE=resident keeps it.
+    const WeightMatrix& ple = f.model.ple_embd;
+    const char* ple_env = std::getenv("MEMWALL_PLE");
+    if (ple.traits && !(ple_env && std::string(ple_env) == "resident")) {
+        const uint64_t table = ple.row_bytes * uint64_t(ple.n_rows);
+        m.weights_bytes -= std::min(m.weights_bytes, table);
+        m.weights_bytes += std::min<uint64_t>(table, 16 * ple.row_bytes);
+    }
     const uint32_t n_seq = std::max(1u, run.n_seq);
     m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v, n_seq, n_batch);
     m.state_bytes = RecurrentState::bytes_needed(f.hp, n_seq);

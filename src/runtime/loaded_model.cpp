@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -14,8 +15,10 @@
 #include "format/ggml_types.h"
 #include "runtime/expert_cache.h"
 #include "runtime/layer_stream.h"
+#include "runtime/ple_reader.h"
 #include "sys/probe.h"
 #include "sys/thread_pool.h"
+#include "tensor/repack.h"
 #include "tensor/types.h"
 
 namespace mw {
@@ -208,6 +211,20 @@ void drop_copied_weights(LoadedModel& m, std::span<const std::pair<uint64_t, uin
                                 double(m.gpu_host_bytes_dropped) / (1 << 20));
 }
 
+// Gemma 4's per-layer embedding table: each token reads one row of it, so it is read from the
+// file row by row and its pages (made the process's own by repacking, or mapped) are given back.
+void keep_ple_on_storage(LoadedModel& m, const LoadOptions& options) {
+    const WeightMatrix& t = m.model.ple_embd;
+    const char* env = std::getenv("MEMWALL_PLE");
+    const bool resident = options.ple_resident || (env && std::string(env) == "resident");
+    if (!t.traits || !t.data || resident || !m.file.is_mapped() || is_packed(t.traits)) return;
+    const uint64_t at = uint64_t(t.data - m.file.bytes().data());
+    m.ple_source = std::make_unique<PleReader>(m.file.path(), at, t.row_bytes, t.n_cols, *t.traits);
+    m.model.ple_source = m.ple_source.get();
+    const std::pair<uint64_t, uint64_t> range{at, at + t.row_bytes * uint64_t(t.n_rows)};
+    m.ple_bytes_dropped = m.file.drop({&range, 1});
+}
+
 }  // namespace
 
 std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
@@ -244,6 +261,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
                                    double(m->repacked_bytes) / (1 << 20), kernel_isa()));
     }
     drop_copied_weights(*m, copied);
+    if (!options.vocab_only) keep_ple_on_storage(*m, options);
     if (!options.vocab_only) {
         m->load_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)

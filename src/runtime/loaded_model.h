@@ -39,6 +39,9 @@ struct LoadOptions {
     // 1.5 tok/s repacked on fill, 13 in the file's layout; moe-750m 6.4-7.4 against 17-18).
     bool repack_streamed = false;
     GpuPlacementOptions gpu;  // -ngl, --main-gpu, --gpu-required
+    // Gemma 4's per-layer embedding table stays on storage, each token reading its row
+    // (runtime/ple_reader.h), unless this keeps it resident (also MEMWALL_PLE=resident).
+    bool ple_resident = false;
 };
 
 struct LoadedModel {
@@ -56,6 +59,10 @@ struct LoadedModel {
     std::unique_ptr<gpu::Offload> offload;
     std::string gpu_report;               // what went to the GPU and what stayed ("" without -ngl)
     uint64_t gpu_host_bytes_dropped = 0;  // host pages of weights copied to the GPU, given back
+    // Gemma 4's per-layer embedding table on storage (model.ple_source), and the bytes of its
+    // pages given back after loading.
+    std::unique_ptr<PleSource> ple_source;
+    uint64_t ple_bytes_dropped = 0;
 
     static std::unique_ptr<LoadedModel> load(const std::string& path, const LoadOptions& options);
     // The same from bytes the caller keeps alive as long as the model (`file` stays empty);

@@ -193,6 +193,19 @@ Layout layout_of(const AttentionShape& s) {
     return l;
 }
 
+// Per-thread floats for every KV head count a batch of this shape may have (the layout depends on
+// the GQA group).
+size_t per_thread_floats(const AttentionShape& s) {
+    size_t most = layout_of(s).per_thread;
+    for (int kv = s.min_head_kv > 0 ? s.min_head_kv : s.n_head_kv; kv < s.n_head_kv; ++kv) {
+        if (s.n_head % kv != 0) continue;
+        AttentionShape other = s;
+        other.n_head_kv = kv;
+        most = std::max(most, layout_of(other).per_thread);
+    }
+    return most;
+}
+
 // Partial states of split decoding: per sequence, query head and split: max, sum, accumulator.
 size_t partial_floats(const AttentionShape& s) {
     return size_t(std::max<uint32_t>(1, s.max_seqs)) * size_t(s.n_head) *
@@ -202,13 +215,13 @@ size_t partial_floats(const AttentionShape& s) {
 }  // namespace
 
 uint64_t AttentionScratch::planned_bytes(const AttentionShape& s) {
-    const Layout l = layout_of(s);
-    return (l.per_thread * size_t(std::max(1, s.n_threads)) + partial_floats(s)) * sizeof(float) +
+    return (per_thread_floats(s) * size_t(std::max(1, s.n_threads)) + partial_floats(s)) *
+               sizeof(float) +
            (size_t(std::max<uint32_t>(1, s.max_seqs)) + 1) * sizeof(uint32_t);
 }
 
 AttentionScratch::AttentionScratch(const AttentionShape& s) : shape_(s) {
-    per_thread_ = layout_of(s).per_thread;
+    per_thread_ = per_thread_floats(s);
     partials_ = partial_floats(s);
     buffer_.assign(per_thread_ * size_t(std::max(1, s.n_threads)) + partials_, 0.0f);
     tiles_.assign(size_t(std::max<uint32_t>(1, s.max_seqs)) + 1, 0);
@@ -409,7 +422,9 @@ void merge_splits(const float* parts, int n_split, int hd_v, const float* sink, 
 
 void attention(Parallel& par, const AttentionBatch& b, AttentionScratch& scratch) {
     const AttentionShape& shape = scratch.shape_;
-    const Layout l = layout_of(shape);
+    AttentionShape this_batch = shape;  // the GQA group of this batch's layer
+    this_batch.n_head_kv = b.n_head_kv;
+    const Layout l = layout_of(this_batch);
     const AttentionKernels& kern = attention_kernels();
     if (b.n_seqs == 0) return;
     // The cache types are the same for every sequence of a layer.

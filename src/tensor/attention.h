@@ -89,6 +89,9 @@ struct AttentionShape {
     int head_dim_k;
     int head_dim_v;
     int n_threads;
+    // The fewest KV heads of a layer (gemma4's layers differ; 0: n_head_kv). Batches may have
+    // any count from here to n_head_kv that divides n_head, and head sizes up to the above.
+    int min_head_kv = 0;
 };
 
 // Per-thread working memory plus the partial states of split decoding; allocated once.

@@ -31,6 +31,8 @@ struct ArchSpec {
     // attention.head_count_kv may differ per layer (0: a layer without attention); hp.n_head_kv
     // is the largest and the architecture's read hook says what the others mean.
     bool per_layer_kv_heads = false;
+    // feed_forward_length may differ per layer (gemma4); hp.n_ff is the largest.
+    bool per_layer_ff = false;
     std::string_view output_norm = "output_norm.weight";
     // Keys beyond the common ones, read after them (the MoE keys included); null: none.
     void (*read)(const gguf::GgufFile&, HParams&) = nullptr;
@@ -109,5 +111,14 @@ void bind_lfm2moe_extra(Binder& b, const HParams& hp, uint32_t il, Layer& l);
 // everywhere, experts with the clamped SwiGLU.
 void read_gptoss(const gguf::GgufFile& f, HParams& hp);
 void bind_gptoss_layer(Binder& b, const HParams& hp, uint32_t il, Layer& l);
+
+// gemma4 (arch/gemma4.cpp): dense with per-layer embeddings (E2B, E4B) or with experts beside a
+// dense MLP (26B-A4B); sliding and full layers with their own head sizes, KV sharing.
+void read_gemma4(const gguf::GgufFile& f, HParams& hp);
+void bind_gemma4_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l);
+void bind_gemma4_ffn(Binder& b, const HParams& hp, uint32_t il, Layer& l);
+void bind_gemma4_moe(Binder& b, const HParams& hp, uint32_t il, Layer& l);
+// The per-layer embedding table, its projection and norm; rope_freqs (required).
+void bind_gemma4_model(Binder& b, Model& m);
 
 }  // namespace mw

@@ -58,6 +58,13 @@ const std::array kArchSpecs = [] {
     lfm2moe.bind_moe_extra = bind_lfm2moe_extra;
     ArchSpec gptoss = moe(neox(llama_like("gpt-oss", read_gptoss)));
     gptoss.bind_mixer = bind_gptoss_layer;
+    ArchSpec gemma4 = neox(llama_like("gemma4", read_gemma4));
+    gemma4.per_layer_kv_heads = true;
+    gemma4.per_layer_ff = true;
+    gemma4.bind_mixer = bind_gemma4_mixer;
+    gemma4.bind_dense_ffn = bind_gemma4_ffn;
+    gemma4.bind_moe_extra = bind_gemma4_moe;
+    gemma4.bind_model_extra = bind_gemma4_model;
     return std::array{
         llama_like("llama"),
         llama_like("mistral"),
@@ -77,6 +84,7 @@ const std::array kArchSpecs = [] {
         lfm2moe,
         llama_like("smollm3", read_smollm3),
         gptoss,
+        gemma4,
     };
 }();
 
