@@ -356,7 +356,15 @@ TEST(ServerHostile, LargePromptsAtOnceAreRefusedInBoundedMemory) {
     EXPECT_GE(by_bytes.load(), 1);
     EXPECT_EQ(by_bytes + busy, 8);
     EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
-    EXPECT_LT(peak - before, 64u << 20) << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
+#ifdef MW_TEST_SANITIZED
+    // ASan's quarantine keeps every freed buffer resident (each body's growth steps, its parsed
+    // copy: 130 MB seen), so only a bound far below reading and tokenizing all 56 MB holds there;
+    // the 64 MB bound is the release build's.
+    constexpr uint64_t kGrowth = 256u << 20;
+#else
+    constexpr uint64_t kGrowth = 64u << 20;
+#endif
+    EXPECT_LT(peak - before, kGrowth) << "peak RSS grew by " << (peak - before) / 1e6 << " MB";
 }
 
 // 200 connections sending their header a byte a second (Slowloris) held every HTTP thread:
