@@ -19,6 +19,7 @@
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 #include "support/gguf_edit.h"
+#include "support/model_inputs.h"
 #include "support/test_support.h"
 
 namespace mw {
@@ -27,33 +28,13 @@ namespace {
 const char* kDense = "reference/models/gemma4-tiny-F16.gguf";
 const char* kMoe = "reference/models/gemma4moe-tiny-F16.gguf";
 
-std::unique_ptr<LoadedModel> load(const std::string& relative) {
-    return LoadedModel::load(test::shared_path(relative), LoadOptions{});
-}
-
 std::string edited_copy(const std::string& name, const std::function<void(gguf::GgufWriter&)>& edit,
                         const std::string& drop_tensor = "") {
     return test::edited_gguf_copy(test::shared_path(kDense), "gemma4-" + name, edit, drop_tensor);
 }
 
-std::vector<int32_t> text_tokens(const LoadedModel& m, size_t start, size_t n) {
-    const std::string text =
-        test::read_text(test::shared_path("testdata/text/war-and-peace.txt")).substr(start, 800);
-    std::vector<int32_t> t = m.vocab->tokenize(text, start == 0, false);
-    t.resize(std::min(t.size(), n));
-    return t;
-}
-
-ContextParams params(uint32_t n_seq = 1) {
-    ContextParams p;
-    p.n_ctx = 512;
-    p.n_threads = 2;
-    p.n_seq_max = n_seq;
-    return p;
-}
-
 std::vector<float> fresh(const LoadedModel& m, const std::vector<int32_t>& tokens) {
-    Context ctx(m, params());
+    Context ctx(m, test::small_context());
     ctx.decode(tokens.data(), uint32_t(tokens.size()), false);
     const float* l = ctx.logits(-1);
     EXPECT_NE(l, nullptr);
@@ -61,7 +42,7 @@ std::vector<float> fresh(const LoadedModel& m, const std::vector<int32_t>& token
 }
 
 TEST(Gemma4, ReadsTheLayoutOfItsFile) {
-    const auto lm = load(kDense);
+    const auto lm = test::load_shared(kDense);
     const HParams& hp = lm->model.hp;
     ASSERT_EQ(hp.n_layer, 4u);
     EXPECT_EQ(hp.n_swa, 32u);
@@ -86,7 +67,7 @@ TEST(Gemma4, ReadsTheLayoutOfItsFile) {
     EXPECT_TRUE(lm->model.layers[2].ple_gate.traits);
     EXPECT_FALSE(lm->model.layers[2].wk.traits);  // a sharing layer has no K/V of its own
 
-    const auto moe = load(kMoe);
+    const auto moe = test::load_shared(kMoe);
     const HParams& mp = moe->model.hp;
     EXPECT_EQ(mp.n_head_kv_of(0), 2u);
     EXPECT_EQ(mp.n_head_kv_of(1), 1u);
@@ -100,11 +81,11 @@ TEST(Gemma4, ReadsTheLayoutOfItsFile) {
 // and layer 1 (1 head of 128), keys and values; the two sharing layers none.
 // gemma4moe-tiny: layer 0 two heads of 64, layer 1 one of 128.
 TEST(Gemma4, KvCacheHoldsRowsOnlyForLayersWithTheirOwnKv) {
-    const auto lm = load(kDense);
+    const auto lm = test::load_shared(kDense);
     const HParams& hp = lm->model.hp;
     EXPECT_EQ(KvCache::bytes_per_position(hp, GgmlType::F16, GgmlType::F16),
               uint64_t(64 + 128) * 2 * 2);
-    const auto moe = load(kMoe);
+    const auto moe = test::load_shared(kMoe);
     EXPECT_EQ(KvCache::bytes_per_position(moe->model.hp, GgmlType::F16, GgmlType::F16),
               uint64_t(2 * 64 + 128) * 2 * 2);
     // The allocation is what the planner predicts (the sliding layer keeps a ring).
@@ -131,8 +112,8 @@ TEST(Gemma4, PlanCountsOnlyTheLayersWithTheirOwnKv) {
         run.n_ctx = 512;
         run.n_threads = 2;
         const MemoryPlan plan = plan_memory(facts, run);
-        const auto m = load(path);
-        Context ctx(*m, params());
+        const auto m = test::load_shared(path);
+        Context ctx(*m, test::small_context());
         EXPECT_EQ(plan.kv_bytes, ctx.kv_bytes());
         // The per-layer embedding table counted on storage: 16 rows of it stay.
         const WeightMatrix& ple = facts.model.ple_embd;
@@ -150,12 +131,12 @@ TEST(Gemma4, PlanCountsOnlyTheLayersWithTheirOwnKv) {
 TEST(Gemma4, BatchedSequencesMatchSeparateRuns) {
     for (const char* path : {kDense, kMoe}) {
         SCOPED_TRACE(path);
-        const auto m = load(path);
+        const auto m = test::load_shared(path);
         const uint32_t n_vocab = m->model.hp.n_vocab;
         std::vector<std::vector<int32_t>> prompts = {
-            text_tokens(*m, 0, 45), text_tokens(*m, 2000, 20), text_tokens(*m, 4000, 37),
-            text_tokens(*m, 6000, 9)};
-        Context ctx(*m, params(4));
+            test::book_tokens(*m, 0, 45), test::book_tokens(*m, 2000, 20),
+            test::book_tokens(*m, 4000, 37), test::book_tokens(*m, 6000, 9)};
+        Context ctx(*m, test::small_context(4));
         std::vector<BatchToken> batch;
         int32_t last[4];  // each sequence's last token in the batch
         for (uint32_t s = 0; s < 4; ++s) {
@@ -198,9 +179,9 @@ TEST(Gemma4, PerLayerEmbeddingsOnStorageGiveTheResidentLogits) {
         ASSERT_NE(stored->model.ple_source, nullptr);
         EXPECT_EQ(kept->model.ple_source, nullptr);
         EXPECT_GT(stored->ple_bytes_dropped, 0u);
-        const auto tokens = text_tokens(*stored, 0, 70);
+        const auto tokens = test::book_tokens(*stored, 0, 70);
         const uint32_t n = uint32_t(tokens.size()), n_vocab = stored->model.hp.n_vocab;
-        Context a(*stored, params()), b(*kept, params());
+        Context a(*stored, test::small_context()), b(*kept, test::small_context());
         a.decode(tokens.data(), n, true);
         b.decode(tokens.data(), n, true);
         for (uint32_t i = 0; i < n; ++i) {

@@ -13,6 +13,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "format/gguf.h"
@@ -76,6 +77,13 @@ TEST_P(QuantizeQuality, EveryTensorNoWorseThanLlamaCpp) {
         const TypeTraits* traits = type_traits(t.type);
         ASSERT_NE(traits, nullptr) << t.name;
         if (!traits->is_quantized) continue;
+#ifdef MW_TEST_SANITIZED
+        // Under the sanitizers the searches are ~20x slower: the first block's tensors take
+        // every code path the second's do (the release build compares them all).
+        if (std::string_view(t.name).starts_with("blk.") &&
+            !std::string_view(t.name).starts_with("blk.0."))
+            continue;
+#endif
         const gguf::TensorInfo* s = source.gguf.find_tensor(t.name);
         ASSERT_NE(s, nullptr) << t.name;
         const std::vector<float> x = decode(*s);

@@ -18,6 +18,7 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "memwall.h"
+#include "support/model_inputs.h"
 #include "support/test_support.h"
 #include "sys/mapped_file.h"
 
@@ -285,17 +286,7 @@ TEST(Quantize, RowsThatDoNotFitFallBackAndSaySo) {
               notes.fallbacks.end());
     EXPECT_EQ(notes.tensors_reported, r.n_tensors);
 
-    mw_model* model = nullptr;
-    ASSERT_EQ(mw_model_load(out.c_str(), nullptr, &model), MW_OK) << mw_last_error();
-    mw_context* ctx = nullptr;
-    ASSERT_EQ(mw_context_create(model, nullptr, &ctx), MW_OK) << mw_last_error();
-    const int32_t tokens[] = {1, 403, 407, 261, 378};
-    ASSERT_EQ(mw_decode(ctx, tokens, 5, false), MW_OK) << mw_last_error();
-    const float* logits = mw_get_logits(ctx, -1);
-    ASSERT_NE(logits, nullptr);
-    EXPECT_TRUE(std::isfinite(logits[0]));
-    mw_context_free(ctx);
-    mw_model_free(model);
+    test::expect_finite_logits(out, 1);
     std::remove(out.c_str());
 }
 
@@ -405,17 +396,7 @@ TEST(Quantize, LatticeTypesPerTensor) {
     const Parsed p = parse(out);
     EXPECT_EQ(type_name(p.gguf.find_tensor("blk.0.attn_q.weight")->type), "IQ3_S");
     EXPECT_EQ(type_name(p.gguf.find_tensor("blk.1.ffn_down.weight")->type), "IQ3_S");
-    mw_model* model = nullptr;
-    ASSERT_EQ(mw_model_load(out.c_str(), nullptr, &model), MW_OK) << mw_last_error();
-    mw_context* ctx = nullptr;
-    ASSERT_EQ(mw_context_create(model, nullptr, &ctx), MW_OK) << mw_last_error();
-    const int32_t tokens[] = {1, 403, 407, 261, 378};
-    ASSERT_EQ(mw_decode(ctx, tokens, 5, false), MW_OK) << mw_last_error();
-    const float* logits = mw_get_logits(ctx, -1);
-    ASSERT_NE(logits, nullptr);
-    for (int i = 0; i < 256; ++i) ASSERT_TRUE(std::isfinite(logits[i])) << i;
-    mw_context_free(ctx);
-    mw_model_free(model);
+    test::expect_finite_logits(out, 256);
     std::remove(out.c_str());
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 #include "support/gguf_edit.h"
+#include "support/model_inputs.h"
 #include "support/test_support.h"
 #include "support/tiny_model.h"
 #include "tensor/attention_kernels.h"
@@ -30,26 +31,6 @@ namespace {
 const char* kDense = "reference/models/qwen35-tiny-F16.gguf";
 const char* kMoe = "reference/models/qwen35moe-tiny-F16.gguf";
 
-std::unique_ptr<LoadedModel> load(const std::string& relative) {
-    return LoadedModel::load(test::shared_path(relative), LoadOptions{});
-}
-
-std::vector<int32_t> text_tokens(const LoadedModel& m, size_t start, size_t n) {
-    const std::string text =
-        test::read_text(test::shared_path("testdata/text/war-and-peace.txt")).substr(start, 800);
-    std::vector<int32_t> t = m.vocab->tokenize(text, start == 0, false);
-    t.resize(std::min(t.size(), n));
-    return t;
-}
-
-ContextParams params(uint32_t n_seq = 1) {
-    ContextParams p;
-    p.n_ctx = 512;
-    p.n_threads = 2;
-    p.n_seq_max = n_seq;
-    return p;
-}
-
 std::vector<float> last_logits(const Context& ctx, const LoadedModel& m) {
     const float* l = ctx.logits(-1);
     EXPECT_NE(l, nullptr);
@@ -57,7 +38,7 @@ std::vector<float> last_logits(const Context& ctx, const LoadedModel& m) {
 }
 
 std::vector<float> fresh(const LoadedModel& m, const std::vector<int32_t>& tokens) {
-    Context ctx(m, params());
+    Context ctx(m, test::small_context());
     ctx.decode(tokens.data(), uint32_t(tokens.size()), false);
     return last_logits(ctx, m);
 }
@@ -72,9 +53,9 @@ std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& 
 TEST(Qwen35, StateCarriedAcrossCallsMatchesOneFreshPass) {
     for (const char* path : {kDense, kMoe}) {
         SCOPED_TRACE(path);
-        const auto m = load(path);
-        const auto a = text_tokens(*m, 0, 40), b = text_tokens(*m, 3000, 25);
-        Context ctx(*m, params());
+        const auto m = test::load_shared(path);
+        const auto a = test::book_tokens(*m, 0, 40), b = test::book_tokens(*m, 3000, 25);
+        Context ctx(*m, test::small_context());
         ctx.decode(a.data(), uint32_t(a.size()), false);
         std::vector<int32_t> all = a;
         for (int i = 0; i < 6; ++i) {
@@ -94,10 +75,10 @@ TEST(Qwen35, StateCarriedAcrossCallsMatchesOneFreshPass) {
 // gives a fresh pass's logits; a length between checkpoints is not keepable, the checkpoint
 // below it is.
 TEST(Qwen35, TruncationGoesBackToAPromptCheckpointExactly) {
-    const auto m = load(kDense);
-    const auto a = text_tokens(*m, 0, 30), b = text_tokens(*m, 2000, 20),
-               c = text_tokens(*m, 4000, 15);
-    Context ctx(*m, params());
+    const auto m = test::load_shared(kDense);
+    const auto a = test::book_tokens(*m, 0, 30), b = test::book_tokens(*m, 2000, 20),
+               c = test::book_tokens(*m, 4000, 15);
+    Context ctx(*m, test::small_context());
     ctx.decode(a.data(), uint32_t(a.size()), false);
     ctx.decode(b.data(), uint32_t(b.size()), false);
     const uint32_t n_a = uint32_t(a.size());
@@ -122,10 +103,10 @@ TEST(Qwen35, TruncationGoesBackToAPromptCheckpointExactly) {
 
 // A copied sequence takes the source's state (at its end or at a checkpoint) and goes on alone.
 TEST(Qwen35, CopiedSequenceContinuesFromTheSourceState) {
-    const auto m = load(kMoe);
-    const auto a = text_tokens(*m, 0, 33), b = text_tokens(*m, 1000, 12),
-               c = text_tokens(*m, 5000, 9);
-    Context ctx(*m, params(3));
+    const auto m = test::load_shared(kMoe);
+    const auto a = test::book_tokens(*m, 0, 33), b = test::book_tokens(*m, 1000, 12),
+               c = test::book_tokens(*m, 5000, 9);
+    Context ctx(*m, test::small_context(3));
     std::vector<BatchToken> batch;
     for (size_t i = 0; i < a.size(); ++i) batch.push_back({a[i], 0, -1, false});
     ctx.decode(batch);
@@ -151,9 +132,9 @@ TEST(Qwen35, CopiedSequenceContinuesFromTheSourceState) {
 }
 
 TEST(Qwen35, ContextShiftOverRecurrentLayersIsRefusedClearly) {
-    const auto m = load(kDense);
-    const auto a = text_tokens(*m, 0, 40);
-    Context ctx(*m, params());
+    const auto m = test::load_shared(kDense);
+    const auto a = test::book_tokens(*m, 0, 40);
+    Context ctx(*m, test::small_context());
     ctx.decode(a.data(), uint32_t(a.size()), false);
     EXPECT_FALSE(ctx.can_shift());
     try {
@@ -168,7 +149,7 @@ TEST(Qwen35, ContextShiftOverRecurrentLayersIsRefusedClearly) {
 // KV only for the one attention layer; the DeltaNet state per sequence is constant in the
 // context: 3 layers x ((4 - 1) x 512 conv floats + 4 x 64 x 64 state floats) x 4 bytes.
 TEST(Qwen35, PlanCountsKvOnAttentionLayersAndAConstantState) {
-    const auto m = load(kDense);
+    const auto m = test::load_shared(kDense);
     const HParams& hp = m->model.hp;
     ASSERT_EQ(hp.n_recurrent_layers(), 3u);
     const uint64_t per_seq = 3ull * (3 * 512 + 4 * 64 * 64) * 4;
@@ -177,7 +158,7 @@ TEST(Qwen35, PlanCountsKvOnAttentionLayersAndAConstantState) {
               4 * per_seq * (1 + RecurrentState::kDefaultCheckpoints));
     // One layer of 1 KV head x 256 (F16 K and V): 1 KiB per position.
     EXPECT_EQ(KvCache::bytes_per_position(hp, GgmlType::F16, GgmlType::F16), 1024u);
-    Context ctx(*m, params());
+    Context ctx(*m, test::small_context());
     EXPECT_EQ(ctx.kv_bytes(), KvCache::bytes_needed(hp, 512, GgmlType::F16, GgmlType::F16) +
                                   RecurrentState::bytes_per_sequence(hp));
 }
@@ -250,8 +231,8 @@ TEST(Qwen35, MtpBlocksAreSkipped) {
     EXPECT_EQ(m->model.hp.n_layer, 4u);
     EXPECT_EQ(m->model.hp.n_nextn_layers, 1u);
     EXPECT_NE(m->desc.find("1 MTP layer skipped"), std::string::npos) << m->desc;
-    const auto base = load(kDense);
-    const auto tokens = text_tokens(*base, 0, 20);
+    const auto base = test::load_shared(kDense);
+    const auto tokens = test::book_tokens(*base, 0, 20);
     const auto a = fresh(*m, tokens), b = fresh(*base, tokens);
     EXPECT_EQ(a, b);
 }

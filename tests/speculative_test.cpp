@@ -20,22 +20,11 @@
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 #include "runtime/speculative.h"
+#include "support/model_inputs.h"
 #include "support/test_support.h"
 
 namespace mw {
 namespace {
-
-std::unique_ptr<LoadedModel> load(const std::string& relative) {
-    return LoadedModel::load(test::shared_path(relative), LoadOptions{});
-}
-
-std::vector<int32_t> text_tokens(const LoadedModel& m, size_t start, size_t n) {
-    const std::string text =
-        test::read_text(test::shared_path("testdata/text/war-and-peace.txt")).substr(start, 1200);
-    std::vector<int32_t> t = m.vocab->tokenize(text, true, false);
-    t.resize(std::min(t.size(), n));
-    return t;
-}
 
 ContextParams params(uint32_t n_ctx, uint32_t n_batch) {
     ContextParams p;
@@ -112,12 +101,12 @@ class SpecGreedy : public testing::TestWithParam<GreedyCase> {};
 
 TEST_P(SpecGreedy, EveryDrafterGivesThePlainGreedyText) {
     const GreedyCase& c = GetParam();
-    auto m = load(c.path);
+    auto m = test::load_shared(c.path);
     if (c.window) {
         ASSERT_GT(m->model.hp.n_swa, 0u);
         m->model.hp.n_swa = c.window;
     }
-    const auto prompt = text_tokens(*m, 3000, 24);
+    const auto prompt = test::book_tokens(*m, 3000, 24, 1200, 1);
     const GenRun plain = generate(*m, prompt, c.n_gen, c.n_ctx, c.n_batch);
     ASSERT_GE(plain.tokens.size(), 20u);
     std::vector<int32_t> ref = prompt;
@@ -193,8 +182,8 @@ INSTANTIATE_TEST_SUITE_P(
 // Rolled back to the middle of a verification pass, a recurrent state continues as a fresh
 // pass over the kept tokens does.
 TEST(SpecRollback, RecurrentStateContinuesLikeAFreshPass) {
-    const auto m = load("reference/models/qwen35-tiny-F16.gguf");
-    const auto t = text_tokens(*m, 1000, 40);
+    const auto m = test::load_shared("reference/models/qwen35-tiny-F16.gguf");
+    const auto t = test::book_tokens(*m, 1000, 40, 1200, 1);
     const uint32_t n_vocab = m->model.hp.n_vocab;
     Context ctx(*m, params(128, 512));
     ctx.decode(t.data(), 30, false);
@@ -257,8 +246,8 @@ double chi2_critical(int dof, double z) {
 // whatever the draft: 2000 steps (fixed seeds) against the exact probabilities, for a drawn bad
 // draft (q far from p) and a deterministic wrong one; chi-square below its 0.1 % critical value.
 TEST(SpecSampling, FirstTokenKeepsTheTargetDistributionWithABadDraft) {
-    const auto m = load("models/stories260K.gguf");
-    const auto prompt = text_tokens(*m, 500, 12);
+    const auto m = test::load_shared("models/stories260K.gguf");
+    const auto prompt = test::book_tokens(*m, 500, 12, 1200, 1);
     const int32_t n_vocab = int32_t(m->model.hp.n_vocab);
     SamplerParams sp;
     sp.temperature = 1.0f;
@@ -339,7 +328,7 @@ TEST(SpecSampling, FirstTokenKeepsTheTargetDistributionWithABadDraft) {
 }
 
 TEST(SpecErrors, BadParametersAndVocabulariesAreRefused) {
-    const auto m = load("models/stories260K.gguf");
+    const auto m = test::load_shared("models/stories260K.gguf");
     Context ctx(*m, params(64, 512));
     SpecParams sp;
     sp.draft_max = 0;
@@ -350,7 +339,7 @@ TEST(SpecErrors, BadParametersAndVocabulariesAreRefused) {
     EXPECT_THROW(make_ngram_drafter(0, 4), Error);
     EXPECT_THROW(make_oracle_drafter({}, 1.5f, 1, 512), Error);
     // (The tiny reference models share stories260K's vocabulary: they pair; qwen2-tiny does not.)
-    const auto other = load("reference/models/qwen2-tiny-F16.gguf");
+    const auto other = test::load_shared("reference/models/qwen2-tiny-F16.gguf");
     try {
         check_draft_pairs(*m, *other);
         ADD_FAILURE() << "a draft with another vocabulary was accepted";

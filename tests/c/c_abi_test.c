@@ -9,18 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "memwall.h"
-
-static int failures = 0;
-#define CHECK(cond, ...)                                                             \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                            \
-            fprintf(stderr, "\n");                                                   \
-            ++failures;                                                              \
-        }                                                                            \
-    } while (0)
 
 /* mw_server_params as memwall.h declared it in API 8. */
 typedef struct server_params_api8 {

@@ -5,18 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "memwall.h"
-
-static int failures = 0;
-#define CHECK(cond, ...)                                                             \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                            \
-            fprintf(stderr, "\n");                                                   \
-            ++failures;                                                              \
-        }                                                                            \
-    } while (0)
 
 /* mw_generate's callback: appends to a buffer; stops after `stop_after` pieces when > 0. */
 typedef struct collected {
