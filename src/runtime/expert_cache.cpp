@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <tuple>
 
 #include "base/error.h"
+#include "runtime/slot_io.h"
 #include "runtime/weight_reads.h"
 #include "tensor/repack.h"
 
@@ -336,34 +338,32 @@ void ExpertCache::prefetch(uint32_t il, std::span<const int32_t> experts, bool p
 }
 
 void ExpertCache::io_loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-        io_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
-        const int v = queue_.front();
-        queue_.pop_front();
-        Slot& s = slots_[size_t(v)];
-        const int64_t k = s.key;
-        lock.unlock();
-        bool ok = true;
-        try {
-            read(s.mem, k);
-        } catch (const std::exception&) {
-            ok = false;  // the forward pass reads it again on demand and reports the error
-        }
-        lock.lock();
-        if (ok) {
-            stats_.bytes_read += expert_bytes_;
-            ++stats_.reads;
-            s.state = State::ready;
-        } else {
-            where_[size_t(k)] = -1;
-            s.key = -1;
-            s.state = State::empty;
-            s.fresh = false;
-        }
-        cv_.notify_all();
-    }
+    struct Job {
+        int slot;
+        int64_t key;
+    };
+    run_slot_io(
+        mu_, io_cv_, cv_, stop_,
+        [&]() -> std::optional<Job> {
+            if (queue_.empty()) return std::nullopt;
+            const int v = queue_.front();
+            queue_.pop_front();
+            return Job{v, slots_[size_t(v)].key};
+        },
+        [&](const Job& job) { read(slots_[size_t(job.slot)].mem, job.key); },
+        [&](const Job& job, bool ok) {
+            Slot& s = slots_[size_t(job.slot)];
+            if (ok) {
+                stats_.bytes_read += expert_bytes_;
+                ++stats_.reads;
+                s.state = State::ready;
+            } else {
+                where_[size_t(job.key)] = -1;
+                s.key = -1;
+                s.state = State::empty;
+                s.fresh = false;
+            }
+        });
 }
 
 ExpertCacheStats ExpertCache::stats() const {

@@ -10,6 +10,7 @@
 #include <exception>
 
 #include "base/error.h"
+#include "runtime/slot_io.h"
 #include "runtime/weight_reads.h"
 #include "tensor/repack.h"
 
@@ -327,33 +328,32 @@ void LayerStream::release(uint32_t il) {
 }
 
 void LayerStream::io_loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-        io_cv_.wait(lock, [&] { return stop_ || queued_ >= 0; });
-        if (stop_) return;
-        Slot& s = slots_[size_t(queued_)];
-        const uint32_t il = uint32_t(s.layer);
-        lock.unlock();
-        bool ok = true;
-        try {
-            read(s, il);
-        } catch (const std::exception&) {
-            ok = false;  // the forward pass reads it again itself and reports the error
-        }
-        lock.lock();
-        queued_ = -1;
-        if (ok) {
-            stats_.bytes_read += layer_matrix_bytes(model_, il);
-            ++stats_.reads;
-            s.state = State::ready;
-        } else {
-            where_[il] = -1;
-            s.layer = -1;
-            s.state = State::empty;
-            s.fresh = false;
-        }
-        cv_.notify_all();
-    }
+    struct Job {
+        int slot;
+        uint32_t layer;
+    };
+    // queued_ stays set during the read: one read ahead at a time (prefetch_after checks it).
+    run_slot_io(
+        mu_, io_cv_, cv_, stop_,
+        [&]() -> std::optional<Job> {
+            if (queued_ < 0) return std::nullopt;
+            return Job{queued_, uint32_t(slots_[size_t(queued_)].layer)};
+        },
+        [&](const Job& job) { read(slots_[size_t(job.slot)], job.layer); },
+        [&](const Job& job, bool ok) {
+            Slot& s = slots_[size_t(job.slot)];
+            queued_ = -1;
+            if (ok) {
+                stats_.bytes_read += layer_matrix_bytes(model_, job.layer);
+                ++stats_.reads;
+                s.state = State::ready;
+            } else {
+                where_[job.layer] = -1;
+                s.layer = -1;
+                s.state = State::empty;
+                s.fresh = false;
+            }
+        });
 }
 
 LayerStreamStats LayerStream::stats() const {

@@ -13,6 +13,7 @@
 
 #include "tensor/arm/decode.h"
 #include "tensor/arm/decode_iq.h"
+#include "tensor/arm/neon.h"
 
 namespace mw::neon {
 namespace {
@@ -262,6 +263,52 @@ void matmul_k(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, 
               const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y, int64_t ldy) {
     matmul_tiles<4>(tile_k<T, E, 4>, nullptr, tile_k<T, E, 1>, kQK_K, w, w_row_bytes, n_cols, r0,
                     r1, act, act_stride, n_tokens, y, ldy);
+}
+
+// ---- Installation: the one list of quantized types on these kernels ------------------------
+
+template <class T, class E>
+void install_32(TraitsArray& table, GgmlType type, const char* isa) {
+    TypeTraits& t = row_of(table, type);
+    t.vec_dot = vec_dot_32<T, E>;
+    t.matmul = matmul_32<T, E>;
+    t.isa = isa;
+}
+
+template <class T, class E>
+void install_k(TraitsArray& table, GgmlType type, const char* isa) {
+    TypeTraits& t = row_of(table, type);
+    t.vec_dot = vec_dot_k<T, E>;
+    t.matmul = matmul_k<T, E>;
+    t.isa = isa;
+}
+
+// Every quantized weight type's GGUF-layout kernels on engine E, named `isa` in the type table:
+// the NEON and SDOT levels install the same list; only the engine differs.
+template <class E>
+void install_quantized(TraitsArray& table, const char* isa) {
+    install_32<Q4_0, E>(table, GgmlType::Q4_0, isa);
+    install_32<Q4_1, E>(table, GgmlType::Q4_1, isa);
+    install_32<Q5_0, E>(table, GgmlType::Q5_0, isa);
+    install_32<Q5_1, E>(table, GgmlType::Q5_1, isa);
+    install_32<Q8_0, E>(table, GgmlType::Q8_0, isa);
+    install_32<IQ4_NL, E>(table, GgmlType::IQ4_NL, isa);
+    install_32<MXFP4, E>(table, GgmlType::MXFP4, isa);
+    install_k<Q2_K, E>(table, GgmlType::Q2_K, isa);
+    install_k<Q3_K, E>(table, GgmlType::Q3_K, isa);
+    install_k<Q4_K, E>(table, GgmlType::Q4_K, isa);
+    install_k<Q5_K, E>(table, GgmlType::Q5_K, isa);
+    install_k<Q6_K, E>(table, GgmlType::Q6_K, isa);
+    install_k<IQ4_XS, E>(table, GgmlType::IQ4_XS, isa);
+    install_k<TQ1_0, E>(table, GgmlType::TQ1_0, isa);
+    install_k<TQ2_0, E>(table, GgmlType::TQ2_0, isa);
+    install_k<IQ2_XXS, E>(table, GgmlType::IQ2_XXS, isa);
+    install_k<IQ2_XS, E>(table, GgmlType::IQ2_XS, isa);
+    install_k<IQ2_S, E>(table, GgmlType::IQ2_S, isa);
+    install_k<IQ3_XXS, E>(table, GgmlType::IQ3_XXS, isa);
+    install_k<IQ3_S, E>(table, GgmlType::IQ3_S, isa);
+    install_k<IQ1_S, E>(table, GgmlType::IQ1_S, isa);
+    install_k<IQ1_M, E>(table, GgmlType::IQ1_M, isa);
 }
 
 }  // namespace

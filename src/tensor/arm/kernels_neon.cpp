@@ -215,22 +215,6 @@ void matmul_float(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t 
                     act, act_stride, n_tokens, y, ldy);
 }
 
-template <class T>
-void set_32(TraitsArray& table, GgmlType type) {
-    TypeTraits& t = row_of(table, type);
-    t.vec_dot = vec_dot_32<T, BaseEngine>;
-    t.matmul = matmul_32<T, BaseEngine>;
-    t.isa = "neon";
-}
-
-template <class T>
-void set_k(TraitsArray& table, GgmlType type) {
-    TypeTraits& t = row_of(table, type);
-    t.vec_dot = vec_dot_k<T, BaseEngine>;
-    t.matmul = matmul_k<T, BaseEngine>;
-    t.isa = "neon";
-}
-
 template <class L>
 void set_float(TraitsArray& table, GgmlType type, FromFloatFn from_float) {
     TypeTraits& t = row_of(table, type);
@@ -274,28 +258,7 @@ void install_neon(KernelSet& set) {
     set_float<F32Elems>(table, GgmlType::F32, nullptr);
     set_float<F16Elems>(table, GgmlType::F16, f16_from_float);
     set_float<BF16Elems>(table, GgmlType::BF16, bf16_from_float);
-    set_32<Q4_0>(table, GgmlType::Q4_0);
-    set_32<Q4_1>(table, GgmlType::Q4_1);
-    set_32<Q5_0>(table, GgmlType::Q5_0);
-    set_32<Q5_1>(table, GgmlType::Q5_1);
-    set_32<Q8_0>(table, GgmlType::Q8_0);
-    set_k<Q2_K>(table, GgmlType::Q2_K);
-    set_k<Q3_K>(table, GgmlType::Q3_K);
-    set_k<Q4_K>(table, GgmlType::Q4_K);
-    set_k<Q5_K>(table, GgmlType::Q5_K);
-    set_k<Q6_K>(table, GgmlType::Q6_K);
-    set_32<IQ4_NL>(table, GgmlType::IQ4_NL);
-    set_32<MXFP4>(table, GgmlType::MXFP4);
-    set_k<IQ4_XS>(table, GgmlType::IQ4_XS);
-    set_k<TQ1_0>(table, GgmlType::TQ1_0);
-    set_k<TQ2_0>(table, GgmlType::TQ2_0);
-    set_k<IQ2_XXS>(table, GgmlType::IQ2_XXS);
-    set_k<IQ2_XS>(table, GgmlType::IQ2_XS);
-    set_k<IQ2_S>(table, GgmlType::IQ2_S);
-    set_k<IQ3_XXS>(table, GgmlType::IQ3_XXS);
-    set_k<IQ3_S>(table, GgmlType::IQ3_S);
-    set_k<IQ1_S>(table, GgmlType::IQ1_S);
-    set_k<IQ1_M>(table, GgmlType::IQ1_M);
+    install_quantized<BaseEngine>(table, "neon");
 }
 
 }  // namespace mw::neon

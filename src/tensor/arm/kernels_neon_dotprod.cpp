@@ -15,22 +15,6 @@
 namespace mw::neon {
 namespace {
 
-template <class T>
-void set_32(TraitsArray& table, GgmlType type) {
-    TypeTraits& t = row_of(table, type);
-    t.vec_dot = vec_dot_32<T, DotEngine>;
-    t.matmul = matmul_32<T, DotEngine>;
-    t.isa = "neon-dotprod";
-}
-
-template <class T>
-void set_k(TraitsArray& table, GgmlType type) {
-    TypeTraits& t = row_of(table, type);
-    t.vec_dot = vec_dot_k<T, DotEngine>;
-    t.matmul = matmul_k<T, DotEngine>;
-    t.isa = "neon-dotprod";
-}
-
 using V = simd::V128;
 using KernelFn = void (*)(const MatmulArgs&);
 
@@ -88,28 +72,7 @@ double sdot_peak_loop(int64_t iterations) {
 void install_dotprod(KernelSet& set) {
     TraitsArray& table = set.table;
     set.int8_peak = [](double seconds) { return time_peak_loop(sdot_peak_loop, seconds); };
-    set_32<Q4_0>(table, GgmlType::Q4_0);
-    set_32<Q4_1>(table, GgmlType::Q4_1);
-    set_32<Q5_0>(table, GgmlType::Q5_0);
-    set_32<Q5_1>(table, GgmlType::Q5_1);
-    set_32<Q8_0>(table, GgmlType::Q8_0);
-    set_k<Q2_K>(table, GgmlType::Q2_K);
-    set_k<Q3_K>(table, GgmlType::Q3_K);
-    set_k<Q4_K>(table, GgmlType::Q4_K);
-    set_k<Q5_K>(table, GgmlType::Q5_K);
-    set_k<Q6_K>(table, GgmlType::Q6_K);
-    set_32<IQ4_NL>(table, GgmlType::IQ4_NL);
-    set_32<MXFP4>(table, GgmlType::MXFP4);
-    set_k<IQ4_XS>(table, GgmlType::IQ4_XS);
-    set_k<TQ1_0>(table, GgmlType::TQ1_0);
-    set_k<TQ2_0>(table, GgmlType::TQ2_0);
-    set_k<IQ2_XXS>(table, GgmlType::IQ2_XXS);
-    set_k<IQ2_XS>(table, GgmlType::IQ2_XS);
-    set_k<IQ2_S>(table, GgmlType::IQ2_S);
-    set_k<IQ3_XXS>(table, GgmlType::IQ3_XXS);
-    set_k<IQ3_S>(table, GgmlType::IQ3_S);
-    set_k<IQ1_S>(table, GgmlType::IQ1_S);
-    set_k<IQ1_M>(table, GgmlType::IQ1_M);
+    install_quantized<DotEngine>(table, "neon-dotprod");
 
     using G = simd::PackedGemv<V>;
     constexpr int R = V::kLanes;
