@@ -758,6 +758,13 @@ TEST(PlanTruth, PeakRssWithinFivePercent) {
         models.push_back(
             test::shared_path(std::string("reference/models/") + arch + "-tiny-Q4_K_M.gguf"));
     }
+    // Layers of different kinds: recurrent state and its checkpoints (DeltaNet, short
+    // convolutions), per-layer KV regions and PLE rows on storage, MXFP4 experts with sinks.
+    for (const char* file :
+         {"qwen35-tiny-Q4_K_M", "qwen35moe-tiny-Q8_0", "gemma4-tiny-Q4_K_M", "gemma4moe-tiny-F16",
+          "lfm2-tiny-Q4_K_M", "lfm2moe-tiny-F16", "gpt-oss-tiny-MXFP4", "smollm3-tiny-Q4_K_M"}) {
+        models.push_back(test::shared_path(std::string("reference/models/") + file + ".gguf"));
+    }
     for (const std::string& m : models) {
         const double err = rss_error_percent(m, "-t 2");
         std::printf("peak RSS, predicted vs measured: %+5.1f %%  %s\n", err, m.c_str());
