@@ -46,10 +46,10 @@ class Drafter {
     virtual const char* name() const = 0;
 };
 
-// A smaller model with the same vocabulary, greedy, on its own context (sequence 0 of
-// draft_ctx), which follows the target's tokens: only what changed is decoded again. Stops
+// A smaller model with the same vocabulary, greedy, on its own context (sequence `seq` of
+// draft_ctx: the server's slots share one draft context), which follows the target's tokens: only what changed is decoded again. Stops
 // early when its top token's probability falls below p_min.
-std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min);
+std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min, uint32_t seq = 0);
 // The tokens that followed the last earlier occurrence of the context's last size_n tokens.
 std::unique_ptr<Drafter> make_ngram_drafter(uint32_t size_n, uint32_t size_m);
 // Measurement device: `reference` is the target's greedy text (prompt included) from a run
@@ -93,6 +93,17 @@ class Speculator {
     // shifts or stops at a full context as without speculation).
     void step(int32_t pending, Sampler& sampler, uint32_t n_max, std::vector<int32_t>& out);
 
+    // step() in two halves, for a forward pass shared with other sequences (the server's
+    // slots). draft() appends `pending` and the drafts after it to `batch`, all with logits,
+    // marking the sequence when there are drafts; `room` caps the drafts besides n_max (the
+    // positions the caller lets this sequence take after pending). Returns the drafts
+    // appended (0: pending alone, a plain step). Once the batch is decoded, accept() reads the
+    // logits from batch index `first` (where pending went), appends the tokens as step() does
+    // and returns the length the sequence keeps: the caller rolls it back to that (after a
+    // plain step it is the length already).
+    uint32_t draft(int32_t pending, uint32_t n_max, uint32_t room, std::vector<BatchToken>& batch);
+    uint32_t accept(int32_t first, Sampler& sampler, std::vector<int32_t>& out);
+
     const SpecStats& stats() const { return stats_; }
     const Drafter& drafter() const { return *drafter_; }
     const Context& target() const { return target_; }
@@ -104,6 +115,7 @@ class Speculator {
 
     Context& target_;
     uint32_t seq_;
+    uint32_t len_ = 0;  // the sequence's length before the pass draft() prepared
     std::unique_ptr<Drafter> drafter_;
     SpecParams params_;
     SpecStats stats_;

@@ -11,7 +11,9 @@ namespace {
 
 class ModelDrafter final : public Drafter {
   public:
-    ModelDrafter(Context& ctx, float p_min) : ctx_(ctx), p_min_(p_min) {}
+    ModelDrafter(Context& ctx, float p_min, uint32_t seq) : ctx_(ctx), p_min_(p_min), seq_(seq) {
+        ctx.seq_len(seq);  // checks the id
+    }
     const char* name() const override { return "draft-model"; }
 
     void propose(std::span<const int32_t> context, uint32_t n_max, Draft& out) override {
@@ -28,7 +30,7 @@ class ModelDrafter final : public Drafter {
             out.tokens.push_back(t);
             out.q.emplace_back();
             if (i + 1 == n_max) break;
-            ctx_.decode(&t, 1, false);
+            decode({&t, 1});
         }
     }
 
@@ -37,19 +39,29 @@ class ModelDrafter final : public Drafter {
     // (going back to the mark of the last drafting when it can: no recomputation, even for a
     // recurrent draft), the rest decoded; the last token always, for its logits.
     void sync(std::span<const int32_t> context) {
-        const uint32_t len = ctx_.seq_len(0);
-        uint32_t keep = std::min(ctx_.seq_common_prefix(0, context), uint32_t(context.size()) - 1);
+        const uint32_t len = ctx_.seq_len(seq_);
+        uint32_t keep =
+            std::min(ctx_.seq_common_prefix(seq_, context), uint32_t(context.size()) - 1);
         if (keep < len) {
             if (mark_ <= keep && mark_ <= len) {
-                ctx_.seq_rollback(0, keep);
+                ctx_.seq_rollback(seq_, keep);
             } else {
-                keep = ctx_.seq_keepable(0, keep);
-                ctx_.seq_truncate(0, keep);
+                keep = ctx_.seq_keepable(seq_, keep);
+                ctx_.seq_truncate(seq_, keep);
             }
         }
-        ctx_.decode(context.data() + keep, uint32_t(context.size()) - keep, false);
-        ctx_.seq_mark(0);
-        mark_ = ctx_.seq_len(0);
+        decode(context.subspan(keep));
+        ctx_.seq_mark(seq_);
+        mark_ = ctx_.seq_len(seq_);
+    }
+
+    // Appends tokens to the draft's sequence, the last one's logits kept.
+    void decode(std::span<const int32_t> tokens) {
+        batch_.clear();
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            batch_.push_back({tokens[i], seq_, -1, i + 1 == tokens.size()});
+        }
+        ctx_.decode(batch_);
     }
 
     static float top_prob(const float* l, int32_t n, int32_t top) {
@@ -60,7 +72,9 @@ class ModelDrafter final : public Drafter {
 
     Context& ctx_;
     float p_min_;
+    uint32_t seq_;
     uint32_t mark_ = UINT32_MAX;
+    std::vector<BatchToken> batch_;
 };
 
 class NgramDrafter final : public Drafter {
@@ -128,8 +142,8 @@ class OracleDrafter final : public Drafter {
 
 }  // namespace
 
-std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min) {
-    return std::make_unique<ModelDrafter>(draft_ctx, p_min);
+std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min, uint32_t seq) {
+    return std::make_unique<ModelDrafter>(draft_ctx, p_min, seq);
 }
 
 std::unique_ptr<Drafter> make_ngram_drafter(uint32_t size_n, uint32_t size_m) {
