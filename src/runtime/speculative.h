@@ -47,8 +47,8 @@ class Drafter {
 };
 
 // A smaller model with the same vocabulary, greedy, on its own context (sequence `seq` of
-// draft_ctx: the server's slots share one draft context), which follows the target's tokens: only what changed is decoded again. Stops
-// early when its top token's probability falls below p_min.
+// draft_ctx: the server's slots share one draft context), which follows the target's tokens: only
+// what changed is decoded again. Stops early when its top token's probability falls below p_min.
 std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min, uint32_t seq = 0);
 // The tokens that followed the last earlier occurrence of the context's last size_n tokens.
 std::unique_ptr<Drafter> make_ngram_drafter(uint32_t size_n, uint32_t size_m);

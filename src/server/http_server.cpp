@@ -178,9 +178,9 @@ struct HttpServer::Impl {
         : model(m),
           ctx(c),
           opt(std::move(o)),
-          scheduler(c, *m.vocab,
-                    SchedulerParams{0, opt.queue_max, 512, opt.after_step, opt.make_drafter,
-                                    opt.spec}) {
+          scheduler(
+              c, *m.vocab,
+              SchedulerParams{0, opt.queue_max, 512, opt.after_step, opt.make_drafter, opt.spec}) {
         if (opt.model_name.empty()) opt.model_name = "memwall";
         origins.allowed_origins = opt.cors_origins;
         origins.loopback_bind = is_loopback_host(opt.host);
@@ -334,8 +334,7 @@ void HttpServer::Impl::serve(const HttpRequest& req, HttpResponse& res) {
 void HttpServer::Impl::answered(const HttpRequest& req, const HttpResponse& res) {
     const int status = res.status;
     if (opt.log_format != ServerOptions::LogFormat::off) {
-        const std::string line =
-            log_line(opt.log_format, req, status, res.tokens.get());
+        const std::string line = log_line(opt.log_format, req, status, res.tokens.get());
         if (opt.log) {
             opt.log(line);
         } else {

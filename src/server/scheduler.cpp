@@ -348,6 +348,17 @@ void Scheduler::step() {
     for (const BatchToken& b : batch_) {
         if (slots_[b.seq].state == State::prompt) ++n_prompt_tokens;
     }
+    if (!spec_rows_.empty()) {
+        // Counted before the tokens go out: a client that has its reply sees them in /metrics.
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.spec.passes += spec.passes;
+        stats_.spec.plain_steps += spec.plain_steps;
+        stats_.spec.drafted += spec.drafted;
+        stats_.spec.accepted += spec.accepted;
+        stats_.spec.generated += spec.generated;
+        stats_.spec.draft_ms += draft_ms;
+        if (!verify_seqs_.empty()) stats_.spec.verify_ms += 1000.0 * seconds;
+    }
     for (const auto& [slot, index] : logit_rows_) on_logits(slots_[slot], slot, ctx_.logits(index));
     for (size_t r = 0; r < spec_rows_.size(); ++r) {
         const uint32_t i = spec_rows_[r].first;
@@ -369,13 +380,6 @@ void Scheduler::step() {
             stats_.decode_seconds += seconds;
         }
         stats_.kv_used = ctx_.kv_positions_used();
-        stats_.spec.passes += spec.passes;
-        stats_.spec.plain_steps += spec.plain_steps;
-        stats_.spec.drafted += spec.drafted;
-        stats_.spec.accepted += spec.accepted;
-        stats_.spec.generated += spec.generated;
-        stats_.spec.draft_ms += draft_ms;
-        if (!verify_seqs_.empty()) stats_.spec.verify_ms += 1000.0 * seconds;
     }
     if (params_.after_step) params_.after_step(ctx_);
 }
