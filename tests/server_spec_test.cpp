@@ -226,6 +226,48 @@ TEST_P(ServerSpec, DraftsAcceptedAndRejectedInTheSameStepsKeepTheGreedyTexts) {
     EXPECT_GT(st.drafted - st.accepted, 10);
 }
 
+// The recurrent checkpoint policy of a mixed step (Context::decode_mixed): the sequence reading a
+// prompt keeps the checkpoint at the prompt's end, the one verifying drafts leaves none at the
+// pass's end (its mark brings it back instead).
+TEST(ServerSpecMixed, APromptBesideAVerificationPassKeepsItsCheckpoint) {
+    const auto model = mw::LoadedModel::load(
+        mw::test::shared_path("reference/models/qwen35-tiny-F16.gguf"), mw::LoadOptions{});
+    mw::ContextParams cp;
+    cp.n_ctx = 256;
+    cp.n_seq_max = 2;
+    cp.n_threads = 2;
+    mw::Context ctx(*model, cp);
+    const std::vector<int32_t> prompt = {5, 17, 42, 99, 7, 300, 12, 64};
+    std::vector<mw::BatchToken> batch;
+    for (size_t i = 0; i < 4; ++i) batch.push_back({prompt[i], 0, -1, i == 3});
+    ctx.decode(batch);  // sequence 0: a prompt of 4, generating since
+    batch.clear();
+    // One step: sequence 0 verifies a pending token and 3 drafts, sequence 1 reads its prompt.
+    ctx.seq_mark(0);
+    for (int32_t t : {11, 12, 13, 14}) batch.push_back({t, 0, -1, true});
+    for (size_t i = 0; i < prompt.size(); ++i) {
+        batch.push_back({prompt[i], 1, -1, i + 1 == prompt.size()});
+    }
+    const uint32_t verify[] = {0};
+    ctx.decode_mixed(batch, verify);
+    // Both go on a few tokens: the lengths reached in that step are checkpoints, or not.
+    batch.clear();
+    for (uint32_t seq : {0u, 1u}) batch.push_back({3, seq, -1, true});
+    ctx.decode(batch);
+    EXPECT_EQ(ctx.seq_keepable(1, uint32_t(prompt.size())), prompt.size());
+    EXPECT_EQ(ctx.seq_keepable(0, 8), 4u);  // the prompt's end, not the verification pass's
+    // The verifying sequence rolls back to its mark's length plus what it keeps, after the
+    // step, as the scheduler does when a draft is rejected.
+    batch.clear();
+    ctx.seq_mark(0);
+    for (int32_t t : {21, 22, 23}) batch.push_back({t, 0, -1, true});
+    ctx.decode_drafts(batch);
+    const std::pair<uint32_t, uint32_t> keep[] = {{0u, 10u}};
+    ctx.seq_rollback(keep);
+    EXPECT_EQ(ctx.seq_len(0), 10u);
+    EXPECT_EQ(ctx.seq_tokens(0).back(), 21);
+}
+
 TEST(ServerSpecBad, RefusedWhenTheServerIsCreated) {
     const std::string path = mw::test::shared_path("models/stories260K.gguf");
     mw_model* model = nullptr;
