@@ -151,10 +151,21 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
                 dp.n_seq_max = srv->ctx->n_seq_max();
                 srv->draft_ctx = std::make_unique<mw::Context>(*draft, dp);
             }
-            o.make_drafter = [target = srv->ctx.get(), draft = srv->draft_ctx.get(),
-                              sp](uint32_t slot) {
-                return mw::make_drafter(*target, draft, sp, slot, false);
-            };
+            if (srv->draft_ctx) {
+                if (!(sp.draft_p_min >= 0.0f && sp.draft_p_min <= 1.0f)) {
+                    mw::fail(mw::ErrorKind::invalid_argument, "--draft-p-min {}: expected 0..1",
+                             sp.draft_p_min);
+                }
+                // The slots draft together: one draft pass per drafted position for all.
+                o.batch_drafter = mw::make_model_batch_drafter(*srv->draft_ctx, sp.draft_p_min);
+                o.make_drafter = [batch = o.batch_drafter](uint32_t slot) {
+                    return mw::make_batch_member_drafter(batch, slot);
+                };
+            } else {
+                o.make_drafter = [target = srv->ctx.get(), sp](uint32_t slot) {
+                    return mw::make_drafter(*target, nullptr, sp, slot, false);
+                };
+            }
         }
         srv->http = std::make_unique<mw::server::HttpServer>(*loaded, *srv->ctx, std::move(o));
         srv->http->bind();

@@ -85,47 +85,60 @@ int32_t Speculator::judge(int32_t d, const std::vector<TokenProb>& q, Sampler& s
     return p_.front().id;
 }
 
-uint32_t Speculator::draft(int32_t pending, uint32_t n_max, uint32_t room,
-                           std::vector<BatchToken>& batch) {
-    const Vocab& vocab = *target_.model().vocab;
-    const int32_t n_vocab = int32_t(target_.model().model.hp.n_vocab);
+uint32_t Speculator::prepare(int32_t pending, uint32_t n_max, uint32_t room) {
     len_ = target_.seq_len(seq_);
+    pending_ = pending;
+    draft_.clear();
     const uint32_t ctx_room = target_.n_ctx() > len_ ? target_.n_ctx() - len_ : 0;
     // Pending takes a position, each draft one more; the pass fits one batch, so that a
     // sliding-window ring (window + batch positions) still holds what the kept ones attend to.
-    const uint32_t k = std::min({params_.draft_max, n_max > 0 ? n_max - 1 : 0u,
-                                 ctx_room > 0 ? ctx_room - 1 : 0u, target_.max_batch() - 1, room});
-    draft_.clear();
-    if (k > 0 && k >= params_.draft_min) {
-        const auto held = target_.seq_tokens(seq_);
-        context_.assign(held.begin(), held.end());
-        context_.push_back(pending);
-        const auto t0 = std::chrono::steady_clock::now();
-        drafter_->propose(context_, k, draft_);
-        stats_.draft_ms += ms_since(t0);
-        if (draft_.tokens.size() > k) {
-            draft_.tokens.resize(k);
-            draft_.q.resize(k);
-        }
-        draft_.q.resize(draft_.tokens.size());
-        // Nothing is drafted past an end of generation.
-        for (size_t i = 0; i < draft_.tokens.size(); ++i) {
-            if (draft_.tokens[i] < 0 || draft_.tokens[i] >= n_vocab) {
-                fail(ErrorKind::invalid_argument, "{} drafter proposed token {} of {}",
-                     drafter_->name(), draft_.tokens[i], n_vocab);
-            }
-            if (vocab.is_eog(draft_.tokens[i])) {
-                draft_.tokens.resize(i + 1);
-                draft_.q.resize(i + 1);
-                break;
-            }
-        }
-        if (draft_.tokens.size() < params_.draft_min) draft_.clear();
+    k_ = std::min({params_.draft_max, n_max > 0 ? n_max - 1 : 0u, ctx_room > 0 ? ctx_room - 1 : 0u,
+                   target_.max_batch() - 1, room});
+    if (k_ == 0 || k_ < params_.draft_min) {
+        k_ = 0;
+        return 0;
     }
-    batch.push_back({pending, seq_, -1, true});
+    const auto held = target_.seq_tokens(seq_);
+    context_.assign(held.begin(), held.end());
+    context_.push_back(pending);
+    return k_;
+}
+
+uint32_t Speculator::submit(std::vector<BatchToken>& batch) {
+    const Vocab& vocab = *target_.model().vocab;
+    const int32_t n_vocab = int32_t(target_.model().model.hp.n_vocab);
+    if (draft_.tokens.size() > k_) {
+        draft_.tokens.resize(k_);
+        draft_.q.resize(k_);
+    }
+    draft_.q.resize(draft_.tokens.size());
+    // Nothing is drafted past an end of generation.
+    for (size_t i = 0; i < draft_.tokens.size(); ++i) {
+        if (draft_.tokens[i] < 0 || draft_.tokens[i] >= n_vocab) {
+            fail(ErrorKind::invalid_argument, "{} drafter proposed token {} of {}",
+                 drafter_->name(), draft_.tokens[i], n_vocab);
+        }
+        if (vocab.is_eog(draft_.tokens[i])) {
+            draft_.tokens.resize(i + 1);
+            draft_.q.resize(i + 1);
+            break;
+        }
+    }
+    if (draft_.tokens.size() < params_.draft_min) draft_.clear();
+    batch.push_back({pending_, seq_, -1, true});
     for (int32_t d : draft_.tokens) batch.push_back({d, seq_, -1, true});
     if (!draft_.tokens.empty()) target_.seq_mark(seq_);
     return uint32_t(draft_.tokens.size());
+}
+
+uint32_t Speculator::draft(int32_t pending, uint32_t n_max, uint32_t room,
+                           std::vector<BatchToken>& batch) {
+    if (const uint32_t k = prepare(pending, n_max, room); k > 0) {
+        const auto t0 = std::chrono::steady_clock::now();
+        drafter_->propose(context_, k, draft_);
+        stats_.draft_ms += ms_since(t0);
+    }
+    return submit(batch);
 }
 
 uint32_t Speculator::accept(int32_t first, Sampler& sampler, std::vector<int32_t>& out) {

@@ -52,6 +52,24 @@ class Drafter {
 std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min, uint32_t seq = 0);
 // The tokens that followed the last earlier occurrence of the context's last size_n tokens.
 std::unique_ptr<Drafter> make_ngram_drafter(uint32_t size_n, uint32_t size_m);
+// A draft model drafting for several sequences of its context at once (the server's slots):
+// each sequence follows its own target sequence as make_model_drafter's does, and every
+// drafted position is one forward pass of the draft model for all of them.
+class BatchDrafter {
+  public:
+    struct Request {
+        uint32_t seq;                      // of the draft context
+        std::span<const int32_t> context;  // as Drafter::propose
+        uint32_t n_max;
+        Draft* out;
+    };
+    virtual ~BatchDrafter() = default;
+    virtual void propose(std::span<const Request> requests) = 0;
+};
+std::shared_ptr<BatchDrafter> make_model_batch_drafter(Context& draft_ctx, float p_min);
+// A Drafter for sequence `seq` of a shared BatchDrafter (one request at a time).
+std::unique_ptr<Drafter> make_batch_member_drafter(std::shared_ptr<BatchDrafter> batch,
+                                                   uint32_t seq);
 // Measurement device: `reference` is the target's greedy text (prompt included) from a run
 // without speculation; at each drafted position it proposes the reference token with
 // probability p, another token otherwise. Once the sequence leaves the reference it proposes
@@ -104,6 +122,15 @@ class Speculator {
     uint32_t draft(int32_t pending, uint32_t n_max, uint32_t room, std::vector<BatchToken>& batch);
     uint32_t accept(int32_t first, Sampler& sampler, std::vector<int32_t>& out);
 
+    // draft() in parts, for a drafter serving several sequences at once (BatchDrafter):
+    // prepare() returns how many tokens may be drafted (0: none) after context() (the
+    // sequence's tokens and pending); the caller fills drafts() and calls submit(), which does
+    // the rest of draft().
+    uint32_t prepare(int32_t pending, uint32_t n_max, uint32_t room);
+    std::span<const int32_t> context() const { return context_; }
+    Draft& drafts() { return draft_; }
+    uint32_t submit(std::vector<BatchToken>& batch);
+
     const SpecStats& stats() const { return stats_; }
     const Drafter& drafter() const { return *drafter_; }
     const Context& target() const { return target_; }
@@ -116,6 +143,8 @@ class Speculator {
     Context& target_;
     uint32_t seq_;
     uint32_t len_ = 0;  // the sequence's length before the pass draft() prepared
+    uint32_t k_ = 0;    // drafts allowed in it
+    int32_t pending_ = -1;
     std::unique_ptr<Drafter> drafter_;
     SpecParams params_;
     SpecStats stats_;

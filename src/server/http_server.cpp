@@ -178,9 +178,9 @@ struct HttpServer::Impl {
         : model(m),
           ctx(c),
           opt(std::move(o)),
-          scheduler(
-              c, *m.vocab,
-              SchedulerParams{0, opt.queue_max, 512, opt.after_step, opt.make_drafter, opt.spec}) {
+          scheduler(c, *m.vocab,
+                    SchedulerParams{0, opt.queue_max, 512, opt.after_step, opt.make_drafter,
+                                    opt.spec, opt.batch_drafter}) {
         if (opt.model_name.empty()) opt.model_name = "memwall";
         origins.allowed_origins = opt.cors_origins;
         origins.loopback_bind = is_loopback_host(opt.host);

@@ -47,6 +47,7 @@ struct ServerOptions {
     // Speculative decoding per slot (SchedulerParams::make_drafter; empty: off).
     std::function<std::unique_ptr<Drafter>(uint32_t slot)> make_drafter;
     SpecParams spec;
+    std::shared_ptr<BatchDrafter> batch_drafter;  // SchedulerParams::batch_drafter
     // One line per answered request: time, client, method, path, status, tokens, duration.
     enum class LogFormat { off, text, json } log_format = LogFormat::off;
     // Takes each line (without its newline), from any thread; empty: written to stderr.

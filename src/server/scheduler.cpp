@@ -272,16 +272,12 @@ void Scheduler::step() {
             batch_.push_back({s.last_token, i, -1, true});
             continue;
         }
-        // Drafts fit the slot's context (pending and the drafts; the last token kept needs
-        // no position until the next step) and what the request may still generate.
-        const uint32_t len = ctx_.seq_len(i);
-        const uint32_t room = params_.n_ctx_slot > len + 1 ? params_.n_ctx_slot - len - 1 : 0;
-        const uint32_t n_max = s.job.max_tokens >= 0
-                                   ? uint32_t(std::max(s.job.max_tokens - s.n_generated, 1))
-                                   : UINT32_MAX;
+        if (params_.batch_drafter) continue;  // below, all slots at once
         const int32_t first = int32_t(batch_.size());
         try {
-            if (s.spec->draft(s.last_token, n_max, room, batch_) > 0) verify_seqs_.push_back(i);
+            if (s.spec->draft(s.last_token, draft_n_max(s), draft_room(i), batch_) > 0) {
+                verify_seqs_.push_back(i);
+            }
         } catch (const std::exception& e) {
             batch_.resize(size_t(first));
             end(s, Finish::error, e.what());
@@ -289,6 +285,7 @@ void Scheduler::step() {
         }
         spec_rows_.push_back({i, first});
     }
+    if (params_.batch_drafter) draft_together();
     const double draft_ms = spec_rows_.empty() ? 0.0 : ms_between(drafting, Clock::now());
     const bool decode_only = !batch_.empty();
     uint32_t budget =
@@ -382,6 +379,52 @@ void Scheduler::step() {
         stats_.kv_used = ctx_.kv_positions_used();
     }
     if (params_.after_step) params_.after_step(ctx_);
+}
+
+uint32_t Scheduler::draft_room(uint32_t seq) const {
+    // Pending and the drafts fit the slot's context (the last token kept needs no position
+    // until the next step).
+    const uint32_t len = ctx_.seq_len(seq);
+    return params_.n_ctx_slot > len + 1 ? params_.n_ctx_slot - len - 1 : 0;
+}
+
+uint32_t Scheduler::draft_n_max(const Slot& s) const {
+    // What the request may still generate.
+    return s.job.max_tokens >= 0 ? uint32_t(std::max(s.job.max_tokens - s.n_generated, 1))
+                                 : UINT32_MAX;
+}
+
+void Scheduler::draft_together() {
+    // The draft model drafts for every speculating slot in the same passes (one per drafted
+    // position), so that the slots' drafting costs about one slot's.
+    requests_.clear();
+    for (uint32_t i = 0; i < slots_.size(); ++i) {
+        Slot& s = slots_[i];
+        if (s.state != State::generate || !s.spec) continue;
+        if (const uint32_t k = s.spec->prepare(s.last_token, draft_n_max(s), draft_room(i));
+            k > 0) {
+            requests_.push_back({i, s.spec->context(), k, &s.spec->drafts()});
+        }
+    }
+    try {
+        if (!requests_.empty()) params_.batch_drafter->propose(requests_);
+    } catch (const std::exception& e) {
+        for (const BatchDrafter::Request& r : requests_)
+            end(slots_[r.seq], Finish::error, e.what());
+    }
+    for (uint32_t i = 0; i < slots_.size(); ++i) {
+        Slot& s = slots_[i];
+        if (s.state != State::generate || !s.spec) continue;
+        const int32_t first = int32_t(batch_.size());
+        try {
+            if (s.spec->submit(batch_) > 0) verify_seqs_.push_back(i);
+        } catch (const std::exception& e) {
+            batch_.resize(size_t(first));
+            end(s, Finish::error, e.what());
+            continue;
+        }
+        spec_rows_.push_back({i, first});
+    }
 }
 
 void Scheduler::on_logits(Slot& slot, uint32_t seq, const float* logits) {

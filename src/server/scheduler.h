@@ -98,6 +98,9 @@ struct SchedulerParams {
     // keeps what it learnt between requests), drafting up to spec.draft_max tokens a step.
     std::function<std::unique_ptr<Drafter>(uint32_t slot)> make_drafter;
     SpecParams spec;
+    // A draft model serving every slot (slot i on its sequence i): when given, the slots draft
+    // together, one draft pass per drafted position for all of them.
+    std::shared_ptr<BatchDrafter> batch_drafter;
 };
 
 struct SchedulerStats {
@@ -163,6 +166,9 @@ class Scheduler {
     // A token sampled for the slot (accepted by its sampler already); `last`: the one to decode
     // next. False when it ended the request.
     bool on_token(Slot& slot, uint32_t seq, int32_t token, bool last);
+    uint32_t draft_room(uint32_t seq) const;
+    uint32_t draft_n_max(const Slot& slot) const;
+    void draft_together();
     void end(Slot& slot, Finish f, const std::string& error = {});
 
     Context& ctx_;
@@ -175,6 +181,7 @@ class Scheduler {
     std::vector<uint32_t> verify_seqs_;                     // slots with drafts in the batch
     std::vector<std::pair<uint32_t, uint32_t>> keep_;       // (slot, length kept)
     std::vector<std::vector<int32_t>> spec_out_;            // per spec_rows_ entry
+    std::vector<BatchDrafter::Request> requests_;           // draft_together()
 
     mutable std::mutex mutex_;
     std::condition_variable cv_;
