@@ -226,6 +226,37 @@ TEST_P(ServerSpec, DraftsAcceptedAndRejectedInTheSameStepsKeepTheGreedyTexts) {
     EXPECT_GT(st.drafted - st.accepted, 10);
 }
 
+// Sampling with speculation: the rejection rule draws from the request's own generator, so a
+// seed gives the same text again (with drafts accepted and rejected on the way).
+TEST(ServerSpecSampling, ASeedGivesTheSameTextAgain) {
+    mw_model* draft = nullptr;
+    ASSERT_EQ(
+        mw_model_load(mw::test::shared_path("models/stories260K.gguf").c_str(), nullptr, &draft),
+        MW_OK);
+    mw_spec_params spec = ngram_params(4);
+    spec.type = MW_SPEC_DRAFT;
+    mw_server_params sp = mw_server_default_params();
+    sp.speculative = &spec;
+    sp.draft_model = draft;
+    {
+        Server s(sp);
+        const json body = {
+            {"prompt", "Once upon a time"}, {"max_tokens", 40}, {"seed", 77}, {"temperature", 0.9}};
+        json r[2];
+        for (json& one : r) {
+            int status = 0;
+            one = post(s, "/v1/completions", body.dump(), &status);
+            ASSERT_EQ(status, 200) << one.dump();
+        }
+        EXPECT_EQ(r[0]["choices"][0]["text"], r[1]["choices"][0]["text"]);
+        EXPECT_EQ(r[0]["usage"]["completion_tokens"], 40);
+        EXPECT_GT(r[0]["timings"]["draft_n"].get<int>(), 0);
+        EXPECT_LT(r[0]["timings"]["draft_n_accepted"].get<int>(),
+                  r[0]["timings"]["draft_n"].get<int>());
+    }
+    mw_model_free(draft);
+}
+
 // The recurrent checkpoint policy of a mixed step (Context::decode_mixed): the sequence reading a
 // prompt keeps the checkpoint at the prompt's end, the one verifying drafts leaves none at the
 // pass's end (its mark brings it back instead).
