@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 10
+#define MEMWALL_API_VERSION 11
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -710,6 +710,14 @@ typedef struct mw_server_params {
     void (*log)(const char* line, void* user); /* NULL (default): to stderr; else called with
                                                   each line (no newline), from server threads */
     void* log_user;
+    /* API 11: speculative decoding in every slot (docs/speculative.md): NULL (default) off; else
+       (copied) each slot drafts up to draft_max tokens a step, checked in the same forward pass
+       as the other slots' tokens. MW_SPEC_NGRAM or MW_SPEC_DRAFT with draft_model (borrowed,
+       outlives the server; the server makes its context, one sequence per slot, and refuses a
+       draft whose vocabulary differs from the model's). Responses then carry timings.draft_n
+       and draft_n_accepted, /metrics the draft counters. */
+    const mw_spec_params* speculative;
+    mw_model* draft_model;
 } mw_server_params;
 
 enum { MW_SERVER_LOG_NONE = 0, MW_SERVER_LOG_TEXT = 1, MW_SERVER_LOG_JSON = 2 };
@@ -726,6 +734,9 @@ MW_API mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_
                                   const mw_server_params* params, mw_server** out);
 /* The port bound (useful with port 0). */
 MW_API int32_t mw_server_port(const mw_server* server);
+/* API 11: speculative decoding's counters over every slot so far (zeros when it is off):
+ * n_passes are slot steps with drafts, n_plain_steps slot steps without; thread-safe. */
+MW_API mw_spec_stats mw_server_spec_stats(const mw_server* server);
 /* Serves until mw_server_stop; returns when the last connection is closed. */
 MW_API mw_status mw_server_run(mw_server* server);
 /* Thread-safe (call it from a signal-handling thread, not a signal handler): stops taking

@@ -34,12 +34,15 @@ template <typename P>
 struct ParamsLayouts {
     static constexpr ParamsLayout all[] = {{sizeof(P), sizeof(P)}};
 };
-// API 9 appended log_format, log and log_user; API 8's struct ended before them.
+// API 9 appended log_format, log and log_user; API 8's struct ended before them. API 11
+// appended speculative and draft_model.
 template <>
 struct ParamsLayouts<mw_server_params> {
     static constexpr ParamsLayout all[] = {
         {round_up(offsetof(mw_server_params, log_format), alignof(mw_server_params)),
          offsetof(mw_server_params, log_format)},
+        {round_up(offsetof(mw_server_params, speculative), alignof(mw_server_params)),
+         offsetof(mw_server_params, speculative)},
         {sizeof(mw_server_params), sizeof(mw_server_params)}};
 };
 

@@ -7,6 +7,7 @@
 #include "api/api_error.h"
 #include "api/api_model.h"
 #include "api/api_params.h"
+#include "api/api_speculative.h"
 #include "memwall.h"
 #include "runtime/chat_render.h"
 #include "runtime/context.h"
@@ -16,6 +17,7 @@
 
 struct mw_server {
     std::unique_ptr<mw::Context> ctx;
+    std::unique_ptr<mw::Context> draft_ctx;  // speculative decoding with a draft model
 #if defined(MEMWALL_SERVER)
     std::unique_ptr<mw::server::HttpServer> http;
 #endif
@@ -44,6 +46,8 @@ void mw_server_params_init(mw_server_params* out, size_t struct_size) {
     p.log_format = MW_SERVER_LOG_NONE;
     p.log = nullptr;
     p.log_user = nullptr;
+    p.speculative = nullptr;
+    p.draft_model = nullptr;
     mw::init_params(out, struct_size, p);
 }
 
@@ -127,6 +131,42 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         if (mw_pacer* pacer = p.pacer) {
             o.after_step = [pacer](mw::Context& c) { mw::pace_context(pacer, c); };
         }
+        if (p.speculative) {
+            mw_spec_params sp;
+            if (!mw::read_params(p.speculative, mw_spec_default_params(), &sp, "mw_spec_params")) {
+                mw::fail(mw::ErrorKind::invalid_argument, "{}", mw_last_error());
+            }
+            o.spec = mw::spec_params_of(sp);
+            if (sp.type == MW_SPEC_DRAFT) {
+                const mw::LoadedModel* draft = mw::loaded_model_of(p.draft_model);
+                if (!draft) {
+                    mw::fail(mw::ErrorKind::invalid_argument,
+                             "mw_server_create: speculative decoding with a draft model, and no "
+                             "draft_model given");
+                }
+                mw::check_draft_pairs(*loaded, *draft);
+                // One sequence per slot, of the target's size: a slot's drafts stay within it.
+                mw::ContextParams dp = mw::context_params_of(cp);
+                dp.n_ctx = srv->ctx->n_ctx();
+                dp.n_seq_max = srv->ctx->n_seq_max();
+                srv->draft_ctx = std::make_unique<mw::Context>(*draft, dp);
+            }
+            if (srv->draft_ctx) {
+                if (!(sp.draft_p_min >= 0.0f && sp.draft_p_min <= 1.0f)) {
+                    mw::fail(mw::ErrorKind::invalid_argument, "--draft-p-min {}: expected 0..1",
+                             sp.draft_p_min);
+                }
+                // The slots draft together: one draft pass per drafted position for all.
+                o.batch_drafter = mw::make_model_batch_drafter(*srv->draft_ctx, sp.draft_p_min);
+                o.make_drafter = [batch = o.batch_drafter](uint32_t slot) {
+                    return mw::make_batch_member_drafter(batch, slot);
+                };
+            } else {
+                o.make_drafter = [target = srv->ctx.get(), sp](uint32_t slot) {
+                    return mw::make_drafter(*target, nullptr, sp, slot, false);
+                };
+            }
+        }
         srv->http = std::make_unique<mw::server::HttpServer>(*loaded, *srv->ctx, std::move(o));
         srv->http->bind();
         *out = srv.release();
@@ -137,6 +177,20 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
 #if defined(MEMWALL_SERVER)
 int32_t mw_server_port(const mw_server* s) {
     return s && s->http ? s->http->port() : -1;
+}
+
+mw_spec_stats mw_server_spec_stats(const mw_server* s) {
+    mw_spec_stats r{};
+    if (!s || !s->http) return r;
+    const mw::SpecStats st = s->http->stats().spec;
+    r.n_passes = st.passes;
+    r.n_plain_steps = st.plain_steps;
+    r.n_drafted = st.drafted;
+    r.n_accepted = st.accepted;
+    r.n_generated = st.generated;
+    r.draft_ms = st.draft_ms;
+    r.verify_ms = st.verify_ms;
+    return r;
 }
 
 mw_status mw_server_run(mw_server* s) {
@@ -159,6 +213,9 @@ void mw_server_free(mw_server* s) {
 #else
 int32_t mw_server_port(const mw_server*) {
     return -1;
+}
+mw_spec_stats mw_server_spec_stats(const mw_server*) {
+    return mw_spec_stats{};
 }
 mw_status mw_server_run(mw_server*) {
     mw::set_api_last_error("this build of memwall has no HTTP server");

@@ -19,7 +19,7 @@ Speculator* speculator_of(mw_speculator* s) {
     return s ? s->spec.get() : nullptr;
 }
 
-std::unique_ptr<Speculator> make_speculator(Context& t, Context* draft, const mw_spec_params& p) {
+SpecParams spec_params_of(const mw_spec_params& p) {
     if (p.draft_max < 1) {
         fail(ErrorKind::invalid_argument,
              "speculative decoding: --draft-max {}: give 1 or more tokens to draft", p.draft_max);
@@ -28,44 +28,53 @@ std::unique_ptr<Speculator> make_speculator(Context& t, Context* draft, const mw
         fail(ErrorKind::invalid_argument, "speculative decoding: --draft-min {}: below 0",
              p.draft_min);
     }
-    std::unique_ptr<Drafter> drafter;
+    SpecParams sp;
+    sp.draft_max = uint32_t(p.draft_max);
+    sp.draft_min = uint32_t(p.draft_min);
+    return sp;
+}
+
+std::unique_ptr<Drafter> make_drafter(Context& t, Context* draft, const mw_spec_params& p,
+                                      uint32_t seq, bool allow_oracle) {
     const int32_t n_vocab = int32_t(t.model().model.hp.n_vocab);
     switch (p.type) {
-        case MW_SPEC_DRAFT: {
+        case MW_SPEC_DRAFT:
             if (!draft) {
                 fail(ErrorKind::invalid_argument,
                      "speculative decoding with a draft model: no draft context given");
             }
-            check_draft_pairs(t.model(), draft->model());
             if (!(p.draft_p_min >= 0.0f && p.draft_p_min <= 1.0f)) {
                 fail(ErrorKind::invalid_argument, "--draft-p-min {}: expected 0..1", p.draft_p_min);
             }
-            drafter = make_model_drafter(*draft, p.draft_p_min);
-            break;
-        }
+            return make_model_drafter(*draft, p.draft_p_min, seq);
         case MW_SPEC_NGRAM:
             if (p.ngram_size_n < 1 || p.ngram_size_m < 1) {
                 fail(ErrorKind::invalid_argument,
                      "n-gram drafts: sizes n = {}, m = {}: both must be 1 or more", p.ngram_size_n,
                      p.ngram_size_m);
             }
-            drafter = make_ngram_drafter(uint32_t(p.ngram_size_n), uint32_t(p.ngram_size_m));
-            break;
+            return make_ngram_drafter(uint32_t(p.ngram_size_n), uint32_t(p.ngram_size_m));
         case MW_SPEC_ORACLE:
+            if (!allow_oracle) {
+                fail(ErrorKind::invalid_argument,
+                     "speculative decoding: the oracle is a measurement device for bench, not "
+                     "for serving (it knows one text in advance)");
+            }
             if (p.n_oracle_tokens < 0 || (p.n_oracle_tokens > 0 && !p.oracle_tokens)) {
                 fail(ErrorKind::invalid_argument, "oracle drafts: no reference tokens");
             }
-            drafter = make_oracle_drafter(
+            return make_oracle_drafter(
                 std::vector<int32_t>(p.oracle_tokens, p.oracle_tokens + p.n_oracle_tokens),
                 p.oracle_p, p.seed, n_vocab);
-            break;
         default:
             fail(ErrorKind::invalid_argument, "speculative decoding: unknown type {}", int(p.type));
     }
-    SpecParams sp;
-    sp.draft_max = uint32_t(p.draft_max);
-    sp.draft_min = uint32_t(p.draft_min);
-    return std::make_unique<Speculator>(t, 0, std::move(drafter), sp);
+}
+
+std::unique_ptr<Speculator> make_speculator(Context& t, Context* draft, const mw_spec_params& p) {
+    const SpecParams sp = spec_params_of(p);
+    if (p.type == MW_SPEC_DRAFT && draft) check_draft_pairs(t.model(), draft->model());
+    return std::make_unique<Speculator>(t, 0, make_drafter(t, draft, p, 0, true), sp);
 }
 
 }  // namespace mw

@@ -14,5 +14,11 @@ namespace mw {
 std::unique_ptr<Speculator> make_speculator(Context& target, Context* draft,
                                             const mw_spec_params& params);
 Speculator* speculator_of(mw_speculator* s);
+// make_speculator's parts, for the server's slots: the limits (checked), and the drafter of
+// sequence `seq` (a draft model drafts on that sequence of `draft`; its vocabulary is checked by
+// the caller, check_draft_pairs). The oracle is refused unless allow_oracle.
+SpecParams spec_params_of(const mw_spec_params& params);
+std::unique_ptr<Drafter> make_drafter(Context& target, Context* draft, const mw_spec_params& params,
+                                      uint32_t seq, bool allow_oracle);
 
 }  // namespace mw

@@ -117,7 +117,12 @@ void Context::decode_drafts(std::span<const BatchToken> batch) {
     decode(batch, Mode::drafts);
 }
 
-void Context::decode(std::span<const BatchToken> batch, Mode mode) {
+void Context::decode_mixed(std::span<const BatchToken> batch, std::span<const uint32_t> verify) {
+    decode(batch, verify.empty() ? Mode::normal : Mode::drafts, verify);
+}
+
+void Context::decode(std::span<const BatchToken> batch, Mode mode,
+                     std::span<const uint32_t> verify) {
     const HParams& hp = model_.model.hp;
     const uint32_t n_seq = mem_.kv().n_seq_max();
     if (batch.empty()) fail(ErrorKind::invalid_argument, "decode: empty batch");
@@ -172,9 +177,13 @@ void Context::decode(std::span<const BatchToken> batch, Mode mode) {
     }
     // The sequences that take several tokens (a prompt) keep a checkpoint of their recurrent
     // state at its end (the counts are reused below).
+    // In a mixed batch (verify given) only the listed sequences are verification passes.
     prompt_seqs_.clear();
-    for (uint32_t s = 0; s < n_seq && mode == Mode::normal; ++s) {
-        if (seq_count_[s] > 1) prompt_seqs_.push_back(s);
+    const bool checkpoints = mode == Mode::normal || !verify.empty();
+    for (uint32_t s = 0; s < n_seq && checkpoints; ++s) {
+        if (seq_count_[s] > 1 && std::find(verify.begin(), verify.end(), s) == verify.end()) {
+            prompt_seqs_.push_back(s);
+        }
     }
 
     // The batch in sequence order (a stable counting sort), and the logits row of each token
@@ -297,19 +306,24 @@ void Context::seq_truncate(uint32_t seq, uint32_t n_keep) {
 }
 
 void Context::seq_rollback(uint32_t seq, uint32_t n_keep) {
-    const uint32_t len = seq_len(seq);
-    const uint32_t from = mem_.rollback(seq, n_keep);  // throws for a length out of range
-    perf_.n_decode_tokens -= int64_t(len) - int64_t(n_keep);
-    std::vector<int32_t>& held = seq_tokens_[seq];
-    if (from == n_keep) {
-        held.resize(n_keep);
-        return;
-    }
-    // A recurrent state went back to the mark: the kept tokens after it again, keeping the
-    // verification pass's logits (the caller samples from them after rolling back).
+    const std::pair<uint32_t, uint32_t> one{seq, n_keep};
+    seq_rollback(std::span<const std::pair<uint32_t, uint32_t>>(&one, 1));
+}
+
+void Context::seq_rollback(std::span<const std::pair<uint32_t, uint32_t>> keep) {
     std::vector<BatchToken> replay;
-    for (uint32_t p = from; p < n_keep; ++p) replay.push_back({held[p], seq, -1, false});
-    held.resize(from);
+    for (const auto& [seq, n_keep] : keep) {
+        const uint32_t len = seq_len(seq);
+        const uint32_t from = mem_.rollback(seq, n_keep);  // throws for a length out of range
+        perf_.n_decode_tokens -= int64_t(len) - int64_t(n_keep);
+        std::vector<int32_t>& held = seq_tokens_[seq];
+        // A recurrent state went back to the mark: the kept tokens after it again.
+        for (uint32_t p = from; p < n_keep; ++p) replay.push_back({held[p], seq, -1, false});
+        held.resize(from);
+    }
+    if (replay.empty()) return;
+    // One pass for every sequence, keeping the verification pass's logits (the caller samples
+    // from them after rolling back).
     std::vector<float> logits = std::move(logits_);
     std::vector<int32_t> rows = std::move(logit_row_);
     const int32_t last = last_logit_row_;

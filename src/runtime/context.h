@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "model/forward.h"
@@ -56,6 +57,10 @@ class Context {
     // (they may be rejected; it would evict a prompt's). Mark the sequences first (seq_mark)
     // and cut the rejected tail off with seq_rollback.
     void decode_drafts(std::span<const BatchToken> batch);
+    // The server's step: the sequences listed in `verify` are verification passes (as in
+    // decode_drafts: no recurrent checkpoint at their end), every other one decodes as in
+    // decode() (a prompt's chunk keeps its checkpoint), all in one forward pass.
+    void decode_mixed(std::span<const BatchToken> batch, std::span<const uint32_t> verify);
     // The tokens appended to sequence 0, logits for all of them or the last one.
     void decode(const int32_t* tokens, uint32_t n_tokens, bool all_logits);
     // Logits of token i of the last batch (-1: the last token whose logits were kept), or null
@@ -81,6 +86,9 @@ class Context {
     // again (one pass over them, no logits; the last batch's logits stay readable).
     void seq_mark(uint32_t seq) { mem_.mark(seq); }
     void seq_rollback(uint32_t seq, uint32_t n_keep);
+    // Several sequences at once, (seq, n_keep) each: the recurrent states restored to their
+    // marks decode their kept tokens again in one pass for all of them.
+    void seq_rollback(std::span<const std::pair<uint32_t, uint32_t>> keep);
     // dst becomes the first n tokens of src, sharing their cache pages (nothing recomputed).
     void seq_copy(uint32_t src, uint32_t dst, uint32_t n);
     // Context shift: drops the cached tokens [n_keep, n_keep + n_discard) of a sequence and
@@ -120,7 +128,8 @@ class Context {
 
   private:
     enum class Mode { normal, drafts, replay };
-    void decode(std::span<const BatchToken> batch, Mode mode);
+    void decode(std::span<const BatchToken> batch, Mode mode,
+                std::span<const uint32_t> verify = {});
     void tune_threads();
     void run_chunk(std::span<const BatchToken> batch, uint32_t begin, uint32_t end);
 

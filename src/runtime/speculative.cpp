@@ -85,66 +85,73 @@ int32_t Speculator::judge(int32_t d, const std::vector<TokenProb>& q, Sampler& s
     return p_.front().id;
 }
 
-void Speculator::step(int32_t pending, Sampler& sampler, uint32_t n_max,
-                      std::vector<int32_t>& out) {
-    const Vocab& vocab = *target_.model().vocab;
-    const int32_t n_vocab = int32_t(target_.model().model.hp.n_vocab);
-    const uint32_t len = target_.seq_len(seq_);
-    const size_t out0 = out.size();
-    const uint32_t room = target_.n_ctx() > len ? target_.n_ctx() - len : 0;
+uint32_t Speculator::prepare(int32_t pending, uint32_t n_max, uint32_t room) {
+    len_ = target_.seq_len(seq_);
+    pending_ = pending;
+    draft_.clear();
+    const uint32_t ctx_room = target_.n_ctx() > len_ ? target_.n_ctx() - len_ : 0;
     // Pending takes a position, each draft one more; the pass fits one batch, so that a
     // sliding-window ring (window + batch positions) still holds what the kept ones attend to.
-    uint32_t k = std::min({params_.draft_max, n_max > 0 ? n_max - 1 : 0u, room > 0 ? room - 1 : 0u,
-                           target_.max_batch() - 1});
-    draft_.clear();
-    if (k > 0 && k >= params_.draft_min) {
-        const auto held = target_.seq_tokens(seq_);
-        context_.assign(held.begin(), held.end());
-        context_.push_back(pending);
+    k_ = std::min({params_.draft_max, n_max > 0 ? n_max - 1 : 0u, ctx_room > 0 ? ctx_room - 1 : 0u,
+                   target_.max_batch() - 1, room});
+    if (k_ == 0 || k_ < params_.draft_min) {
+        k_ = 0;
+        return 0;
+    }
+    const auto held = target_.seq_tokens(seq_);
+    context_.assign(held.begin(), held.end());
+    context_.push_back(pending);
+    return k_;
+}
+
+uint32_t Speculator::submit(std::vector<BatchToken>& batch) {
+    const Vocab& vocab = *target_.model().vocab;
+    const int32_t n_vocab = int32_t(target_.model().model.hp.n_vocab);
+    if (draft_.tokens.size() > k_) {
+        draft_.tokens.resize(k_);
+        draft_.q.resize(k_);
+    }
+    draft_.q.resize(draft_.tokens.size());
+    // Nothing is drafted past an end of generation.
+    for (size_t i = 0; i < draft_.tokens.size(); ++i) {
+        if (draft_.tokens[i] < 0 || draft_.tokens[i] >= n_vocab) {
+            fail(ErrorKind::invalid_argument, "{} drafter proposed token {} of {}",
+                 drafter_->name(), draft_.tokens[i], n_vocab);
+        }
+        if (vocab.is_eog(draft_.tokens[i])) {
+            draft_.tokens.resize(i + 1);
+            draft_.q.resize(i + 1);
+            break;
+        }
+    }
+    if (draft_.tokens.size() < params_.draft_min) draft_.clear();
+    batch.push_back({pending_, seq_, -1, true});
+    for (int32_t d : draft_.tokens) batch.push_back({d, seq_, -1, true});
+    if (!draft_.tokens.empty()) target_.seq_mark(seq_);
+    return uint32_t(draft_.tokens.size());
+}
+
+uint32_t Speculator::draft(int32_t pending, uint32_t n_max, uint32_t room,
+                           std::vector<BatchToken>& batch) {
+    if (const uint32_t k = prepare(pending, n_max, room); k > 0) {
         const auto t0 = std::chrono::steady_clock::now();
         drafter_->propose(context_, k, draft_);
         stats_.draft_ms += ms_since(t0);
-        if (draft_.tokens.size() > k) {
-            draft_.tokens.resize(k);
-            draft_.q.resize(k);
-        }
-        draft_.q.resize(draft_.tokens.size());
-        // Nothing is drafted past an end of generation.
-        for (size_t i = 0; i < draft_.tokens.size(); ++i) {
-            if (draft_.tokens[i] < 0 || draft_.tokens[i] >= n_vocab) {
-                fail(ErrorKind::invalid_argument, "{} drafter proposed token {} of {}",
-                     drafter_->name(), draft_.tokens[i], n_vocab);
-            }
-            if (vocab.is_eog(draft_.tokens[i])) {
-                draft_.tokens.resize(i + 1);
-                draft_.q.resize(i + 1);
-                break;
-            }
-        }
     }
-    const uint32_t n_draft = uint32_t(draft_.tokens.size());
-    if (n_draft == 0 || n_draft < params_.draft_min) {
-        // Plain decoding, exactly as without speculation.
-        target_.decode(&pending, 1, false);
-        const int32_t t = sampler.sample(target_.logits(-1), n_vocab);
-        sampler.accept(t);
-        out.push_back(t);
-        ++stats_.plain_steps;
-        stats_.generated += int64_t(out.size() - out0);
-        return;
-    }
+    return submit(batch);
+}
 
-    const auto t0 = std::chrono::steady_clock::now();
-    batch_.clear();
-    batch_.push_back({pending, seq_, -1, true});
-    for (int32_t d : draft_.tokens) batch_.push_back({d, seq_, -1, true});
-    target_.seq_mark(seq_);
-    target_.decode_drafts(batch_);
+uint32_t Speculator::accept(int32_t first, Sampler& sampler, std::vector<int32_t>& out) {
+    const Vocab& vocab = *target_.model().vocab;
+    const int32_t n_vocab = int32_t(target_.model().model.hp.n_vocab);
+    const size_t out0 = out.size();
+    const uint32_t n_draft = uint32_t(draft_.tokens.size());
     uint32_t n_accepted = 0;
     bool ended = false;  // an accepted draft ended the generation
     for (uint32_t i = 0; i <= n_draft; ++i) {
-        const float* logits = target_.logits(int32_t(i));
-        if (i == n_draft) {  // every draft accepted: the target's token after them
+        const float* logits = target_.logits(first + int32_t(i));
+        if (!logits) fail(ErrorKind::invalid_argument, "speculative decoding: no logits at {}", i);
+        if (i == n_draft) {  // every draft accepted (or none): the target's token after them
             const int32_t t = sampler.sample(logits, n_vocab);
             sampler.accept(t);
             out.push_back(t);
@@ -162,13 +169,33 @@ void Speculator::step(int32_t pending, Sampler& sampler, uint32_t n_max,
         }
         ++n_accepted;
     }
-    // Keep pending and the accepted drafts (an accepted end token is returned, not decoded).
-    target_.seq_rollback(seq_, len + 1 + n_accepted);
-    stats_.verify_ms += ms_since(t0);
-    ++stats_.passes;
-    stats_.drafted += n_draft;
-    stats_.accepted += n_accepted + (ended ? 1 : 0);
+    if (n_draft == 0) {
+        ++stats_.plain_steps;
+    } else {
+        ++stats_.passes;
+        stats_.drafted += n_draft;
+        stats_.accepted += n_accepted + (ended ? 1 : 0);
+    }
     stats_.generated += int64_t(out.size() - out0);
+    // Pending and the accepted drafts (an accepted end token is returned, not decoded).
+    return len_ + 1 + n_accepted;
+}
+
+void Speculator::step(int32_t pending, Sampler& sampler, uint32_t n_max,
+                      std::vector<int32_t>& out) {
+    batch_.clear();
+    const uint32_t n_draft = draft(pending, n_max, UINT32_MAX, batch_);
+    if (n_draft == 0) {
+        // Plain decoding, exactly as without speculation.
+        target_.decode(batch_);
+        accept(0, sampler, out);
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    target_.decode_drafts(batch_);
+    const uint32_t keep = accept(0, sampler, out);
+    target_.seq_rollback(seq_, keep);
+    stats_.verify_ms += ms_since(t0);
 }
 
 void check_draft_pairs(const LoadedModel& target, const LoadedModel& draft) {

@@ -46,12 +46,30 @@ class Drafter {
     virtual const char* name() const = 0;
 };
 
-// A smaller model with the same vocabulary, greedy, on its own context (sequence 0 of
-// draft_ctx), which follows the target's tokens: only what changed is decoded again. Stops
-// early when its top token's probability falls below p_min.
-std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min);
+// A smaller model with the same vocabulary, greedy, on its own context (sequence `seq` of
+// draft_ctx: the server's slots share one draft context), which follows the target's tokens: only
+// what changed is decoded again. Stops early when its top token's probability falls below p_min.
+std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min, uint32_t seq = 0);
 // The tokens that followed the last earlier occurrence of the context's last size_n tokens.
 std::unique_ptr<Drafter> make_ngram_drafter(uint32_t size_n, uint32_t size_m);
+// A draft model drafting for several sequences of its context at once (the server's slots):
+// each sequence follows its own target sequence as make_model_drafter's does, and every
+// drafted position is one forward pass of the draft model for all of them.
+class BatchDrafter {
+  public:
+    struct Request {
+        uint32_t seq;                      // of the draft context
+        std::span<const int32_t> context;  // as Drafter::propose
+        uint32_t n_max;
+        Draft* out;
+    };
+    virtual ~BatchDrafter() = default;
+    virtual void propose(std::span<const Request> requests) = 0;
+};
+std::shared_ptr<BatchDrafter> make_model_batch_drafter(Context& draft_ctx, float p_min);
+// A Drafter for sequence `seq` of a shared BatchDrafter (one request at a time).
+std::unique_ptr<Drafter> make_batch_member_drafter(std::shared_ptr<BatchDrafter> batch,
+                                                   uint32_t seq);
 // Measurement device: `reference` is the target's greedy text (prompt included) from a run
 // without speculation; at each drafted position it proposes the reference token with
 // probability p, another token otherwise. Once the sequence leaves the reference it proposes
@@ -93,6 +111,26 @@ class Speculator {
     // shifts or stops at a full context as without speculation).
     void step(int32_t pending, Sampler& sampler, uint32_t n_max, std::vector<int32_t>& out);
 
+    // step() in two halves, for a forward pass shared with other sequences (the server's
+    // slots). draft() appends `pending` and the drafts after it to `batch`, all with logits,
+    // marking the sequence when there are drafts; `room` caps the drafts besides n_max (the
+    // positions the caller lets this sequence take after pending). Returns the drafts
+    // appended (0: pending alone, a plain step). Once the batch is decoded, accept() reads the
+    // logits from batch index `first` (where pending went), appends the tokens as step() does
+    // and returns the length the sequence keeps: the caller rolls it back to that (after a
+    // plain step it is the length already).
+    uint32_t draft(int32_t pending, uint32_t n_max, uint32_t room, std::vector<BatchToken>& batch);
+    uint32_t accept(int32_t first, Sampler& sampler, std::vector<int32_t>& out);
+
+    // draft() in parts, for a drafter serving several sequences at once (BatchDrafter):
+    // prepare() returns how many tokens may be drafted (0: none) after context() (the
+    // sequence's tokens and pending); the caller fills drafts() and calls submit(), which does
+    // the rest of draft().
+    uint32_t prepare(int32_t pending, uint32_t n_max, uint32_t room);
+    std::span<const int32_t> context() const { return context_; }
+    Draft& drafts() { return draft_; }
+    uint32_t submit(std::vector<BatchToken>& batch);
+
     const SpecStats& stats() const { return stats_; }
     const Drafter& drafter() const { return *drafter_; }
     const Context& target() const { return target_; }
@@ -104,6 +142,9 @@ class Speculator {
 
     Context& target_;
     uint32_t seq_;
+    uint32_t len_ = 0;  // the sequence's length before the pass draft() prepared
+    uint32_t k_ = 0;    // drafts allowed in it
+    int32_t pending_ = -1;
     std::unique_ptr<Drafter> drafter_;
     SpecParams params_;
     SpecStats stats_;

@@ -9,47 +9,84 @@ namespace mw {
 
 namespace {
 
-class ModelDrafter final : public Drafter {
+class ModelBatchDrafter final : public BatchDrafter {
   public:
-    ModelDrafter(Context& ctx, float p_min) : ctx_(ctx), p_min_(p_min) {}
-    const char* name() const override { return "draft-model"; }
+    ModelBatchDrafter(Context& ctx, float p_min)
+        : ctx_(ctx), p_min_(p_min), marks_(ctx.n_seq_max(), UINT32_MAX) {}
 
-    void propose(std::span<const int32_t> context, uint32_t n_max, Draft& out) override {
-        out.clear();
-        const uint32_t n = uint32_t(context.size());
-        if (n == 0 || n_max == 0 || n >= ctx_.n_ctx()) return;
-        n_max = std::min(n_max, ctx_.n_ctx() - n);
-        sync(context);
+    void propose(std::span<const Request> requests) override {
+        live_.clear();
+        for (const Request& r : requests) {
+            r.out->clear();
+            ctx_.seq_len(r.seq);  // checks the id
+            const uint32_t n = uint32_t(r.context.size());
+            if (n == 0 || r.n_max == 0 || n >= ctx_.n_ctx()) continue;
+            live_.push_back({&r, std::min(r.n_max, ctx_.n_ctx() - n), -1});
+        }
+        if (live_.empty()) return;
+        sync();
         const int32_t n_vocab = int32_t(ctx_.model().model.hp.n_vocab);
-        for (uint32_t i = 0; i < n_max; ++i) {
-            const float* l = ctx_.logits(-1);
-            const int32_t t = argmax(l, n_vocab);
-            if (p_min_ > 0.0f && top_prob(l, n_vocab, t) < p_min_) break;
-            out.tokens.push_back(t);
-            out.q.emplace_back();
-            if (i + 1 == n_max) break;
-            ctx_.decode(&t, 1, false);
+        for (uint32_t i = 0; !live_.empty(); ++i) {
+            // Each sequence's next token from its logits; those that go on decode it together.
+            batch_.clear();
+            size_t kept = 0;
+            for (Live& l : live_) {
+                const float* logits = ctx_.logits(l.row);
+                const int32_t t = argmax(logits, n_vocab);
+                if (p_min_ > 0.0f && top_prob(logits, n_vocab, t) < p_min_) continue;
+                l.request->out->tokens.push_back(t);
+                l.request->out->q.emplace_back();
+                if (i + 1 == l.n_max) continue;
+                l.row = int32_t(batch_.size());
+                batch_.push_back({t, l.request->seq, -1, true});
+                live_[kept++] = l;
+            }
+            live_.resize(kept);
+            if (!batch_.empty()) ctx_.decode(batch_);
         }
     }
 
   private:
-    // The draft's sequence becomes `context`: its common prefix with what it holds is kept
-    // (going back to the mark of the last drafting when it can: no recomputation, even for a
-    // recurrent draft), the rest decoded; the last token always, for its logits.
-    void sync(std::span<const int32_t> context) {
-        const uint32_t len = ctx_.seq_len(0);
-        uint32_t keep = std::min(ctx_.seq_common_prefix(0, context), uint32_t(context.size()) - 1);
-        if (keep < len) {
-            if (mark_ <= keep && mark_ <= len) {
-                ctx_.seq_rollback(0, keep);
+    struct Live {
+        const Request* request;
+        uint32_t n_max;
+        int32_t row;  // batch index of its logits in the last pass
+    };
+
+    // Each draft sequence becomes its request's context: its common prefix with what it holds
+    // is kept (going back to the mark of the last drafting when it can: no recomputation, even
+    // for a recurrent draft; the sequences going back replay together), the rest decoded in one
+    // pass for all; the last token always, for its logits.
+    void sync() {
+        rollbacks_.clear();
+        for (const Live& l : live_) {
+            const uint32_t seq = l.request->seq;
+            const uint32_t len = ctx_.seq_len(seq);
+            const std::span<const int32_t> context = l.request->context;
+            uint32_t keep =
+                std::min(ctx_.seq_common_prefix(seq, context), uint32_t(context.size()) - 1);
+            if (keep >= len) continue;
+            if (marks_[seq] <= keep && marks_[seq] <= len) {
+                rollbacks_.push_back({seq, keep});
             } else {
-                keep = ctx_.seq_keepable(0, keep);
-                ctx_.seq_truncate(0, keep);
+                ctx_.seq_truncate(seq, ctx_.seq_keepable(seq, keep));
             }
         }
-        ctx_.decode(context.data() + keep, uint32_t(context.size()) - keep, false);
-        ctx_.seq_mark(0);
-        mark_ = ctx_.seq_len(0);
+        if (!rollbacks_.empty()) ctx_.seq_rollback(rollbacks_);
+        batch_.clear();
+        for (Live& l : live_) {
+            const uint32_t seq = l.request->seq;
+            const std::span<const int32_t> context = l.request->context;
+            for (size_t p = ctx_.seq_len(seq); p < context.size(); ++p) {
+                if (p + 1 == context.size()) l.row = int32_t(batch_.size());
+                batch_.push_back({context[p], seq, -1, p + 1 == context.size()});
+            }
+        }
+        ctx_.decode(batch_);
+        for (const Live& l : live_) {
+            ctx_.seq_mark(l.request->seq);
+            marks_[l.request->seq] = ctx_.seq_len(l.request->seq);
+        }
     }
 
     static float top_prob(const float* l, int32_t n, int32_t top) {
@@ -60,7 +97,25 @@ class ModelDrafter final : public Drafter {
 
     Context& ctx_;
     float p_min_;
-    uint32_t mark_ = UINT32_MAX;
+    std::vector<uint32_t> marks_;  // per sequence: its length at the last drafting
+    std::vector<Live> live_;
+    std::vector<std::pair<uint32_t, uint32_t>> rollbacks_;
+    std::vector<BatchToken> batch_;
+};
+
+class BatchMemberDrafter final : public Drafter {
+  public:
+    BatchMemberDrafter(std::shared_ptr<BatchDrafter> batch, uint32_t seq)
+        : batch_(std::move(batch)), seq_(seq) {}
+    const char* name() const override { return "draft-model"; }
+    void propose(std::span<const int32_t> context, uint32_t n_max, Draft& out) override {
+        const BatchDrafter::Request r{seq_, context, n_max, &out};
+        batch_->propose({&r, 1});
+    }
+
+  private:
+    std::shared_ptr<BatchDrafter> batch_;
+    uint32_t seq_;
 };
 
 class NgramDrafter final : public Drafter {
@@ -128,8 +183,17 @@ class OracleDrafter final : public Drafter {
 
 }  // namespace
 
-std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min) {
-    return std::make_unique<ModelDrafter>(draft_ctx, p_min);
+std::shared_ptr<BatchDrafter> make_model_batch_drafter(Context& draft_ctx, float p_min) {
+    return std::make_shared<ModelBatchDrafter>(draft_ctx, p_min);
+}
+
+std::unique_ptr<Drafter> make_batch_member_drafter(std::shared_ptr<BatchDrafter> batch,
+                                                   uint32_t seq) {
+    return std::make_unique<BatchMemberDrafter>(std::move(batch), seq);
+}
+
+std::unique_ptr<Drafter> make_model_drafter(Context& draft_ctx, float p_min, uint32_t seq) {
+    return make_batch_member_drafter(make_model_batch_drafter(draft_ctx, p_min), seq);
 }
 
 std::unique_ptr<Drafter> make_ngram_drafter(uint32_t size_n, uint32_t size_m) {

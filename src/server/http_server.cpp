@@ -110,8 +110,19 @@ std::string utc_now() {
                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
+void set_counts(TokenCounts& c, const Usage& u) {
+    c.prompt = u.prompt_tokens;
+    c.completion = u.completion_tokens;
+    c.draft_n = u.draft_n;
+    c.draft_accepted = u.draft_accepted;
+}
+
 std::string log_line(ServerOptions::LogFormat format, const HttpRequest& req, int status,
-                     int32_t prompt_tokens, int32_t completion_tokens) {
+                     const TokenCounts* counts) {
+    const int32_t prompt_tokens = counts ? counts->prompt.load() : -1;
+    const int32_t completion_tokens = counts ? counts->completion.load() : -1;
+    const int32_t draft_n = counts ? counts->draft_n.load() : -1;
+    const int32_t draft_accepted = counts ? counts->draft_accepted.load() : 0;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - req.arrived).count();
     if (format == ServerOptions::LogFormat::json) {
         json j = {{"time", utc_now()},
@@ -122,6 +133,10 @@ std::string log_line(ServerOptions::LogFormat format, const HttpRequest& req, in
                   {"ms", std::round(ms * 10) / 10}};
         if (prompt_tokens >= 0) j["prompt_tokens"] = prompt_tokens;
         if (completion_tokens >= 0) j["completion_tokens"] = completion_tokens;
+        if (draft_n >= 0) {
+            j["draft_n"] = draft_n;
+            j["draft_n_accepted"] = draft_accepted;
+        }
         return j.dump();
     }
     std::string tokens;
@@ -129,6 +144,7 @@ std::string log_line(ServerOptions::LogFormat format, const HttpRequest& req, in
         tokens = fmt::format(" prompt={} completion={}", std::max(prompt_tokens, 0),
                              std::max(completion_tokens, 0));
     }
+    if (draft_n >= 0) tokens += fmt::format(" drafted={} accepted={}", draft_n, draft_accepted);
     return fmt::format("{} {} {} {} {}{} {:.1f} ms", utc_now(), req.remote_addr,
                        printable(req.method), printable(req.path), status, tokens, ms);
 }
@@ -162,7 +178,9 @@ struct HttpServer::Impl {
         : model(m),
           ctx(c),
           opt(std::move(o)),
-          scheduler(c, *m.vocab, SchedulerParams{0, opt.queue_max, 512, opt.after_step}) {
+          scheduler(c, *m.vocab,
+                    SchedulerParams{0, opt.queue_max, 512, opt.after_step, opt.make_drafter,
+                                    opt.spec, opt.batch_drafter}) {
         if (opt.model_name.empty()) opt.model_name = "memwall";
         origins.allowed_origins = opt.cors_origins;
         origins.loopback_bind = is_loopback_host(opt.host);
@@ -316,9 +334,7 @@ void HttpServer::Impl::serve(const HttpRequest& req, HttpResponse& res) {
 void HttpServer::Impl::answered(const HttpRequest& req, const HttpResponse& res) {
     const int status = res.status;
     if (opt.log_format != ServerOptions::LogFormat::off) {
-        const std::string line =
-            log_line(opt.log_format, req, status, res.tokens ? res.tokens->prompt.load() : -1,
-                     res.tokens ? res.tokens->completion.load() : -1);
+        const std::string line = log_line(opt.log_format, req, status, res.tokens.get());
         if (opt.log) {
             opt.log(line);
         } else {
@@ -454,8 +470,7 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
             Channel::Update u = channel->take(std::chrono::milliseconds(50));
             text += u.text;
             if (u.done) {
-                tokens->prompt = u.usage.prompt_tokens;
-                tokens->completion = u.usage.completion_tokens;
+                set_counts(*tokens, u.usage);
                 if (u.finish == Finish::error) {
                     send_error(res,
                                api_error(500, "generation failed: " + u.error, "server_error"));
@@ -510,8 +525,7 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
                 if (!write(sse(chunk))) return;
             }
             if (u.done) {
-                tokens->prompt = u.usage.prompt_tokens;
-                tokens->completion = u.usage.completion_tokens;
+                set_counts(*tokens, u.usage);
                 if (u.finish == Finish::error || u.finish == Finish::timeout ||
                     u.finish == Finish::cancelled) {
                     const ApiError e =
@@ -526,9 +540,9 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
                     write(sse(error_json(e)));
                 } else {
                     const std::string empty;
-                    const json last =
-                        chat ? chat_chunk(id, created, model_name, nullptr, false, u.finish)
-                             : completion_chunk(id, created, model_name, empty, u.finish);
+                    json last = chat ? chat_chunk(id, created, model_name, nullptr, false, u.finish)
+                                     : completion_chunk(id, created, model_name, empty, u.finish);
+                    last["timings"] = timings_json(u.usage);
                     if (!write(sse(last))) return;
                     if (include_usage &&
                         !write(sse(usage_chunk(id, created, model_name, chat, u.usage))))
@@ -577,6 +591,20 @@ std::string HttpServer::Impl::metrics_text() {
            "Generated tokens per second of decode-only steps, over the server's life.",
            s.decode_seconds > 0 ? double(s.generated_tokens) / (s.decode_seconds + s.prompt_seconds)
                                 : 0.0);
+    if (s.speculative) {
+        metric("memwall_spec_verification_passes_total", "counter",
+               "Speculative decoding: slot steps that checked drafts in the batch.",
+               double(s.spec.passes));
+        metric("memwall_spec_plain_steps_total", "counter",
+               "Speculative decoding: slot steps without drafts (none proposed, or no room).",
+               double(s.spec.plain_steps));
+        metric("memwall_spec_draft_tokens_total", "counter",
+               "Speculative decoding: tokens drafted and checked.", double(s.spec.drafted));
+        metric("memwall_spec_draft_tokens_accepted_total", "counter",
+               "Speculative decoding: drafted tokens accepted.", double(s.spec.accepted));
+        metric("memwall_spec_draft_seconds_total", "counter",
+               "Speculative decoding: time the slots' drafters took.", s.spec.draft_ms / 1000.0);
+    }
     metric("memwall_queue_length", "gauge", "Requests waiting for a slot.", double(s.queued));
     metric("memwall_slots", "gauge", "Slots (sequences of the KV cache).", double(s.slots));
     metric("memwall_slots_busy", "gauge", "Slots serving a request.", double(s.slots_busy));
@@ -601,6 +629,10 @@ void HttpServer::bind() {
 
 int HttpServer::port() const {
     return impl_->http->port();
+}
+
+SchedulerStats HttpServer::stats() const {
+    return impl_->scheduler.stats();
 }
 
 void HttpServer::run() {

@@ -44,6 +44,10 @@ struct ServerOptions {
     std::function<std::string(const nlohmann::json& messages)> render_chat;
     // After each forward step of the slots (pacing); may be empty.
     std::function<void(Context&)> after_step;
+    // Speculative decoding per slot (SchedulerParams::make_drafter; empty: off).
+    std::function<std::unique_ptr<Drafter>(uint32_t slot)> make_drafter;
+    SpecParams spec;
+    std::shared_ptr<BatchDrafter> batch_drafter;  // SchedulerParams::batch_drafter
     // One line per answered request: time, client, method, path, status, tokens, duration.
     enum class LogFormat { off, text, json } log_format = LogFormat::off;
     // Takes each line (without its newline), from any thread; empty: written to stderr.
@@ -59,6 +63,7 @@ class HttpServer {
     // Binds the socket (throws ErrorKind::io naming the address when it cannot).
     void bind();
     int port() const;
+    SchedulerStats stats() const;
     // Serves until stop(); returns when every connection is closed.
     void run();
     // Thread-safe: stops taking requests, lets running ones finish for up to `grace_s`, then

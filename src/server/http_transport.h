@@ -59,6 +59,8 @@ struct HttpRequest {
 struct TokenCounts {
     std::atomic<int32_t> prompt{-1};  // -1: none (not a generation, or it did not finish)
     std::atomic<int32_t> completion{-1};
+    std::atomic<int32_t> draft_n{-1};  // speculative decoding: -1 off
+    std::atomic<int32_t> draft_accepted{0};
 };
 
 struct HttpResponse {

@@ -365,6 +365,23 @@ json usage_json(const Usage& u) {
             {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
+json timings_json(const Usage& u) {
+    const int32_t prompt_n = u.prompt_tokens - u.cached_tokens;
+    auto per_second = [](int32_t n, double ms) { return ms > 0 ? 1000.0 * n / ms : 0.0; };
+    json t = {{"cache_n", u.cached_tokens},
+              {"prompt_n", prompt_n},
+              {"prompt_ms", u.prompt_ms},
+              {"prompt_per_second", per_second(prompt_n, u.prompt_ms)},
+              {"predicted_n", u.completion_tokens},
+              {"predicted_ms", u.decode_ms},
+              {"predicted_per_second", per_second(u.completion_tokens, u.decode_ms)}};
+    if (u.draft_n >= 0) {
+        t["draft_n"] = u.draft_n;
+        t["draft_n_accepted"] = u.draft_accepted;
+    }
+    return t;
+}
+
 namespace {
 json finish_json(Finish f) {
     return f == Finish::none ? json(nullptr) : json(finish_name(f));
@@ -377,8 +394,13 @@ json chat_response(const std::string& id, int64_t created, const std::string& mo
                    {"message", {{"role", "assistant"}, {"content", text}}},
                    {"logprobs", nullptr},
                    {"finish_reason", finish_json(finish)}};
-    return {{"id", id},       {"object", "chat.completion"},      {"created", created},
-            {"model", model}, {"choices", json::array({choice})}, {"usage", usage_json(usage)}};
+    return {{"id", id},
+            {"object", "chat.completion"},
+            {"created", created},
+            {"model", model},
+            {"choices", json::array({choice})},
+            {"usage", usage_json(usage)},
+            {"timings", timings_json(usage)}};
 }
 
 json chat_chunk(const std::string& id, int64_t created, const std::string& model,
@@ -403,8 +425,13 @@ json completion_response(const std::string& id, int64_t created, const std::stri
                    {"text", text},
                    {"logprobs", nullptr},
                    {"finish_reason", finish_json(finish)}};
-    return {{"id", id},       {"object", "text_completion"},      {"created", created},
-            {"model", model}, {"choices", json::array({choice})}, {"usage", usage_json(usage)}};
+    return {{"id", id},
+            {"object", "text_completion"},
+            {"created", created},
+            {"model", model},
+            {"choices", json::array({choice})},
+            {"usage", usage_json(usage)},
+            {"timings", timings_json(usage)}};
 }
 
 json completion_chunk(const std::string& id, int64_t created, const std::string& model,

@@ -55,6 +55,9 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
 
 // Responses.
 nlohmann::json usage_json(const Usage& u);
+// llama-server's "timings" (an extension OpenAI clients ignore): prompt and generation counts
+// and milliseconds, and with speculative decoding draft_n and draft_n_accepted.
+nlohmann::json timings_json(const Usage& u);
 nlohmann::json chat_response(const std::string& id, int64_t created, const std::string& model,
                              const std::string& text, Finish finish, const Usage& usage);
 // A streamed chunk: the role in the first one, text in the middle ones, the finish reason in

@@ -87,6 +87,13 @@ Scheduler::Scheduler(Context& ctx, const Vocab& vocab, const SchedulerParams& pa
     stats_.slots = uint32_t(slots_.size());
     n_free_ = uint32_t(slots_.size());
     stats_.kv_size = ctx.kv_positions_total();
+    if (params_.make_drafter) {
+        for (uint32_t i = 0; i < slots_.size(); ++i) {
+            slots_[i].spec =
+                std::make_unique<Speculator>(ctx, i, params_.make_drafter(i), params_.spec);
+        }
+        stats_.speculative = true;
+    }
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -239,6 +246,10 @@ void Scheduler::admit(Job job, Clock::time_point submitted) {
     slot.submitted = submitted;
     slot.started = Clock::now();
     slot.usage.queued_ms = ms_between(submitted, slot.started);
+    if (slot.spec) {
+        slot.spec_start = slot.spec->stats();
+        slot.usage.draft_n = 0;
+    }
     for (int32_t t : job.prompt) slot.sampler->accept(t);
     slot.job = std::move(job);
     stats_.cached_tokens += reuse;
@@ -247,12 +258,35 @@ void Scheduler::admit(Job job, Clock::time_point submitted) {
 void Scheduler::step() {
     batch_.clear();
     logit_rows_.clear();
-    // The next token of every generating slot, then prompt chunks within the step's budget.
+    spec_rows_.clear();
+    verify_seqs_.clear();
+    // The next token of every generating slot (with its drafts when it speculates: its
+    // verification pass rides in this batch, so the other slots' tokens wait for nothing but
+    // this one pass), then prompt chunks within the step's budget.
+    const auto drafting = Clock::now();
     for (uint32_t i = 0; i < slots_.size(); ++i) {
-        if (slots_[i].state != State::generate) continue;
-        logit_rows_.push_back({i, int32_t(batch_.size())});
-        batch_.push_back({slots_[i].last_token, i, -1, true});
+        Slot& s = slots_[i];
+        if (s.state != State::generate) continue;
+        if (!s.spec) {
+            logit_rows_.push_back({i, int32_t(batch_.size())});
+            batch_.push_back({s.last_token, i, -1, true});
+            continue;
+        }
+        if (params_.batch_drafter) continue;  // below, all slots at once
+        const int32_t first = int32_t(batch_.size());
+        try {
+            if (s.spec->draft(s.last_token, draft_n_max(s), draft_room(i), batch_) > 0) {
+                verify_seqs_.push_back(i);
+            }
+        } catch (const std::exception& e) {
+            batch_.resize(size_t(first));
+            end(s, Finish::error, e.what());
+            continue;
+        }
+        spec_rows_.push_back({i, first});
     }
+    if (params_.batch_drafter) draft_together();
+    const double draft_ms = spec_rows_.empty() ? 0.0 : ms_between(drafting, Clock::now());
     const bool decode_only = !batch_.empty();
     uint32_t budget =
         params_.n_batch > batch_.size() ? params_.n_batch - uint32_t(batch_.size()) : 1;
@@ -274,8 +308,29 @@ void Scheduler::step() {
     if (batch_.empty()) return;
 
     const auto start = Clock::now();
+    SpecStats spec;  // this step's part of the slots' counters
     try {
-        ctx_.decode(batch_);
+        ctx_.decode_mixed(batch_, verify_seqs_);
+        // Speculating slots judge their drafts, then go back to what they keep, together (a
+        // recurrent state restored to its mark decodes its kept tokens again in one pass for
+        // every such slot).
+        spec_out_.resize(spec_rows_.size());
+        keep_.clear();
+        for (size_t r = 0; r < spec_rows_.size(); ++r) {
+            const auto [i, first] = spec_rows_[r];
+            Slot& s = slots_[i];
+            const SpecStats before = s.spec->stats();
+            spec_out_[r].clear();
+            const uint32_t keep = s.spec->accept(first, *s.sampler, spec_out_[r]);
+            if (keep < ctx_.seq_len(i)) keep_.push_back({i, keep});
+            const SpecStats& after = s.spec->stats();
+            spec.passes += after.passes - before.passes;
+            spec.plain_steps += after.plain_steps - before.plain_steps;
+            spec.drafted += after.drafted - before.drafted;
+            spec.accepted += after.accepted - before.accepted;
+            spec.generated += after.generated - before.generated;
+        }
+        if (!keep_.empty()) ctx_.seq_rollback(keep_);
     } catch (const std::exception& e) {
         // The server's fault (the slots' limits keep every batch inside the cache): every
         // request of the step ends with the error.
@@ -290,7 +345,28 @@ void Scheduler::step() {
     for (const BatchToken& b : batch_) {
         if (slots_[b.seq].state == State::prompt) ++n_prompt_tokens;
     }
+    if (!spec_rows_.empty()) {
+        // Counted before the tokens go out: a client that has its reply sees them in /metrics.
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.spec.passes += spec.passes;
+        stats_.spec.plain_steps += spec.plain_steps;
+        stats_.spec.drafted += spec.drafted;
+        stats_.spec.accepted += spec.accepted;
+        stats_.spec.generated += spec.generated;
+        stats_.spec.draft_ms += draft_ms;
+        if (!verify_seqs_.empty()) stats_.spec.verify_ms += 1000.0 * seconds;
+    }
     for (const auto& [slot, index] : logit_rows_) on_logits(slots_[slot], slot, ctx_.logits(index));
+    for (size_t r = 0; r < spec_rows_.size(); ++r) {
+        const uint32_t i = spec_rows_[r].first;
+        Slot& s = slots_[i];
+        if (s.state != State::generate) continue;
+        s.last_used = step_;
+        const std::vector<int32_t>& out = spec_out_[r];
+        for (size_t k = 0; k < out.size(); ++k) {
+            if (!on_token(s, i, out[k], k + 1 == out.size())) break;
+        }
+    }
     {
         std::lock_guard<std::mutex> lock(mutex_);
         ++stats_.steps;
@@ -305,20 +381,69 @@ void Scheduler::step() {
     if (params_.after_step) params_.after_step(ctx_);
 }
 
+uint32_t Scheduler::draft_room(uint32_t seq) const {
+    // Pending and the drafts fit the slot's context (the last token kept needs no position
+    // until the next step).
+    const uint32_t len = ctx_.seq_len(seq);
+    return params_.n_ctx_slot > len + 1 ? params_.n_ctx_slot - len - 1 : 0;
+}
+
+uint32_t Scheduler::draft_n_max(const Slot& s) const {
+    // What the request may still generate.
+    return s.job.max_tokens >= 0 ? uint32_t(std::max(s.job.max_tokens - s.n_generated, 1))
+                                 : UINT32_MAX;
+}
+
+void Scheduler::draft_together() {
+    // The draft model drafts for every speculating slot in the same passes (one per drafted
+    // position), so that the slots' drafting costs about one slot's.
+    requests_.clear();
+    for (uint32_t i = 0; i < slots_.size(); ++i) {
+        Slot& s = slots_[i];
+        if (s.state != State::generate || !s.spec) continue;
+        if (const uint32_t k = s.spec->prepare(s.last_token, draft_n_max(s), draft_room(i));
+            k > 0) {
+            requests_.push_back({i, s.spec->context(), k, &s.spec->drafts()});
+        }
+    }
+    try {
+        if (!requests_.empty()) params_.batch_drafter->propose(requests_);
+    } catch (const std::exception& e) {
+        for (const BatchDrafter::Request& r : requests_)
+            end(slots_[r.seq], Finish::error, e.what());
+    }
+    for (uint32_t i = 0; i < slots_.size(); ++i) {
+        Slot& s = slots_[i];
+        if (s.state != State::generate || !s.spec) continue;
+        const int32_t first = int32_t(batch_.size());
+        try {
+            if (s.spec->submit(batch_) > 0) verify_seqs_.push_back(i);
+        } catch (const std::exception& e) {
+            batch_.resize(size_t(first));
+            end(s, Finish::error, e.what());
+            continue;
+        }
+        spec_rows_.push_back({i, first});
+    }
+}
+
 void Scheduler::on_logits(Slot& slot, uint32_t seq, const float* logits) {
     if (slot.state == State::idle || !logits) return;
-    const auto now = Clock::now();
     if (slot.state == State::prompt) {
         slot.state = State::generate;
-        slot.first_token = now;
-        slot.usage.prompt_ms = ms_between(slot.started, now);
+        slot.first_token = Clock::now();
+        slot.usage.prompt_ms = ms_between(slot.started, slot.first_token);
     }
     slot.last_used = step_;
     const int32_t token = slot.sampler->sample(logits, int32_t(vocab_.n_tokens()));
     slot.sampler->accept(token);
+    on_token(slot, seq, token, true);
+}
+
+bool Scheduler::on_token(Slot& slot, uint32_t seq, int32_t token, bool last) {
     if (vocab_.is_eog(token) && !slot.job.ignore_eos) {
         end(slot, Finish::stop);
-        return;
+        return false;
     }
     ++slot.n_generated;
     {
@@ -330,11 +455,13 @@ void Scheduler::on_logits(Slot& slot, uint32_t seq, const float* logits) {
         end(slot, Finish::stop);
     } else if (slot.job.max_tokens >= 0 && slot.n_generated >= slot.job.max_tokens) {
         end(slot, Finish::length);
-    } else if (ctx_.seq_len(seq) + 1 > params_.n_ctx_slot) {
+    } else if (last && ctx_.seq_len(seq) + 1 > params_.n_ctx_slot) {
         end(slot, Finish::length);  // no room to decode the token in this slot's context
     } else {
-        slot.last_token = token;
+        if (last) slot.last_token = token;
+        return true;
     }
+    return false;
 }
 
 void Scheduler::end(Slot& slot, Finish f, const std::string& error) {
@@ -345,6 +472,11 @@ void Scheduler::end(Slot& slot, Finish f, const std::string& error) {
         slot.job.channel->emit(slot.stop.finish());
     }
     slot.usage.completion_tokens = slot.n_generated;
+    if (slot.spec) {
+        const SpecStats& st = slot.spec->stats();
+        slot.usage.draft_n = int32_t(st.drafted - slot.spec_start.drafted);
+        slot.usage.draft_accepted = int32_t(st.accepted - slot.spec_start.accepted);
+    }
     if (slot.state == State::generate) {
         slot.usage.decode_ms = ms_between(slot.first_token, now);
     } else {

@@ -24,6 +24,7 @@
 
 #include "model/sampler.h"
 #include "runtime/context.h"
+#include "runtime/speculative.h"
 #include "runtime/stop_strings.h"
 #include "vocab/vocab.h"
 
@@ -39,6 +40,9 @@ struct Usage {
     double queued_ms = 0.0;  // from submit to a slot
     double prompt_ms = 0.0;  // from a slot to the first token
     double decode_ms = 0.0;  // from the first token to the end
+    // Speculative decoding: tokens drafted and of them accepted (-1: speculation off).
+    int32_t draft_n = -1;
+    int32_t draft_accepted = 0;
 };
 
 // What one request receives: text as it is generated, then the end. Thread-safe.
@@ -90,6 +94,13 @@ struct SchedulerParams {
     uint32_t n_batch = 512;   // tokens per forward step
     // Called after each forward step, outside the scheduler's lock (pacing); may be empty.
     std::function<void(Context&)> after_step;
+    // Speculative decoding, off when empty: the drafter of each slot (made once per slot, it
+    // keeps what it learnt between requests), drafting up to spec.draft_max tokens a step.
+    std::function<std::unique_ptr<Drafter>(uint32_t slot)> make_drafter;
+    SpecParams spec;
+    // A draft model serving every slot (slot i on its sequence i): when given, the slots draft
+    // together, one draft pass per drafted position for all of them.
+    std::shared_ptr<BatchDrafter> batch_drafter;
 };
 
 struct SchedulerStats {
@@ -105,6 +116,10 @@ struct SchedulerStats {
     double prompt_seconds = 0.0;  // in steps that read prompts
     double decode_seconds = 0.0;  // in steps of generated tokens only
     uint64_t steps = 0;
+    // Speculative decoding, every slot's counters summed (passes: slot steps with drafts,
+    // plain_steps: without; verify_ms: the steps that held drafts).
+    bool speculative = false;
+    SpecStats spec;
 };
 
 class Scheduler {
@@ -138,6 +153,8 @@ class Scheduler {
         int32_t n_generated = 0;
         uint64_t last_used = 0;  // step of the last use, for choosing between equal slots
         Usage usage;
+        std::unique_ptr<Speculator> spec;  // null: speculation off
+        SpecStats spec_start;              // the speculator's counters when the request came
         std::chrono::steady_clock::time_point submitted, started, first_token;
     };
 
@@ -146,6 +163,12 @@ class Scheduler {
     void admit(Job job, std::chrono::steady_clock::time_point submitted);
     void step();
     void on_logits(Slot& slot, uint32_t seq, const float* logits);
+    // A token sampled for the slot (accepted by its sampler already); `last`: the one to decode
+    // next. False when it ended the request.
+    bool on_token(Slot& slot, uint32_t seq, int32_t token, bool last);
+    uint32_t draft_room(uint32_t seq) const;
+    uint32_t draft_n_max(const Slot& slot) const;
+    void draft_together();
     void end(Slot& slot, Finish f, const std::string& error = {});
 
     Context& ctx_;
@@ -154,6 +177,11 @@ class Scheduler {
     std::vector<Slot> slots_;
     std::vector<BatchToken> batch_;
     std::vector<std::pair<uint32_t, int32_t>> logit_rows_;  // (slot, batch index)
+    std::vector<std::pair<uint32_t, int32_t>> spec_rows_;   // (slot, batch index of pending)
+    std::vector<uint32_t> verify_seqs_;                     // slots with drafts in the batch
+    std::vector<std::pair<uint32_t, uint32_t>> keep_;       // (slot, length kept)
+    std::vector<std::vector<int32_t>> spec_out_;            // per spec_rows_ entry
+    std::vector<BatchDrafter::Request> requests_;           // draft_together()
 
     mutable std::mutex mutex_;
     std::condition_variable cv_;

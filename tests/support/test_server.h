@@ -1,4 +1,5 @@
-// The HTTP server in-process on loopback for tests (stories260K), and a JSON POST to it.
+// The HTTP server in-process on loopback for tests (stories260K unless told another model under
+// ../shared), and a JSON POST to it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,8 +21,9 @@ struct Server {
     std::thread thread;
     int port = 0;
 
-    explicit Server(mw_server_params sp, uint32_t n_seq = 4, uint32_t n_ctx = 1024) {
-        const std::string path = mw::test::shared_path("models/stories260K.gguf");
+    explicit Server(mw_server_params sp, uint32_t n_seq = 4, uint32_t n_ctx = 1024,
+                    const std::string& model_path = "models/stories260K.gguf") {
+        const std::string path = mw::test::shared_path(model_path);
         EXPECT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
         mw_context_params cp = mw_context_default_params();
         cp.n_ctx = n_ctx;

@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "plan_render.h"
+#include "spec_options.h"
 
 namespace cli {
 namespace {
@@ -66,6 +67,8 @@ void add_serve_command(CLI::App& app) {
         SamplingOptions sampling;
         bool force = false;
         std::string log_format = "text";
+        SpecOptions spec;
+        bool verbose = false;
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
@@ -136,6 +139,10 @@ void add_serve_command(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"text", "json", "none"}));
     opt->sampling.add_to(*cmd, false, true);
+    opt->spec.add_to(*cmd);
+    cmd->add_flag("--verbose", opt->verbose,
+                  "Print speculative decoding's acceptance (with -md or --spec-type) and pacing "
+                  "decisions");
     cmd->add_flag("--force", opt->force, "Serve even when the plan says it does not fit");
     cmd->callback([opt] {
         const Options& o = *opt;
@@ -181,6 +188,9 @@ void add_serve_command(CLI::App& app) {
         // (Under --mem-budget the library's budget arithmetic refuses instead.)
         const mw_fit fit =
             o.model.mem_budget.empty() ? check_fit_or_fail(o.model.path, cp, o.force) : mw_fit{};
+        // Speculation's flags are checked and its draft model loaded (it must pair with the
+        // model: checked when the server is created) before the model.
+        const SpecSetup spec = prepare_speculation(o.spec, o.model);
 
         // The signals end the server through a thread of their own (not a signal handler):
         // blocked here, before any thread starts, so that every thread inherits the mask.
@@ -204,7 +214,11 @@ void add_serve_command(CLI::App& app) {
         sp.max_body_bytes = o.max_body;
         sp.max_tokens = o.n_predict;
         sp.sampling = o.sampling.params();  // a request without a seed draws its own
-        Pacing pacing(o.pacing, false);
+        if (spec.on) {
+            sp.speculative = &spec.params;
+            sp.draft_model = spec.draft_model.get();
+        }
+        Pacing pacing(o.pacing, o.verbose);
         sp.pacer = pacing.get();  // every forward step of the slots, together
         const std::string cors = fmt::format("{}", fmt::join(o.cors_origins, ","));
         sp.cors_origins = cors.empty() ? nullptr : cors.c_str();
@@ -241,6 +255,10 @@ void add_serve_command(CLI::App& app) {
                    "stops)\n",
                    o.host, mw_server_port(server.get()), o.n_parallel, cp.n_ctx / o.n_parallel,
                    key.empty() ? "" : ", API key required", memory);
+        if (spec.on) {
+            fmt::print(stderr, "memwall serve: speculative decoding in every slot: {}\n",
+                       spec.label);
+        }
 
         std::atomic<bool> finished{false};
         std::thread waiter([&] {
@@ -263,6 +281,7 @@ void add_serve_command(CLI::App& app) {
         waiter.join();
         if (st != MW_OK) fail_status(st, "serve");
         pacing.print_summary();
+        if (spec.on && o.verbose) print_spec_report(mw_server_spec_stats(server.get()), spec.label);
         fmt::print(stderr, "memwall serve: stopped\n");
     });
 }
