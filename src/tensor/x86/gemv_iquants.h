@@ -51,11 +51,6 @@ inline void join(const __m256i in[8], typename V::I* out) {
     }
 }
 
-// The 16-entry table in both 128-bit lanes, for vpshufb.
-inline __m256i table16(const int8_t* t) {
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
-}
-
 // ---- 32-element blocks: IQ4_NL, MXFP4 ----------------------------------------------------------
 
 struct DecodeIQ4_NL {

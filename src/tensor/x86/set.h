@@ -48,6 +48,9 @@ struct Set {
     static void gemm_q4_k(const MatmulArgs& a);
     static void gemm_q5_k(const MatmulArgs& a);
     static void gemm_q6_k(const MatmulArgs& a);
+    static void gemm_iq4_nl(const MatmulArgs& a);
+    static void gemm_iq4_xs(const MatmulArgs& a);
+    static void gemm_mxfp4(const MatmulArgs& a);
 
     // The packed layouts, groups of R rows (decode in gemv_<set>.cpp, prefill in gemm_<set>.cpp).
     static constexpr int kPackRows = I == Isa::avx512 ? 16 : 8;
