@@ -111,8 +111,9 @@ void check_matmul(mw::gpu::Offload& gpu, GgmlType type, const Shape& s, uint32_t
     }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q4_0, GgmlType::Q8_0,
-                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::Q4_0, GgmlType::Q8_0,
+                           GgmlType::Q4_K,   GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                           GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 class GpuMatmul : public ::testing::TestWithParam<GgmlType> {};
 
