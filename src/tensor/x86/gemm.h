@@ -1,5 +1,6 @@
 // The x86 sets' prefill of the GGUF layout: row decoders (256-bit, and the K-quants at the set's
-// width, tensor/x86/codes.h) feeding the width-generic GEMM (tensor/simd/gemm.h).
+// width, tensor/x86/codes.h; IQ4_NL, IQ4_XS and MXFP4 through their value table) feeding the
+// width-generic GEMM (tensor/simd/gemm.h).
 #pragma once
 
 #include <type_traits>
