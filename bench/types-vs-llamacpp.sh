@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prefill (pp) and decode (tg) speed of quantized files, memwall against llama.cpp, and optionally
 # a second memwall binary (A/B of a kernel change), on the same files, 2 threads, alternating
-# memwall, [memwall B,] llama.cpp each round. Prints per file the medians and the per-round
+# memwall, [memwall B,] llama.cpp, each round starting with the next of them. Prints per file the medians and the per-round
 # ratios (median, min..max): ratios are what to read on a shared machine.
 # Usage: bench/types-vs-llamacpp.sh FILE.gguf...
 #   MEMWALL (default build/release/bin/memwall), MEMWALL_B (an older binary; unset: no A/B),
@@ -24,15 +24,20 @@ rounds=${ROUNDS:-3} pp=${PP:-128} tg=${TG:-16} threads=${THREADS:-2} reps=${REPS
 echo "pp $pp, tg $tg, $threads threads, $rounds rounds x $reps reps, ISA ${MEMWALL_ISA:-best}"
 for f in "$@"; do
     mpp="" mtg="" bpp="" btg="" lpp="" ltg=""
+    runs=(m l)
+    [ -n "$memwall_b" ] && runs=(m b l)
     for ((r = 0; r < rounds; ++r)); do
-        read -r a b < <(memwall_speed "$memwall" "$f" "$threads" "$pp" "$tg" "$reps")
-        mpp+=" $a" mtg+=" $b"
-        if [ -n "$memwall_b" ]; then
-            read -r a b < <(memwall_speed "$memwall_b" "$f" "$threads" "$pp" "$tg" "$reps")
-            bpp+=" $a" btg+=" $b"
-        fi
-        read -r a b < <(llama_speed "$llama" "$f" "$threads" "$pp" "$tg" "$reps")
-        lpp+=" $a" ltg+=" $b"
+        # Each round starts with the next program: none always runs first or after the same one.
+        for ((k = 0; k < ${#runs[@]}; ++k)); do
+            case ${runs[(r + k) % ${#runs[@]}]} in
+                m) read -r a b < <(memwall_speed "$memwall" "$f" "$threads" "$pp" "$tg" "$reps")
+                   mpp+=" $a" mtg+=" $b" ;;
+                b) read -r a b < <(memwall_speed "$memwall_b" "$f" "$threads" "$pp" "$tg" "$reps")
+                   bpp+=" $a" btg+=" $b" ;;
+                l) read -r a b < <(llama_speed "$llama" "$f" "$threads" "$pp" "$tg" "$reps")
+                   lpp+=" $a" ltg+=" $b" ;;
+            esac
+        done
     done
     echo "== $(basename "$f")"
     # shellcheck disable=SC2086

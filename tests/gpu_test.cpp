@@ -187,7 +187,7 @@ INSTANTIATE_TEST_SUITE_P(Types, GpuMatmul, ::testing::ValuesIn(kTypes),
                              return std::string(mw::type_traits(p.param)->name);
                          });
 
-// MXFP4's E8M0 scale decoded from its bits over the normal range, 2^-126 to 2^52 (below, the
+// MXFP4's E8M0 scale decoded from its bits over the normal range, 2^-126 to 2^51 (below, the
 // scale is subnormal and a device may flush it to 0; docs/gpu.md).
 TEST(Gpu, Mxfp4ScalesOverTheExponentRange) {
     Buffers keep;
