@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prefill (pp) and decode (tg) speed of quantized files, memwall against llama.cpp, and optionally
 # a second memwall binary (A/B of a kernel change), on the same files, 2 threads, alternating
-# memwall, [memwall B,] llama.cpp, each round starting with the next of them. Prints per file the medians and the per-round
-# ratios (median, min..max): ratios are what to read on a shared machine.
+# memwall, [memwall B,] llama.cpp, each round starting with the next of them. Prints per file the
+# medians and the per-round ratios (median, min..max): ratios are what to read on a shared
+# machine. On an oversubscribed machine llama.cpp's threads lose most (they wait on each other
+# at every operation): THREADS=1 compares the kernels more fairly.
 # Usage: bench/types-vs-llamacpp.sh FILE.gguf...
 #   MEMWALL (default build/release/bin/memwall), MEMWALL_B (an older binary; unset: no A/B),
 #   LLAMA_BIN (default /work/llama.cpp/build/bin), ROUNDS (3), PP (128), TG (16), THREADS (2),
@@ -20,7 +22,7 @@ memwall=${MEMWALL:-build/release/bin/memwall}
 memwall_b=${MEMWALL_B:-}
 llama=${LLAMA_BIN:-/work/llama.cpp/build/bin}
 rounds=${ROUNDS:-3} pp=${PP:-128} tg=${TG:-16} threads=${THREADS:-2} reps=${REPS:-3}
-[ $# -gt 0 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,18p' "$0" >&2; exit 2; }
 echo "pp $pp, tg $tg, $threads threads, $rounds rounds x $reps reps, ISA ${MEMWALL_ISA:-best}"
 for f in "$@"; do
     mpp="" mtg="" bpp="" btg="" lpp="" ltg=""
