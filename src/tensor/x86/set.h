@@ -1,7 +1,7 @@
 // The entry points of one x86 kernel set, declared once for all sets: Set<Isa::avx2>,
 // Set<Isa::avxvnni> and Set<Isa::avx512> are defined by that set's own files (gemv_<set>.cpp,
 // gemm_<set>.cpp, float_<set>.cpp, peak_<set>.cpp), compiled with its ISA flags; kernels.cpp
-// (baseline flags) only takes their addresses. Only tensor/x86/ includes this.
+// (baseline flags) only takes their addresses. Only tensor/x86/ and its tests include this.
 #pragma once
 
 #include "tensor/x86/x86.h"
