@@ -21,17 +21,10 @@ pp=${PP:-64}
 tg=${TG:-16}
 mkdir -p "$dir"
 
-# "pp tg" tokens/s of one llama-bench or memwall bench run.
-llama_speed() { # model
-    "$llama/llama-bench" -m "$1" -t 2 -p "$pp" -n "$tg" -r 1 -o csv 2>/dev/null |
-        awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) { gsub(/"/, "", $i); c[$i] = i } next }
-            { gsub(/"/, ""); if ($c["n_prompt"] > 0) p = $c["avg_ts"]; else g = $c["avg_ts"] }
-            END { print p, g }'
-}
-memwall_speed() { # model
-    "$memwall" bench -m "$1" -t 2 -p "$pp" -n "$tg" -r 1 --no-bandwidth --json 2>/dev/null |
-        python3 -c 'import json,sys; r=json.load(sys.stdin)[0]; print(r["pp_tok_s"], r["tg_tok_s"])'
-}
+# shellcheck source=bench/speed-lib.sh
+. "$(dirname "$0")/speed-lib.sh"
+llama_speed1() { llama_speed "$llama" "$1" 2 "$pp" "$tg" 1; }
+memwall_speed1() { memwall_speed "$memwall" "$1" 2 "$pp" "$tg" 1; }
 
 printf '%-18s %10s %10s %8s %10s %10s %8s %12s %12s\n' preset "pp memwall" "pp llama" ratio \
     "tg memwall" "tg llama" ratio "KV@8192 mw" "KV@8192 llama"
@@ -40,9 +33,9 @@ for p in "${presets[@]}"; do
     [ -f "$f" ] || "$memwall" synth --preset "$p" --type Q4_K_M -o "$f" >/dev/null
     mpp=() lpp=() mtg=() ltg=()
     for ((r = 0; r < rounds; ++r)); do  # alternate: memwall, llama.cpp, memwall, ...
-        read -r a b < <(memwall_speed "$f")
+        read -r a b < <(memwall_speed1 "$f")
         mpp+=("$a") mtg+=("$b")
-        read -r a b < <(llama_speed "$f")
+        read -r a b < <(llama_speed1 "$f")
         lpp+=("$a") ltg+=("$b")
     done
     mean() { printf '%s\n' "$@" | awk '{ s += $1; n++ } END { printf "%.2f", n ? s / n : 0 }'; }

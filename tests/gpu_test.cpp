@@ -17,6 +17,7 @@
 #include "runtime/loaded_model.h"
 #include "support/random_blocks.h"
 #include "support/test_support.h"
+#include "tensor/quants.h"
 #include "tensor/types.h"
 
 namespace {
@@ -76,10 +77,11 @@ void reference(const mw::TypeTraits& t, const uint8_t* w, size_t row_bytes, cons
 using Buffers = std::vector<std::unique_ptr<PageBuffer>>;
 
 void check_matmul(mw::gpu::Offload& gpu, GgmlType type, const Shape& s, uint32_t seed,
-                  Buffers& keep) {
+                  Buffers& keep, void (*edit)(std::vector<uint8_t>&) = nullptr) {
     const mw::TypeTraits& t = *mw::type_traits(type);
     std::mt19937 rng(seed);
-    const std::vector<uint8_t> bytes = mw::test::random_weight_rows(t, s.rows, s.cols, rng);
+    std::vector<uint8_t> bytes = mw::test::random_weight_rows(t, s.rows, s.cols, rng);
+    if (edit) edit(bytes);
     keep.push_back(std::make_unique<PageBuffer>(bytes));
     const PageBuffer& buf = *keep.back();
     mw::WeightMatrix w;
@@ -111,8 +113,9 @@ void check_matmul(mw::gpu::Offload& gpu, GgmlType type, const Shape& s, uint32_t
     }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::Q4_0, GgmlType::Q8_0,
-                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::Q4_0, GgmlType::Q8_0,
+                           GgmlType::Q4_K,   GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL,
+                           GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 class GpuMatmul : public ::testing::TestWithParam<GgmlType> {};
 
@@ -183,6 +186,17 @@ INSTANTIATE_TEST_SUITE_P(Types, GpuMatmul, ::testing::ValuesIn(kTypes),
                          [](const ::testing::TestParamInfo<GgmlType>& p) {
                              return std::string(mw::type_traits(p.param)->name);
                          });
+
+// MXFP4's E8M0 scale decoded from its bits over the normal range, 2^-126 to 2^51 (below, the
+// scale is subnormal and a device may flush it to 0; docs/gpu.md).
+TEST(Gpu, Mxfp4ScalesOverTheExponentRange) {
+    Buffers keep;
+    OPEN_OR_SKIP(gpu, mw::gpu::OffloadOptions{});
+    check_matmul(*gpu, GgmlType::MXFP4, {9, 32 * 20, 3}, 5, keep, [](std::vector<uint8_t>& b) {
+        for (size_t i = 0; i < b.size() / sizeof(mw::BlockMXFP4); ++i)
+            b[i * sizeof(mw::BlockMXFP4)] = uint8_t(2 + i * 29 % 178);
+    });
+}
 
 TEST(Gpu, ATypeWithoutAShaderStaysOnTheCpuWithAReason) {
     OPEN_OR_SKIP(gpu, mw::gpu::OffloadOptions{});

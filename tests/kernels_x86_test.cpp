@@ -18,6 +18,7 @@
 #include "tensor/types.h"
 
 #if defined(__x86_64__)
+#include "tensor/x86/set.h"
 #include "tensor/x86/x86.h"
 
 namespace mw {
@@ -143,7 +144,7 @@ TEST_P(X86Kernels, VecDotMatchesReference) {
 
 // matmul over row ranges and token counts that cross every tile boundary and both paths (decode
 // kernels for few tokens, prefill panels from 12 tokens with AVX-512, 16 with AVX-VNNI, 24 with
-// AVX2); rows outside [r0, r1) must stay untouched.
+// AVX2 (12 for IQ4_NL and MXFP4)); rows outside [r0, r1) must stay untouched.
 TEST_P(X86Kernels, MatmulMatchesReference) {
     std::mt19937 rng(13);
     struct Shape {
@@ -221,6 +222,87 @@ TEST_P(X86Kernels, MatmulLongRows) {
                     ASSERT_NEAR(y[size_t(t * n_rows + r)], ref.vec_dot(n_cols, wr, xr),
                                 relative_tolerance(w) * scale)
                         << w.name << " tokens=" << n_tok << " row " << r << " token " << t;
+                }
+            }
+        }
+    }
+}
+
+// The prefill GEMM of the table types called directly (matmul only takes it from 12..24 tokens
+// on): every token count 1..17 (partial token tiles), row ranges off the panel and tile sizes,
+// E8M0 exponents over the whole range, against the reference dot product.
+TEST_P(X86Kernels, TableTypesPrefillMatchesReference) {
+    using Fn = void (*)(const MatmulArgs&);
+    struct Kernel {
+        GgmlType type;
+        Fn fn;
+    };
+    std::vector<Kernel> kernels;
+    switch (GetParam()) {
+        case x86::Isa::avx2:
+            kernels = {{GgmlType::IQ4_NL, x86::Set<x86::Isa::avx2>::gemm_iq4_nl},
+                       {GgmlType::IQ4_XS, x86::Set<x86::Isa::avx2>::gemm_iq4_xs},
+                       {GgmlType::MXFP4, x86::Set<x86::Isa::avx2>::gemm_mxfp4}};
+            break;
+        case x86::Isa::avxvnni:
+            kernels = {{GgmlType::IQ4_NL, x86::Set<x86::Isa::avxvnni>::gemm_iq4_nl},
+                       {GgmlType::IQ4_XS, x86::Set<x86::Isa::avxvnni>::gemm_iq4_xs},
+                       {GgmlType::MXFP4, x86::Set<x86::Isa::avxvnni>::gemm_mxfp4}};
+            break;
+        case x86::Isa::avx512:
+            kernels = {{GgmlType::IQ4_NL, x86::Set<x86::Isa::avx512>::gemm_iq4_nl},
+                       {GgmlType::IQ4_XS, x86::Set<x86::Isa::avx512>::gemm_iq4_xs},
+                       {GgmlType::MXFP4, x86::Set<x86::Isa::avx512>::gemm_mxfp4}};
+            break;
+    }
+    std::mt19937 rng(23);
+    struct Shape {
+        int64_t blocks, n_rows, r0, r1;
+    };
+    const Shape shapes[] = {
+        {1, 1, 0, 1}, {3, 7, 0, 7}, {2, 17, 1, 17}, {9, 41, 3, 40}, {4, 70, 5, 67}};
+    for (const Kernel& k : kernels) {
+        const TypeTraits& w = row_of(table_, k.type);
+        const TypeTraits& ref = row_of(reference_type_traits(), k.type);
+        const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
+        for (const Shape& s : shapes) {
+            const int64_t n_cols = s.blocks * w.block_size;
+            auto m = test::random_weight_rows(w, s.n_rows, n_cols, rng);
+            const size_t rb = row_bytes(w, n_cols);
+            if (k.type == GgmlType::MXFP4) {
+                // Exponents 0..149 (2^-128 subnormal to 2^21; larger ones overflow the float
+                // products of the reference as well), 0 and 1 in every row.
+                for (size_t b = 0; b < m.size() / sizeof(BlockMXFP4); ++b)
+                    m[b * sizeof(BlockMXFP4)] = uint8_t(b % 4 < 2 ? b % 4 : b * 37 % 150);
+            }
+            for (int64_t n_tok = 1; n_tok <= 17; ++n_tok) {
+                const size_t act_stride = row_bytes(act, n_cols) + 32;
+                std::vector<uint8_t> xq(act_stride * size_t(n_tok));
+                for (int64_t t = 0; t < n_tok; ++t) {
+                    const auto x = random_floats(size_t(n_cols), rng);
+                    act.from_float(x.data(), xq.data() + act_stride * size_t(t), n_cols);
+                }
+                const int64_t ldy = s.n_rows + 1;
+                const float sentinel = 12345.0f;
+                std::vector<float> y(size_t(ldy * n_tok), sentinel);
+                k.fn(MatmulArgs{m.data(), rb, n_cols, s.r0, s.r1, xq.data(), act_stride, n_tok,
+                                y.data(), ldy});
+                for (int64_t t = 0; t < n_tok; ++t) {
+                    const uint8_t* xr = xq.data() + act_stride * size_t(t);
+                    for (int64_t r = 0; r < ldy; ++r) {
+                        const float got = y[size_t(t * ldy + r)];
+                        if (r < s.r0 || r >= s.r1) {
+                            ASSERT_EQ(got, sentinel) << w.name << " wrote row " << r;
+                            continue;
+                        }
+                        const uint8_t* wr = m.data() + rb * size_t(r);
+                        const float want = ref.vec_dot(n_cols, wr, xr);
+                        const double scale = abs_products(w, wr, act, xr, n_cols);
+                        ASSERT_NEAR(got, want, relative_tolerance(w) * scale + 1e-30)
+                            << w.name << " cols=" << n_cols << " tokens=" << n_tok << " row " << r
+                            << " token " << t;
+                        ASSERT_FALSE(std::isnan(got)) << w.name;
+                    }
                 }
             }
         }

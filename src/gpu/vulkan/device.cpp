@@ -131,6 +131,9 @@ const Shader* shader_of(GgmlType t) {
         {GgmlType::Q4_K, spirv::matmul_q4_k, spirv::matmul_q4_k_words},
         {GgmlType::Q5_K, spirv::matmul_q5_k, spirv::matmul_q5_k_words},
         {GgmlType::Q6_K, spirv::matmul_q6_k, spirv::matmul_q6_k_words},
+        {GgmlType::IQ4_NL, spirv::matmul_iq4_nl, spirv::matmul_iq4_nl_words},
+        {GgmlType::IQ4_XS, spirv::matmul_iq4_xs, spirv::matmul_iq4_xs_words},
+        {GgmlType::MXFP4, spirv::matmul_mxfp4, spirv::matmul_mxfp4_words},
     };
     for (const Shader& s : shaders) {
         if (s.type == t) return &s;

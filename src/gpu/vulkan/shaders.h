@@ -17,6 +17,9 @@ MW_SPIRV(matmul_q8_0)
 MW_SPIRV(matmul_q4_k)
 MW_SPIRV(matmul_q5_k)
 MW_SPIRV(matmul_q6_k)
+MW_SPIRV(matmul_iq4_nl)
+MW_SPIRV(matmul_iq4_xs)
+MW_SPIRV(matmul_mxfp4)
 #undef MW_SPIRV
 
 }  // namespace mw::gpu::vk::spirv

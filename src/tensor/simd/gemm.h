@@ -371,6 +371,11 @@ constexpr PanelFormat kPanelQ3K{16, 4, false, true, kActQ8_0};
 constexpr PanelFormat kPanelQ4K{32, 0, true, true, kActQ8_0};
 constexpr PanelFormat kPanelQ5K{32, 0, true, true, kActQ8_0};
 constexpr PanelFormat kPanelQ6K{16, 32, false, true, kActQ8_0};
+// The table types' codes are value + offset (tensor/x86/gemm.h): IQ4 -127..113 + 128, MXFP4's
+// doubled E2M1 -12..12 + 16.
+constexpr PanelFormat kPanelIQ4_NL{32, 128, false, false, kActQ8_0};
+constexpr PanelFormat kPanelIQ4_XS{32, 128, false, true, kActQ8_0};
+constexpr PanelFormat kPanelMXFP4{32, 16, false, false, kActQ8_0};
 
 // A packed group g of R rows into a panel (tensor/simd/packed.h).
 using GroupPanelFn = void (*)(const MatmulArgs& a, int64_t group, uint8_t* panel);

@@ -234,6 +234,11 @@ inline __m256i nibbles32(const uint8_t* qs) {
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(15));
 }
 
+// The 16-entry table in both 128-bit lanes, for vpshufb (IQ4_NL, IQ4_XS, MXFP4).
+inline __m256i table16(const int8_t* t) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
+}
+
 // 16 for each element whose bit is set in the 32-bit mask, else 0.
 inline __m256i high_bits(uint32_t qh) {
     const __m256i spread = _mm256_shuffle_epi8(

@@ -51,6 +51,19 @@ void Set<I>::gemm_q6_k(const MatmulArgs& a) {
 }
 
 template <Isa I>
+void Set<I>::gemm_iq4_nl(const MatmulArgs& a) {
+    Gemm<typename VecOf<I>::type>::iq4_nl(a);
+}
+template <Isa I>
+void Set<I>::gemm_iq4_xs(const MatmulArgs& a) {
+    Gemm<typename VecOf<I>::type>::iq4_xs(a);
+}
+template <Isa I>
+void Set<I>::gemm_mxfp4(const MatmulArgs& a) {
+    Gemm<typename VecOf<I>::type>::mxfp4(a);
+}
+
+template <Isa I>
 void Set<I>::packed_gemm_q4_0(const MatmulArgs& a) {
     using V = typename VecOf<I>::type;
     PackedGemm<V>::q4_0_groups(a, PackedPanels<V>::q4_0);

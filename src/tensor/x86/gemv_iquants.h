@@ -1,8 +1,9 @@
 // Decode kernels of the types whose weights are signed values from a table, a small set or a
 // lattice grid (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0, the IQ3/IQ2/IQ1 types; issue 38), written
-// once for every vector width V. They serve every token count: these types have no prefill
-// panels yet; with more than 4 tokens the 256-element types decode each row once and then run
-// every token against it.
+// once for every vector width V. IQ4_NL, IQ4_XS and MXFP4 use them for few tokens and the panel
+// GEMM (tensor/x86/gemm.h) for many; the other types have no prefill panels yet and use these for
+// every token count: with more than 4 tokens the 256-element types decode each row once and then
+// run every token against it.
 //
 // A block is decoded into signed 8-bit values in element order (each 32 elements one 256-bit
 // vector; AVX-512 joins two), multiplied with the activation quants as |w| x sign(x, w) by
@@ -49,11 +50,6 @@ inline void join(const __m256i in[8], typename V::I* out) {
             out[v] = _mm512_inserti64x4(_mm512_castsi256_si512(in[2 * v]), in[2 * v + 1], 1);
 #endif
     }
-}
-
-// The 16-entry table in both 128-bit lanes, for vpshufb.
-inline __m256i table16(const int8_t* t) {
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t)));
 }
 
 // ---- 32-element blocks: IQ4_NL, MXFP4 ----------------------------------------------------------

@@ -1,7 +1,7 @@
 // The entry points of one x86 kernel set, declared once for all sets: Set<Isa::avx2>,
 // Set<Isa::avxvnni> and Set<Isa::avx512> are defined by that set's own files (gemv_<set>.cpp,
 // gemm_<set>.cpp, float_<set>.cpp, peak_<set>.cpp), compiled with its ISA flags; kernels.cpp
-// (baseline flags) only takes their addresses. Only tensor/x86/ includes this.
+// (baseline flags) only takes their addresses. Only tensor/x86/ and its tests include this.
 #pragma once
 
 #include "tensor/x86/x86.h"
@@ -48,6 +48,9 @@ struct Set {
     static void gemm_q4_k(const MatmulArgs& a);
     static void gemm_q5_k(const MatmulArgs& a);
     static void gemm_q6_k(const MatmulArgs& a);
+    static void gemm_iq4_nl(const MatmulArgs& a);
+    static void gemm_iq4_xs(const MatmulArgs& a);
+    static void gemm_mxfp4(const MatmulArgs& a);
 
     // The packed layouts, groups of R rows (decode in gemv_<set>.cpp, prefill in gemm_<set>.cpp).
     static constexpr int kPackRows = I == Isa::avx512 ? 16 : 8;

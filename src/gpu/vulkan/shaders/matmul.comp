@@ -1,6 +1,6 @@
 #version 450
 // y[t][row0 + r] = sum_c W[r][c] * x[t][c] for the rows of one binding of a weight matrix, in
-// its GGUF layout (compiled once per type: -DTYPE_F32, -DTYPE_Q4_K, ...). A workgroup takes
+// its GGUF layout (compiled once per type: -DTYPE_F32, -DTYPE_Q4_K, -DTYPE_IQ4_XS, ...). A workgroup takes
 // GROUP / 2^tpr_log2 weight rows and a group of TOKENS tokens; each row gets 2^tpr_log2
 // invocations (no more than the row has 32-element units, so short rows leave none idle). An
 // invocation decodes its units of the row once and applies them to every token of the group;
@@ -101,6 +101,38 @@ void decode_unit(uint rb, uint u, out float v[32]) {
     for (uint l = 0u; l < 32u; ++l) {
         const int code = int(((rd8(ql + l) >> nibble) & 15u) | (((rd8(qh + l) >> (2u * k)) & 3u) << 4)) - 32;
         v[l] = d * float(rdi8(sc + l / 16u)) * float(code);
+    }
+#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS) || defined(TYPE_MXFP4)
+    // Nibbles through a 16-value table (low nibbles elements 0-15, high 16-31), times a scale:
+    // IQ4_NL's fp16 d; IQ4_XS's d * (ls_j - 32) of sub-block j; MXFP4's E8M0 exponent e, as
+    // 2^(e - 128) because its table holds the E2M1 values doubled.
+#if defined(TYPE_MXFP4)
+    const float table[16] = float[16](0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0,
+                                      0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
+    const uint b = rb + u * 17u;
+    const uint e = rd8(b);
+    const float d = uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+    const uint qs = b + 1u;
+#else
+    const float table[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0,
+                                      1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
+#if defined(TYPE_IQ4_NL)
+    const uint b = rb + u * 18u;
+    const float d = rdhalf(b);
+    const uint qs = b + 2u;
+#else
+    const uint b = rb + (u >> 3) * 136u;
+    const uint j = u & 7u;
+    const uint ls = ((rd8(b + 4u + j / 2u) >> (4u * (j & 1u))) & 15u) |
+                    (((rd16(b + 2u) >> (2u * j)) & 3u) << 4);
+    const float d = rdhalf(b) * float(int(ls) - 32);
+    const uint qs = b + 8u + 16u * j;
+#endif
+#endif
+    for (uint i = 0u; i < 16u; ++i) {
+        const uint q = rd8(qs + i);
+        v[i] = d * table[q & 15u];
+        v[i + 16u] = d * table[q >> 4];
     }
 #else
 #error "compile with -DTYPE_<type>"
