@@ -5,6 +5,7 @@
 // files with inconsistent metadata or missing tensors: clear errors naming the key or tensor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -15,11 +16,17 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "model/kv_cache.h"
+#include "plan/budget_plan.h"
+#include "plan/catalogue.h"
 #include "plan/planner.h"
 #include "runtime/context.h"
+#include "runtime/layer_stream.h"
 #include "runtime/loaded_model.h"
+#include "runtime/memory_budget.h"
+#include "runtime/ple_reader.h"
 #include "support/gguf_edit.h"
 #include "support/test_support.h"
+#include "synth/synth.h"
 
 namespace mw {
 namespace {
@@ -221,6 +228,20 @@ TEST(Gemma4, PerLayerEmbeddingsOnStorageGiveTheResidentLogits) {
     }
 }
 
+// The CLI's --ple-resident (run, chat, serve, bench) keeps the table in memory: the same greedy
+// text as on storage.
+TEST(Gemma4, CliPleResidentGivesTheSameText) {
+    const std::string run = test::cli_path() + " run -m " +
+                            test::shared_path("reference/models/gemma4-tiny-Q4_K_M.gguf") +
+                            " -p 'Once upon a time' -n 12 --temp 0 --ignore-eos -t 2";
+    const auto stored = test::run_command(run);
+    const auto resident = test::run_command(run + " --ple-resident");
+    ASSERT_EQ(stored.exit_code, 0) << stored.err;
+    ASSERT_EQ(resident.exit_code, 0) << resident.err;
+    EXPECT_FALSE(stored.out.empty());
+    EXPECT_EQ(stored.out, resident.out);
+}
+
 TEST(Gemma4, FilesWithInconsistentMetadataAreClearErrors) {
     const std::vector<uint32_t> three = {512, 512, 1024};
     test::expect_load_error(edited_copy("ffarray",
@@ -266,6 +287,96 @@ TEST(Gemma4, FilesLackingATensorAreClearErrors) {
                                     std::string("no-") + name, [](gguf::GgufWriter&) {}, name),
                                 {"missing tensor", name});
     }
+}
+
+// A Gemma 4 E2B-shape synth model made small (10 layers of 256, 4 sharing KV, a 64 Ki-token
+// vocabulary: a 94 MB per-layer embedding table at Q4_K_M) under a memory budget below the
+// table's size: it loads (the table stays on storage, the budget counts only the reader's cached
+// rows, as the planner does) and gives the unlimited run's logits and greedy tokens, bit for bit
+// (both in the file's layout, as streamed layers are).
+TEST(Gemma4, PerLayerEmbeddingsStayOnStorageUnderAMemoryBudget) {
+#ifdef MW_TEST_SANITIZED
+    GTEST_SKIP() << "writes and runs a 110 MB model: release builds only";
+#endif
+    ModelSpec s = *find_catalogue_model("gemma-4-e2b");
+    s.n_vocab = 65536;
+    s.n_embd = 256;
+    s.n_layer = 10;
+    s.n_head = 4;
+    s.head_dim = 128;
+    s.head_dim_swa = 64;
+    s.n_kv_shared = 4;
+    s.n_ff = 512;
+    s.n_swa = 8;
+    SynthOptions o;
+    o.spec = s;
+    o.seed = 41;
+    const std::string path = test::temp_dir() + "/gemma4-e2b-small.gguf";
+    write_synth_model(o, path);
+
+    std::vector<int32_t> prompt;
+    for (int32_t i = 0; i < 20; ++i) prompt.push_back(300 + (i * 7919) % 65000);
+    ContextParams cp = params();
+    cp.n_ctx = 64;
+    const auto greedy = [&](const LoadedModel& m) {
+        Context ctx(m, cp);
+        const uint32_t n_vocab = m.model.hp.n_vocab;
+        ctx.decode(prompt.data(), uint32_t(prompt.size()), false);
+        std::vector<float> logits;
+        std::vector<int32_t> tokens;
+        for (int step = 0; step < 6; ++step) {
+            const float* l = ctx.logits(-1);
+            logits.insert(logits.end(), l, l + n_vocab);
+            tokens.push_back(int32_t(std::max_element(l, l + n_vocab) - l));
+            ctx.decode(&tokens.back(), 1, false);
+        }
+        return std::make_pair(logits, tokens);
+    };
+    LoadOptions unlimited;
+    unlimited.repack = false;
+    const auto free_run = LoadedModel::load(path, unlimited);
+    const uint64_t table = ple_table_bytes(free_run->model);
+    ASSERT_EQ(table, uint64_t(90) << 20);  // 65536 rows of 10 x 256 at Q4_K
+    ASSERT_NE(free_run->ple_source, nullptr);
+    const auto want = greedy(*free_run);
+
+    // The smallest budget that holds the resident part, one streamed layer and the context.
+    LoadOptions ample;
+    ample.mem_budget = uint64_t(1) << 40;
+    const auto probe = LoadedModel::load(path, ample);
+    ASSERT_NE(probe->budget, nullptr);
+    const uint64_t resident = probe->budget->resident();
+    EXPECT_LT(resident, table / 4) << "the table is not counted, only its cached rows";
+    const std::vector<uint8_t> bytes = test::read_file(path);
+    const gguf::GgufFile header = gguf::GgufFile::parse(bytes, path, {.header_only = true});
+    const ModelFacts facts = model_facts(header, "Q4_K_M");
+    RunSettings run;
+    run.n_ctx = cp.n_ctx;
+    run.n_threads = 2;
+    const DeviceProfile dev = explicit_device(uint64_t(16) << 30, 50e9);
+    // As the runtime counts it, but for the data section's final alignment padding (file_bytes
+    // counts it, the file need not end with it).
+    const uint64_t planned =
+        plan_budget("small", "Q4_K_M", facts, dev, run, uint64_t(1) << 30, 0).resident_bytes;
+    EXPECT_NEAR(double(planned), double(resident), 32.0);
+    uint64_t context_bytes = 0;
+    {
+        const Context ctx(*probe, cp);
+        context_bytes = ctx.kv_bytes() + ctx.scratch_bytes();
+    }
+    const uint64_t slot = probe->budget->layers()->slot_bytes();
+    LoadOptions tight;
+    tight.mem_budget =
+        budget_leaving(resident + context_bytes + 2 * slot, free_run->model.hp.n_vocab) + slot / 2;
+    ASSERT_LT(tight.mem_budget, table) << "the budget is below the table's size";
+    const auto budgeted = LoadedModel::load(path, tight);
+    ASSERT_NE(budgeted->ple_source, nullptr);
+    const auto got = greedy(*budgeted);
+    EXPECT_EQ(got.second, want.second);
+    ASSERT_EQ(got.first.size(), want.first.size());
+    EXPECT_EQ(std::memcmp(got.first.data(), want.first.data(), got.first.size() * 4), 0);
+    EXPECT_GT(budgeted->ple_source->bytes_read(), 0u);
+    std::remove(path.c_str());
 }
 
 }  // namespace

@@ -8,9 +8,24 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "model/model.h"
 #include "runtime/weight_reads.h"
 
 namespace mw {
+
+bool ple_on_storage(const Model& m, bool resident) {
+    const char* env = std::getenv("MEMWALL_PLE");
+    return m.ple_embd.traits && !resident && !(env && std::string(env) == "resident");
+}
+
+uint64_t ple_table_bytes(const Model& m) {
+    const WeightMatrix& t = m.ple_embd;
+    return t.traits ? t.row_bytes * uint64_t(t.n_rows) : 0;
+}
+
+uint64_t ple_cache_bytes(const Model& m) {
+    return std::min(ple_table_bytes(m), kPleCacheRows * m.ple_embd.row_bytes);
+}
 
 PleReader::PleReader(const std::string& path, uint64_t offset, uint64_t row_bytes, int64_t width,
                      const TypeTraits& traits, uint32_t cache_rows)
