@@ -19,6 +19,7 @@
 #include "plan/budget_plan.h"
 #include "plan/catalogue.h"
 #include "plan/planner.h"
+#include "plan/quant_mix.h"
 #include "runtime/context.h"
 #include "runtime/layer_stream.h"
 #include "runtime/loaded_model.h"
@@ -242,6 +243,26 @@ TEST(Gemma4, CliPleResidentGivesTheSameText) {
     EXPECT_EQ(stored.out, resident.out);
 }
 
+// llama-quantize gives the per-layer embedding table of a tied Gemma 4 the output's type (Q6_K
+// in Q4_K_M), as the reference file has it; the quant mix (quantize, synth, plan) does the same.
+TEST(Gemma4, PerLayerEmbeddingTableTakesTheTiedOutputsType) {
+    const std::vector<uint8_t> bytes =
+        test::read_file(test::shared_path("reference/models/gemma4-tiny-Q4_K_M.gguf"));
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "gemma4-tiny", {.header_only = true});
+    const gguf::TensorInfo* t = f.find_tensor("per_layer_token_embd.weight");
+    ASSERT_NE(t, nullptr);
+    QuantModelInfo info;
+    info.arch = "gemma4";
+    info.n_layer = 4;
+    info.n_head = 4;
+    info.n_head_kv = 1;
+    info.has_output = false;
+    EXPECT_EQ(
+        tensor_type_for(QuantRecipe::Q4_K_M, info, t->name, 2, int64_t(t->ne[0]), GgmlType::F16),
+        GgmlType(t->type));
+    EXPECT_EQ(GgmlType(t->type), GgmlType::Q6_K);
+}
+
 TEST(Gemma4, FilesWithInconsistentMetadataAreClearErrors) {
     const std::vector<uint32_t> three = {512, 512, 1024};
     test::expect_load_error(edited_copy("ffarray",
@@ -290,13 +311,13 @@ TEST(Gemma4, FilesLackingATensorAreClearErrors) {
 }
 
 // A Gemma 4 E2B-shape synth model made small (10 layers of 256, 4 sharing KV, a 64 Ki-token
-// vocabulary: a 94 MB per-layer embedding table at Q4_K_M) under a memory budget below the
+// vocabulary: a 131 MiB per-layer embedding table, Q6_K in Q4_K_M) under a memory budget below the
 // table's size: it loads (the table stays on storage, the budget counts only the reader's cached
 // rows, as the planner does) and gives the unlimited run's logits and greedy tokens, bit for bit
 // (both in the file's layout, as streamed layers are).
 TEST(Gemma4, PerLayerEmbeddingsStayOnStorageUnderAMemoryBudget) {
 #ifdef MW_TEST_SANITIZED
-    GTEST_SKIP() << "writes and runs a 110 MB model: release builds only";
+    GTEST_SKIP() << "writes and runs a 150 MB model: release builds only";
 #endif
     ModelSpec s = *find_catalogue_model("gemma-4-e2b");
     s.n_vocab = 65536;
@@ -336,7 +357,7 @@ TEST(Gemma4, PerLayerEmbeddingsStayOnStorageUnderAMemoryBudget) {
     unlimited.repack = false;
     const auto free_run = LoadedModel::load(path, unlimited);
     const uint64_t table = ple_table_bytes(free_run->model);
-    ASSERT_EQ(table, uint64_t(90) << 20);  // 65536 rows of 10 x 256 at Q4_K
+    ASSERT_EQ(table, uint64_t(65536) * 2560 * 210 / 256);  // 65536 rows of 10 x 256 at Q6_K
     ASSERT_NE(free_run->ple_source, nullptr);
     const auto want = greedy(*free_run);
 

@@ -321,7 +321,10 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
     const bool falcon = m.arch == "falcon";
     const int layer = layer_of(name);
     GgmlType t = base;
-    if (name == "output.weight" || (!m.has_output && name == "token_embd.weight")) {
+    // llama-quantize counts Gemma 4's per-layer embedding table as a token embedding: with tied
+    // embeddings it takes the output's type too (Q6_K in Q4_K_M, as its gemma4 files have it).
+    const bool token_embd = name == "token_embd.weight" || name == "per_layer_token_embd.weight";
+    if (name == "output.weight" || (!m.has_output && token_embd)) {
         // The output projection decides the logits: Q6_K at least, Q8_0 when rows do not fit.
         if (recipe == R::MXFP4_MOE || falcon || ne0 % block_size(base) != 0) {
             t = T::Q8_0;
@@ -332,7 +335,7 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
         }
     } else if (recipe == R::MXFP4_MOE) {
         t = n_dims >= 3 ? T::MXFP4 : T::Q8_0;  // experts, and everything else
-    } else if (name == "token_embd.weight") {
+    } else if (token_embd) {
         // Most recipes keep the base type for the embedding.
         if (recipe == R::TQ1_0 || recipe == R::TQ2_0) t = T::Q4_K;
         if (is_low_bit(recipe)) t = low_bit_extra(recipe);
