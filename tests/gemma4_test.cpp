@@ -26,6 +26,7 @@
 #include "runtime/memory_budget.h"
 #include "runtime/ple_reader.h"
 #include "support/gguf_edit.h"
+#include "support/hf_model.h"
 #include "support/test_support.h"
 #include "synth/synth.h"
 
@@ -261,6 +262,39 @@ TEST(Gemma4, PerLayerEmbeddingTableTakesTheTiedOutputsType) {
         tensor_type_for(QuantRecipe::Q4_K_M, info, t->name, 2, int64_t(t->ne[0]), GgmlType::F16),
         GgmlType(t->type));
     EXPECT_EQ(GgmlType(t->type), GgmlType::Q6_K);
+}
+
+// Loading leaves the table on storage unread (no scale check over it: that would map all of it);
+// a row with a NaN block scale is a clear error when a token reads it, naming the tensor and row.
+TEST(Gemma4, ACorruptPerLayerEmbeddingRowIsAClearErrorWhenRead) {
+    const std::string src = test::shared_path("reference/models/gemma4-tiny-Q4_K_M.gguf");
+    std::vector<uint8_t> bytes = test::read_file(src);
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "gemma4-tiny", {.header_only = true});
+    const gguf::TensorInfo* t = f.find_tensor("per_layer_token_embd.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(GgmlType(t->type), GgmlType::Q6_K);
+    const uint64_t row_bytes = t->ne[0] / 256 * 210, token = 77;
+    const uint64_t at = f.data_offset() + t->offset + token * row_bytes + 208;  // the block's d
+    bytes[at] = 0x00;
+    bytes[at + 1] = 0x7e;  // fp16 NaN
+    const std::string path = test::temp_dir() + "/gemma4-nan-ple.gguf";
+    test::write_binary_file(path, bytes);
+    const auto m = LoadedModel::load(path, LoadOptions{});
+    ASSERT_NE(m->ple_source, nullptr);
+    Context ctx(*m, params());
+    const int32_t fine = 5;
+    ctx.decode(&fine, 1, false);
+    const int32_t bad = int32_t(token);
+    try {
+        ctx.decode(&bad, 1, false);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::bad_file);
+        EXPECT_NE(std::string(e.what()).find("per_layer_token_embd.weight"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("row 77"), std::string::npos) << e.what();
+    }
+    std::remove(path.c_str());
 }
 
 TEST(Gemma4, FilesWithInconsistentMetadataAreClearErrors) {

@@ -63,9 +63,12 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
 
 // A block scale that is inf or NaN makes the whole output NaN while the run goes on: refused at
 // load, naming the tensor and the block (format/block_scales.h; `verify` decodes everything).
-void check_block_scales(const gguf::GgufFile& g, const std::string& name) {
+// A per-layer embedding table kept on storage is not read here (that would map all of it into
+// the process's RSS): its reader checks each row it reads.
+void check_block_scales(const gguf::GgufFile& g, const std::string& name,
+                        const uint8_t* skip = nullptr) {
     for (const gguf::TensorInfo& t : g.tensors()) {
-        if (!t.data || !has_fp16_block_scales(t.type)) continue;
+        if (!t.data || t.data == skip || !has_fp16_block_scales(t.type)) continue;
         const uint32_t block_bytes = ggml_layout(t.type)->type_size;
         if (const auto bad = first_nonfinite_scale(t.type, t.data, t.n_bytes / block_bytes)) {
             fail(ErrorKind::bad_file,
@@ -256,7 +259,10 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
     }
     m->file = MappedFile::open(path, options.map);
     parse_and_bind(*m, m->file.bytes(), path, options.vocab_only);
-    if (!options.vocab_only) check_block_scales(m->gguf, path);
+    if (!options.vocab_only) {
+        const bool ple_stored = !ple_stored_range(*m, options).empty();
+        check_block_scales(m->gguf, path, ple_stored ? m->model.ple_embd.data : nullptr);
+    }
     std::vector<std::pair<uint64_t, uint64_t>> copied;
     if (!options.vocab_only) copied = apply_gpu(*m, path, options.gpu);
     if (!options.vocab_only && options.repack && has_faster_layouts(m->model) &&

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "format/block_scales.h"
 #include "model/model.h"
 #include "runtime/weight_reads.h"
 
@@ -73,6 +74,14 @@ void PleReader::row(int64_t token, float* out) {
         read_weight_bytes(fd_, direct_, path_, fmt::format("per-layer embedding row {}", token),
                           off, row_bytes_, block_);
         std::memcpy(bytes, block_ + off % kWeightReadAlign, row_bytes_);
+        // Loading checks every other tensor's block scales; this table's, a row at a time.
+        const uint32_t type = uint32_t(traits_.type);
+        if (const auto bad = first_nonfinite_scale(type, bytes, row_bytes_ / traits_.type_size)) {
+            fail(ErrorKind::bad_file,
+                 "{}: tensor 'per_layer_token_embd.weight' ({}) has a block scale that is not "
+                 "finite (inf or NaN) in block {} of row {}: the file is corrupt",
+                 path_, traits_.name, *bad, token);
+        }
         tokens_[slot] = token;
         bytes_read_ += row_bytes_;
     }
