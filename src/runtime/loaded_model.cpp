@@ -50,8 +50,12 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
     const HParams& hp = m.model.hp;
     // A hybrid model says how its layers divide; MTP (next-n) blocks are not run.
     std::string layers = fmt::format("{} layers", hp.n_layer);
-    if (const uint32_t r = hp.n_recurrent_layers(); r > 0)
-        layers += fmt::format(" ({} DeltaNet, {} attention)", r, hp.n_layer - r);
+    if (const uint32_t r = hp.n_recurrent_layers(); r > 0) {
+        const bool conv = std::find(hp.layer_kinds.begin(), hp.layer_kinds.end(),
+                                    LayerKind::short_conv) != hp.layer_kinds.end();
+        layers += fmt::format(" ({} {}, {} attention)", r, conv ? "short-conv" : "DeltaNet",
+                              hp.n_layer - r);
+    }
     if (hp.n_nextn_layers > 0)
         layers += fmt::format(", {} MTP layer{} skipped", hp.n_nextn_layers,
                               hp.n_nextn_layers > 1 ? "s" : "");
