@@ -297,6 +297,32 @@ TEST(Gemma4, ACorruptPerLayerEmbeddingRowIsAClearErrorWhenRead) {
     std::remove(path.c_str());
 }
 
+// memwall quantize gives both reference models llama-quantize's types tensor by tensor: attn_v's
+// extra bits go by its rank among the attn_v tensors (the KV-sharing and K = V layers have none),
+// not by the layer number.
+TEST(Gemma4, QuantizeGivesLlamaQuantizesTypes) {
+    for (const std::string model : {"gemma4-tiny", "gemma4moe-tiny"}) {
+        SCOPED_TRACE(model);
+        const std::string out = test::temp_dir() + "/" + model + "-Q4_K_M.gguf";
+        const auto r = test::run_command(
+            test::cli_path() + " quantize " +
+            test::shared_path("reference/models/" + model + "-F16.gguf") + " " + out + " Q4_K_M");
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const std::vector<uint8_t> got_bytes = test::read_file(out);
+        const std::vector<uint8_t> ref_bytes =
+            test::read_file(test::shared_path("reference/models/" + model + "-Q4_K_M.gguf"));
+        const gguf::GgufFile got = gguf::GgufFile::parse(got_bytes, out, {.header_only = true});
+        const gguf::GgufFile ref = gguf::GgufFile::parse(ref_bytes, model, {.header_only = true});
+        ASSERT_EQ(got.tensors().size(), ref.tensors().size());
+        for (const gguf::TensorInfo& t : ref.tensors()) {
+            const gguf::TensorInfo* g = got.find_tensor(t.name);
+            ASSERT_NE(g, nullptr) << t.name;
+            EXPECT_EQ(g->type, t.type) << t.name;
+        }
+        std::remove(out.c_str());
+    }
+}
+
 TEST(Gemma4, FilesWithInconsistentMetadataAreClearErrors) {
     const std::vector<uint32_t> three = {512, 512, 1024};
     test::expect_load_error(edited_copy("ffarray",

@@ -530,7 +530,9 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
     info.n_expert = s.n_expert;
     info.has_output = !s.tied_embeddings;
     info.is_70b_class = model_is_70b_class(s.arch, s.n_layer, s.n_head, s.n_head_kv);
-    for (const TensorDesc& t : spec_tensors(s)) {
+    const std::vector<TensorDesc> tensors = spec_tensors(s);
+    for (const TensorDesc& t : tensors) add_attn_v_tensor(info, t.name);
+    for (const TensorDesc& t : tensors) {
         const GgmlType type =
             tensor_type_for(recipe, info, t.name, uint32_t(t.ne.size()), int64_t(t.ne[0]), t.type);
         w.add_tensor(t.name, type, t.ne, data ? data(t, type) : gguf::GgufWriter::Producer{});

@@ -70,6 +70,7 @@ std::vector<uint8_t> requantized_header(const gguf::GgufFile& f, const HParams& 
     info.n_expert = hp.n_expert;
     info.has_output = f.find_tensor("output.weight") != nullptr;
     info.is_70b_class = model_is_70b_class(hp.arch, hp.n_layer, hp.n_head, hp.n_head_kv);
+    for (const gguf::TensorInfo& t : f.tensors()) add_attn_v_tensor(info, t.name);
     for (const gguf::TensorInfo& t : f.tensors()) {
         const GgmlType type = tensor_type_for(recipe, info, t.name, t.n_dims, int64_t(t.ne[0]),
                                               static_cast<GgmlType>(t.type));

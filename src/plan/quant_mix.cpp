@@ -156,7 +156,11 @@ GgmlType fit_row_length(GgmlType t, int64_t ne0) {
     return ne0 % block_size(fallback) == 0 ? fallback : T::F16;
 }
 
-GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer) {
+GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int block) {
+    // The attn_v's rank among the model's attn_v tensors, as llama-quantize counts them.
+    const int layer =
+        block >= 0 && size_t(block) < m.attn_v_rank.size() ? m.attn_v_rank[block] : block;
+    const int n_v = int(m.n_attn_v ? m.n_attn_v : m.n_layer);
     const uint32_t gqa = m.n_head_kv ? m.n_head / m.n_head_kv : 1;
     if (recipe == R::Q2_K) {
         t = gqa >= 4 ? T::Q4_K : T::Q3_K;
@@ -166,7 +170,7 @@ GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer) {
         t = layer < 2 ? T::Q5_K : T::Q4_K;
     } else if (recipe == R::Q3_K_L) {
         t = T::Q5_K;
-    } else if ((recipe == R::Q4_K_M || recipe == R::Q5_K_M) && more_bits(layer, int(m.n_layer))) {
+    } else if ((recipe == R::Q4_K_M || recipe == R::Q5_K_M) && more_bits(layer, n_v)) {
         t = T::Q6_K;
     } else if (recipe == R::Q4_K_S && layer < 4) {
         t = T::Q5_K;
@@ -242,6 +246,14 @@ GgmlType attn_output_type(R recipe, GgmlType t, const QuantModelInfo& m, bool fa
 }
 
 }  // namespace
+
+void add_attn_v_tensor(QuantModelInfo& m, std::string_view name) {
+    if (!contains(name, "attn_v.weight") && !contains(name, "attn_qkv.weight")) return;
+    const int layer = layer_of(name);
+    if (layer < 0) return;
+    if (m.attn_v_rank.size() <= size_t(layer)) m.attn_v_rank.resize(size_t(layer) + 1, -1);
+    m.attn_v_rank[size_t(layer)] = int32_t(m.n_attn_v++);
+}
 
 const char* recipe_name(QuantRecipe recipe) {
     return row_of(recipe).name;
