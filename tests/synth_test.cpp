@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "format/gguf.h"
 #include "plan/catalogue.h"
 #include "plan/planner.h"
@@ -269,6 +270,69 @@ TEST(Synth, DeviceModelPresetsAtAScaledDownShapeRun) {
         // can pick another expert.
         EXPECT_LT(test::rel_rms(a, b, n), o.spec->n_expert > 0 ? 0.05 : 0.02);
         std::remove(path.c_str());
+    }
+}
+
+// `plan --config` on the public config.json files (as quoted in public code; the catalogue rows'
+// sources) gives the catalogue rows' numbers: Gemma 4 E2B's multimodal config (text_config),
+// LFM2-1.2B's older one (block_ff_dim, full_attn_idxs), SmolLM3-3B's.
+TEST(Synth, DeviceModelConfigsGiveTheCatalogueNumbers) {
+    std::string e2b_types;
+    for (int i = 0; i < 35; ++i) {
+        e2b_types += (i ? ", " : "") +
+                     std::string(i % 5 == 4 ? "\"full_attention\"" : "\"sliding_attention\"");
+    }
+    const std::pair<std::string, std::string> cases[] = {
+        {"gemma-4-e2b",
+         R"({"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+            "text_config": {"model_type": "gemma4_text", "hidden_size": 1536,
+            "num_hidden_layers": 35, "intermediate_size": 6144, "num_attention_heads": 8,
+            "head_dim": 256, "global_head_dim": 512, "vocab_size": 262144,
+            "num_key_value_heads": 1, "num_kv_shared_layers": 20,
+            "hidden_size_per_layer_input": 256, "sliding_window": 512,
+            "max_position_embeddings": 131072, "use_double_wide_mlp": true,
+            "final_logit_softcapping": 30.0, "tie_word_embeddings": true,
+            "layer_types": [)" +
+             e2b_types + "]}}"},
+        {"lfm2-1.2b",
+         R"({"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "vocab_size": 65536,
+            "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "max_position_embeddings": 128000, "norm_eps": 1e-05,
+            "conv_L_cache": 3, "block_ff_dim": 12288, "block_multiple_of": 256,
+            "block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": true,
+            "rope_theta": 1000000.0, "full_attn_idxs": [2, 5, 8, 10, 12, 14]})"},
+        {"smollm3-3b",
+         R"({"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3",
+            "vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 11008,
+            "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4,
+            "max_position_embeddings": 65536, "rope_theta": 5000000.0,
+            "tie_word_embeddings": true})"},
+    };
+    for (const auto& [id, config] : cases) {
+        SCOPED_TRACE(id);
+        const ModelSpec from_config = spec_from_hf_config(config, id + "/config.json");
+        const ModelSpec& row = *find_catalogue_model(id);
+        EXPECT_EQ(count_params(spec_tensors(from_config)), count_params(spec_tensors(row)));
+        // The same weights, KV cache, recurrent state and scratch (the header's size, in
+        // overhead_bytes, differs by the names).
+        const auto planned = [&](const ModelSpec& s) {
+            const std::vector<uint8_t> h = spec_gguf_header(s, QuantRecipe::Q4_K_M);
+            const gguf::GgufFile f = gguf::GgufFile::parse(h, id, {.header_only = true});
+            const ModelFacts facts = model_facts(f, "Q4_K_M");
+            EXPECT_TRUE(facts.runnable) << facts.note;
+            const MemoryPlan m = plan_memory(facts, {.n_ctx = 4096});
+            return m.total_bytes() - m.overhead_bytes;
+        };
+        EXPECT_EQ(planned(from_config), planned(row));
+    }
+    // A layer pattern that does not repeat is refused naming the field.
+    std::string bad = cases[0].second;
+    bad.replace(bad.find("\"sliding_attention\""), 19, "\"full_attention\"");
+    try {
+        spec_from_hf_config(bad, "gemma-4-e2b/config.json");
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("layer_types"), std::string::npos) << e.what();
     }
 }
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "format/gguf_writer.h"
 
@@ -330,6 +332,101 @@ void read_qwen35_fields(const Config& c, ModelSpec& s, const std::string& source
     }
 }
 
+// The layer_types array of a config: per layer, whether it is `kind_a` (else `kind_b`).
+std::vector<bool> layer_types_of(const Config& c, const ModelSpec& s, const std::string& source,
+                                 const char* kind_a, const char* kind_b) {
+    const nlohmann::json& types = c.json()["layer_types"];
+    if (!types.is_array() || types.size() != s.n_layer) {
+        fail(ErrorKind::invalid_argument,
+             "{}: \"layer_types\" is not an array of num_hidden_layers = {} strings", source,
+             s.n_layer);
+    }
+    std::vector<bool> out(s.n_layer);
+    for (uint32_t i = 0; i < s.n_layer; ++i) {
+        if (types[i] != kind_a && types[i] != kind_b) {
+            fail(ErrorKind::invalid_argument, "{}: \"layer_types\"[{}] = {} is neither {} nor {}",
+                 source, i, types[i].dump(), kind_a, kind_b);
+        }
+        out[i] = types[i] == kind_a;
+    }
+    return out;
+}
+
+// Gemma 4's text model (gemma4_text, or text_config of gemma4): sliding heads of head_dim, full
+// heads of global_head_dim (num_global_key_value_heads of them, K = V with attention_k_eq_v), a
+// full layer every n-th (layer_types, which must repeat so), KV sharing, per-layer embeddings,
+// double-wide MLPs on the sharing layers, the MoE block.
+void read_gemma4_fields(const Config& c, ModelSpec& s, const std::string& source) {
+    s.head_dim_swa = c.u32_or("head_dim", 256);
+    s.head_dim = c.u32_or("global_head_dim", s.head_dim_swa);
+    s.n_head_kv_full = c.u32_or("num_global_key_value_heads", s.n_head_kv);
+    s.full_k_eq_v = c.bool_or("attention_k_eq_v", false);
+    s.n_kv_shared = c.u32_or("num_kv_shared_layers", 0);
+    s.n_embd_per_layer = c.u32_or("hidden_size_per_layer_input", 0);
+    s.double_wide_shared_ffn = c.bool_or("use_double_wide_mlp", false);
+    s.n_swa = c.u32_or("sliding_window", 512);
+    s.final_softcap = float(c.number_or("final_logit_softcapping", 30.0));
+    s.rope_freq_base = 1e6f;
+    s.rope_freq_base_swa = 10000.0f;
+    s.rope_freqs = true;
+    s.tied_embeddings = c.bool_or("tie_word_embeddings", true);
+    if (s.n_kv_shared >= s.n_layer) {
+        fail(ErrorKind::invalid_argument,
+             "{}: \"num_kv_shared_layers\" = {} is not below num_hidden_layers = {}", source,
+             s.n_kv_shared, s.n_layer);
+    }
+    s.swa_pattern = 6;
+    if (c.has("layer_types")) {
+        const std::vector<bool> swa =
+            layer_types_of(c, s, source, "sliding_attention", "full_attention");
+        uint32_t first_full = 0;
+        while (first_full < s.n_layer && swa[first_full]) ++first_full;
+        s.swa_pattern = first_full + 1;
+        for (uint32_t i = 0; i < s.n_layer; ++i) {
+            if (swa[i] != s.is_swa_layer(i)) {
+                fail(ErrorKind::invalid_argument,
+                     "{}: \"layer_types\" is not a full layer every {} (layer {}): the planner "
+                     "describes repeating patterns only",
+                     source, s.swa_pattern, i);
+            }
+        }
+    }
+    if (c.bool_or("enable_moe_block", false)) {
+        s.n_expert = c.u32("num_experts");
+        s.n_expert_used = c.u32("top_k_experts");
+        s.n_ff_expert = c.u32("moe_intermediate_size");
+    }
+}
+
+// LFM2: convolution layers from layer_types ("conv") or full_attn_idxs; the FFN width as
+// llama.cpp's converter derives it (block_ff_dim auto-adjusted: 2/3, times the multiplier,
+// rounded up to block_multiple_of).
+void read_lfm2_fields(const Config& c, ModelSpec& s, const std::string& source) {
+    s.shortconv_l_cache = c.u32_or("conv_L_cache", 3);
+    s.tied_embeddings = c.bool_or("tie_embedding", c.bool_or("tie_word_embeddings", true));
+    uint64_t ff = c.has("block_ff_dim") ? c.u32("block_ff_dim") : c.u32("intermediate_size");
+    if (c.bool_or("block_auto_adjust_ff_dim", false)) {
+        ff = uint64_t(c.number_or("block_ffn_dim_multiplier", 1.0) * double(2 * ff / 3));
+        const uint64_t m = std::max(1u, c.u32_or("block_multiple_of", 256));
+        ff = (ff + m - 1) / m * m;
+    }
+    s.n_ff = uint32_t(ff);
+    if (c.has("layer_types")) {
+        s.conv_layers = layer_types_of(c, s, source, "conv", "full_attention");
+    } else if (c.has("full_attn_idxs") && c.json()["full_attn_idxs"].is_array()) {
+        s.conv_layers.assign(s.n_layer, true);
+        for (const auto& i : c.json()["full_attn_idxs"]) {
+            if (!i.is_number_unsigned() || i.get<uint64_t>() >= s.n_layer) {
+                fail(ErrorKind::invalid_argument, "{}: \"full_attn_idxs\" holds {}", source,
+                     i.dump());
+            }
+            s.conv_layers[i.get<size_t>()] = false;
+        }
+    } else {
+        fail(ErrorKind::invalid_argument, "{}: \"layer_types\" is missing", source);
+    }
+}
+
 }  // namespace
 
 std::vector<TensorDesc> spec_tensors(const ModelSpec& s) {
@@ -557,7 +654,7 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
              root["model_type"].dump());
     }
     const std::string model_type = root.value("model_type", std::string());
-    // Multimodal Gemma 3 keeps the language model's fields in text_config.
+    // Multimodal Gemma 3 and Gemma 4 keep the language model's fields in text_config.
     const nlohmann::json& j = root.contains("text_config") && root["text_config"].is_object()
                                   ? root["text_config"]
                                   : root;
@@ -584,6 +681,10 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
         {"qwen3_5_text", "qwen35"},
         {"qwen3_5_moe", "qwen35moe"},
         {"qwen3_5_moe_text", "qwen35moe"},
+        {"gemma4", "gemma4"},
+        {"gemma4_text", "gemma4"},
+        {"lfm2", "lfm2"},
+        {"smollm3", "smollm3"},
     };
     for (const auto& [hf, gguf_arch] : kArchOf) {
         if (model_type == hf) s.arch = gguf_arch;
@@ -592,8 +693,7 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
         fail(ErrorKind::invalid_argument,
              "{}: model_type \"{}\" is not known to the planner (known: llama, mistral, mixtral, "
              "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, phi3, cohere, deepseek_v2, "
-             "qwen3_5, "
-             "qwen3_5_moe)",
+             "qwen3_5, qwen3_5_moe, gemma4, lfm2, smollm3)",
              source, model_type);
     }
     s.n_vocab = c.u32("vocab_size");
@@ -640,6 +740,10 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
         s.v_head_dim = c.u32("v_head_dim");
     } else if (is_qwen35(s.arch)) {
         read_qwen35_fields(c, s, source);
+    } else if (s.arch == "gemma4") {
+        read_gemma4_fields(c, s, source);
+    } else if (s.arch == "lfm2") {
+        read_lfm2_fields(c, s, source);
     }
     if (s.n_ff == 0 && s.n_expert == 0) {
         fail(ErrorKind::invalid_argument, "{}: \"intermediate_size\" is missing", source);
