@@ -96,6 +96,10 @@ typedef struct mw_model_params {
        CPU path). Default false: such a device is not used, with a warning, unless the environment
        has MEMWALL_GPU_ALLOW_CPU_DEVICE=1 (the tests do, to run the shaders on lavapipe). */
     bool gpu_allow_cpu_device;
+    uint8_t api11_padding[6]; /* API 11: makes the struct grow past API 10's tail padding */
+    /* API 11: keep Gemma 4's per-layer embedding table in memory (default false: it stays on
+       storage, each token reading its row; also MEMWALL_PLE=resident). docs/memory-budget.md */
+    bool ple_resident;
 } mw_model_params;
 
 MW_API void mw_model_params_init(mw_model_params* params, size_t struct_size);

@@ -5,6 +5,7 @@
 // files with inconsistent metadata or missing tensors: clear errors naming the key or tensor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -15,12 +16,20 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "model/kv_cache.h"
+#include "plan/budget_plan.h"
+#include "plan/catalogue.h"
 #include "plan/planner.h"
+#include "plan/quant_mix.h"
 #include "runtime/context.h"
+#include "runtime/layer_stream.h"
 #include "runtime/loaded_model.h"
+#include "runtime/memory_budget.h"
+#include "runtime/ple_reader.h"
 #include "support/gguf_edit.h"
+#include "support/hf_model.h"
 #include "support/model_inputs.h"
 #include "support/test_support.h"
+#include "synth/synth.h"
 
 namespace mw {
 namespace {
@@ -202,6 +211,99 @@ TEST(Gemma4, PerLayerEmbeddingsOnStorageGiveTheResidentLogits) {
     }
 }
 
+// The CLI's --ple-resident (run, chat, serve, bench) keeps the table in memory: the same greedy
+// text as on storage.
+TEST(Gemma4, CliPleResidentGivesTheSameText) {
+    const std::string run = test::cli_path() + " run -m " +
+                            test::shared_path("reference/models/gemma4-tiny-Q4_K_M.gguf") +
+                            " -p 'Once upon a time' -n 12 --temp 0 --ignore-eos -t 2";
+    const auto stored = test::run_command(run);
+    const auto resident = test::run_command(run + " --ple-resident");
+    ASSERT_EQ(stored.exit_code, 0) << stored.err;
+    ASSERT_EQ(resident.exit_code, 0) << resident.err;
+    EXPECT_FALSE(stored.out.empty());
+    EXPECT_EQ(stored.out, resident.out);
+}
+
+// llama-quantize gives the per-layer embedding table of a tied Gemma 4 the output's type (Q6_K
+// in Q4_K_M), as the reference file has it; the quant mix (quantize, synth, plan) does the same.
+TEST(Gemma4, PerLayerEmbeddingTableTakesTheTiedOutputsType) {
+    const std::vector<uint8_t> bytes =
+        test::read_file(test::shared_path("reference/models/gemma4-tiny-Q4_K_M.gguf"));
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "gemma4-tiny", {.header_only = true});
+    const gguf::TensorInfo* t = f.find_tensor("per_layer_token_embd.weight");
+    ASSERT_NE(t, nullptr);
+    QuantModelInfo info;
+    info.arch = "gemma4";
+    info.n_layer = 4;
+    info.n_head = 4;
+    info.n_head_kv = 1;
+    info.has_output = false;
+    EXPECT_EQ(
+        tensor_type_for(QuantRecipe::Q4_K_M, info, t->name, 2, int64_t(t->ne[0]), GgmlType::F16),
+        GgmlType(t->type));
+    EXPECT_EQ(GgmlType(t->type), GgmlType::Q6_K);
+}
+
+// Loading leaves the table on storage unread (no scale check over it: that would map all of it);
+// a row with a NaN block scale is a clear error when a token reads it, naming the tensor and row.
+TEST(Gemma4, ACorruptPerLayerEmbeddingRowIsAClearErrorWhenRead) {
+    const std::string src = test::shared_path("reference/models/gemma4-tiny-Q4_K_M.gguf");
+    std::vector<uint8_t> bytes = test::read_file(src);
+    const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "gemma4-tiny", {.header_only = true});
+    const gguf::TensorInfo* t = f.find_tensor("per_layer_token_embd.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(GgmlType(t->type), GgmlType::Q6_K);
+    const uint64_t row_bytes = t->ne[0] / 256 * 210, token = 77;
+    const uint64_t at = f.data_offset() + t->offset + token * row_bytes + 208;  // the block's d
+    bytes[at] = 0x00;
+    bytes[at + 1] = 0x7e;  // fp16 NaN
+    const std::string path = test::temp_dir() + "/gemma4-nan-ple.gguf";
+    test::write_binary_file(path, bytes);
+    const auto m = LoadedModel::load(path, LoadOptions{});
+    ASSERT_NE(m->ple_source, nullptr);
+    Context ctx(*m, test::small_context());
+    const int32_t fine = 5;
+    ctx.decode(&fine, 1, false);
+    const int32_t bad = int32_t(token);
+    try {
+        ctx.decode(&bad, 1, false);
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::bad_file);
+        EXPECT_NE(std::string(e.what()).find("per_layer_token_embd.weight"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("row 77"), std::string::npos) << e.what();
+    }
+    std::remove(path.c_str());
+}
+
+// memwall quantize gives both reference models llama-quantize's types tensor by tensor: attn_v's
+// extra bits go by its rank among the attn_v tensors (the KV-sharing and K = V layers have none),
+// not by the layer number.
+TEST(Gemma4, QuantizeGivesLlamaQuantizesTypes) {
+    for (const std::string model : {"gemma4-tiny", "gemma4moe-tiny"}) {
+        SCOPED_TRACE(model);
+        const std::string out = test::temp_dir() + "/" + model + "-Q4_K_M.gguf";
+        const auto r = test::run_command(
+            test::cli_path() + " quantize " +
+            test::shared_path("reference/models/" + model + "-F16.gguf") + " " + out + " Q4_K_M");
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        const std::vector<uint8_t> got_bytes = test::read_file(out);
+        const std::vector<uint8_t> ref_bytes =
+            test::read_file(test::shared_path("reference/models/" + model + "-Q4_K_M.gguf"));
+        const gguf::GgufFile got = gguf::GgufFile::parse(got_bytes, out, {.header_only = true});
+        const gguf::GgufFile ref = gguf::GgufFile::parse(ref_bytes, model, {.header_only = true});
+        ASSERT_EQ(got.tensors().size(), ref.tensors().size());
+        for (const gguf::TensorInfo& t : ref.tensors()) {
+            const gguf::TensorInfo* g = got.find_tensor(t.name);
+            ASSERT_NE(g, nullptr) << t.name;
+            EXPECT_EQ(g->type, t.type) << t.name;
+        }
+        std::remove(out.c_str());
+    }
+}
+
 TEST(Gemma4, FilesWithInconsistentMetadataAreClearErrors) {
     const std::vector<uint32_t> three = {512, 512, 1024};
     test::expect_load_error(edited_copy("ffarray",
@@ -247,6 +349,96 @@ TEST(Gemma4, FilesLackingATensorAreClearErrors) {
                                     std::string("no-") + name, [](gguf::GgufWriter&) {}, name),
                                 {"missing tensor", name});
     }
+}
+
+// A Gemma 4 E2B-shape synth model made small (10 layers of 256, 4 sharing KV, a 64 Ki-token
+// vocabulary: a 131 MiB per-layer embedding table, Q6_K in Q4_K_M) under a memory budget below the
+// table's size: it loads (the table stays on storage, the budget counts only the reader's cached
+// rows, as the planner does) and gives the unlimited run's logits and greedy tokens, bit for bit
+// (both in the file's layout, as streamed layers are).
+TEST(Gemma4, PerLayerEmbeddingsStayOnStorageUnderAMemoryBudget) {
+#ifdef MW_TEST_SANITIZED
+    GTEST_SKIP() << "writes and runs a 150 MB model: release builds only";
+#endif
+    ModelSpec s = *find_catalogue_model("gemma-4-e2b");
+    s.n_vocab = 65536;
+    s.n_embd = 256;
+    s.n_layer = 10;
+    s.n_head = 4;
+    s.head_dim = 128;
+    s.head_dim_swa = 64;
+    s.n_kv_shared = 4;
+    s.n_ff = 512;
+    s.n_swa = 8;
+    SynthOptions o;
+    o.spec = s;
+    o.seed = 41;
+    const std::string path = test::temp_dir() + "/gemma4-e2b-small.gguf";
+    write_synth_model(o, path);
+
+    std::vector<int32_t> prompt;
+    for (int32_t i = 0; i < 20; ++i) prompt.push_back(300 + (i * 7919) % 65000);
+    ContextParams cp = test::small_context();
+    cp.n_ctx = 64;
+    const auto greedy = [&](const LoadedModel& m) {
+        Context ctx(m, cp);
+        const uint32_t n_vocab = m.model.hp.n_vocab;
+        ctx.decode(prompt.data(), uint32_t(prompt.size()), false);
+        std::vector<float> logits;
+        std::vector<int32_t> tokens;
+        for (int step = 0; step < 6; ++step) {
+            const float* l = ctx.logits(-1);
+            logits.insert(logits.end(), l, l + n_vocab);
+            tokens.push_back(int32_t(std::max_element(l, l + n_vocab) - l));
+            ctx.decode(&tokens.back(), 1, false);
+        }
+        return std::make_pair(logits, tokens);
+    };
+    LoadOptions unlimited;
+    unlimited.repack = false;
+    const auto free_run = LoadedModel::load(path, unlimited);
+    const uint64_t table = ple_table_bytes(free_run->model);
+    ASSERT_EQ(table, uint64_t(65536) * 2560 * 210 / 256);  // 65536 rows of 10 x 256 at Q6_K
+    ASSERT_NE(free_run->ple_source, nullptr);
+    const auto want = greedy(*free_run);
+
+    // The smallest budget that holds the resident part, one streamed layer and the context.
+    LoadOptions ample;
+    ample.mem_budget = uint64_t(1) << 40;
+    const auto probe = LoadedModel::load(path, ample);
+    ASSERT_NE(probe->budget, nullptr);
+    const uint64_t resident = probe->budget->resident();
+    EXPECT_LT(resident, table / 4) << "the table is not counted, only its cached rows";
+    const std::vector<uint8_t> bytes = test::read_file(path);
+    const gguf::GgufFile header = gguf::GgufFile::parse(bytes, path, {.header_only = true});
+    const ModelFacts facts = model_facts(header, "Q4_K_M");
+    RunSettings run;
+    run.n_ctx = cp.n_ctx;
+    run.n_threads = 2;
+    const DeviceProfile dev = explicit_device(uint64_t(16) << 30, 50e9);
+    // As the runtime counts it, but for the data section's final alignment padding (file_bytes
+    // counts it, the file need not end with it).
+    const uint64_t planned =
+        plan_budget("small", "Q4_K_M", facts, dev, run, uint64_t(1) << 30, 0).resident_bytes;
+    EXPECT_NEAR(double(planned), double(resident), 32.0);
+    uint64_t context_bytes = 0;
+    {
+        const Context ctx(*probe, cp);
+        context_bytes = ctx.kv_bytes() + ctx.scratch_bytes();
+    }
+    const uint64_t slot = probe->budget->layers()->slot_bytes();
+    LoadOptions tight;
+    tight.mem_budget =
+        budget_leaving(resident + context_bytes + 2 * slot, free_run->model.hp.n_vocab) + slot / 2;
+    ASSERT_LT(tight.mem_budget, table) << "the budget is below the table's size";
+    const auto budgeted = LoadedModel::load(path, tight);
+    ASSERT_NE(budgeted->ple_source, nullptr);
+    const auto got = greedy(*budgeted);
+    EXPECT_EQ(got.second, want.second);
+    ASSERT_EQ(got.first.size(), want.first.size());
+    EXPECT_EQ(std::memcmp(got.first.data(), want.first.data(), got.first.size() * 4), 0);
+    EXPECT_GT(budgeted->ple_source->bytes_read(), 0u);
+    std::remove(path.c_str());
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 // and must give the logits the file's own layout gives, leave the file untouched, and rewrite a
 // tied output only once. (The reference tests check the repacked path against llama.cpp's logits.)
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -158,6 +161,34 @@ TEST(LoadRepack, WritableMappingKeepsBytesAndAddressAndAllowsHugePages) {
     }
     EXPECT_EQ(smaps_field(w.data(), "THPeligible").find('1') != std::string::npos, true)
         << "THPeligible:" << smaps_field(w.data(), "THPeligible");
+}
+
+// Ranges nothing reads through the mapping any more (Gemma 4's per-layer embedding table, read
+// row by row from the file) are not copied: no memory is taken for them (so no peak RSS), they
+// read as zeros, and every other byte is the file's.
+TEST(LoadRepack, WritableMappingSkipsRangesWithoutTakingMemory) {
+    const std::string path = test::temp_dir() + "/twelve-mib.bin";
+    std::vector<uint8_t> bytes((size_t(12) << 20) + 77);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(1 + i * 2654435761u % 251);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    MappedFile file = MappedFile::open(path);
+    // 2 MiB aligned, so that no huge page of the copied bytes reaches into the range.
+    const std::pair<uint64_t, uint64_t> skip{uint64_t(2) << 20, uint64_t(10) << 20};
+    const std::span<uint8_t> w = file.make_writable({&skip, 1});
+    ASSERT_EQ(w.size(), bytes.size());
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> present((skip.second - skip.first) / page);
+    ASSERT_EQ(::mincore(w.data() + skip.first, skip.second - skip.first, present.data()), 0);
+    size_t resident = 0;
+    for (unsigned char v : present) resident += v & 1;
+    EXPECT_EQ(resident, 0u) << "pages of the skipped range were copied";
+    EXPECT_EQ(0, std::memcmp(w.data(), bytes.data(), skip.first));
+    EXPECT_EQ(0, std::memcmp(w.data() + skip.second, bytes.data() + skip.second,
+                             bytes.size() - skip.second));
+    EXPECT_EQ(*std::max_element(w.data() + skip.first, w.data() + skip.second), 0);
+    file.seal();
+    std::remove(path.c_str());
 }
 
 TEST(LoadRepack, CliRepacksUnlessToldNotTo) {

@@ -5,6 +5,7 @@
 // that a seed gives the same file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -12,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "format/gguf.h"
 #include "plan/catalogue.h"
+#include "plan/planner.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 #include "support/test_support.h"
@@ -28,6 +31,14 @@ TEST(Synth, FeedForwardLengthMatchesTheFfnTensorsOfEveryPreset) {
         const std::vector<uint8_t> header = spec_gguf_header(p.spec, QuantRecipe::Q4_K_M);
         const gguf::GgufFile f = gguf::GgufFile::parse(header, p.id, {.header_only = true});
         const std::string a = p.spec.arch + ".";
+        if (p.spec.double_wide_shared_ffn) {  // gemma-4-e2b: a width per layer
+            for (uint32_t il = 0; il < p.spec.n_layer; ++il) {
+                const std::string name = "blk." + std::to_string(il) + ".ffn_gate.weight";
+                ASSERT_NE(f.find_tensor(name), nullptr) << name;
+                EXPECT_EQ(f.find_tensor(name)->ne[1], p.spec.n_ff_of(il)) << name;
+            }
+            continue;
+        }
         const auto n_ff = f.get_u32(a + "feed_forward_length");
         if (p.spec.arch == "qwen35moe") {  // as llama.cpp's converter: no dense width
             EXPECT_FALSE(n_ff.has_value());
@@ -163,6 +174,166 @@ TEST(Synth, GptOssAtAScaledDownShapeRuns) {
     for (uint32_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i]));
     EXPECT_LT(test::rel_rms(a, b, n), 0.02);
     std::remove(path.c_str());
+}
+
+// The 2026 device-model presets' layouts at a CI size (256 wide, a 1024-token vocabulary): Gemma 4
+// E2B (10 layers: sliding/full heads of 64/128, 4 KV-sharing layers with double-wide MLPs,
+// per-layer embeddings), 26B-A4B (experts beside the MLP, K = V on full layers, other KV heads
+// there) and 31B, LFM2 1.2B and 8B-A1B (convolution layers at their places, experts after the
+// dense layers), SmolLM3 (NoPE layers). Each loads, the plan's KV cache and recurrent state are
+// what a context allocates, and a prompt in one batch gives token by token's finite logits.
+ModelSpec device_model_at_ci_size(const std::string& id) {
+    ModelSpec s = synth_preset(id);
+    s.n_vocab = 1024;
+    s.n_embd = 256;
+    s.n_head = 4;
+    s.n_ff = 512;
+    if (s.arch == "gemma4") {
+        s.n_layer = 10;
+        s.head_dim = 128;
+        s.head_dim_swa = 64;
+        s.n_head_kv = 2;
+        s.n_head_kv_full = s.full_k_eq_v ? 1 : 2;
+        s.n_swa = 8;
+        if (s.n_kv_shared > 0) s.n_kv_shared = 4;
+        if (s.n_embd_per_layer > 0) s.n_embd_per_layer = 64;
+    } else if (s.arch == "lfm2" || s.arch == "lfm2moe") {
+        s.n_layer = 6;
+        s.n_head_kv = 2;
+        s.conv_layers = {true, true, false, true, false, true};
+        s.n_leading_dense = std::min(s.n_leading_dense, 2u);
+    } else {
+        s.n_layer = 8;  // smollm3: layers 3 and 7 without RoPE
+        s.n_head_kv = 2;
+        s.head_dim = 64;
+    }
+    if (s.n_expert > 0) {
+        s.n_expert = 8;
+        s.n_expert_used = 2;
+        s.n_ff_expert = 256;
+    }
+    return s;
+}
+
+TEST(Synth, DeviceModelPresetsAtAScaledDownShapeRun) {
+    for (const char* id : {"gemma-4-e2b", "gemma-4-26b-a4b", "gemma-4-31b", "lfm2-1.2b",
+                           "lfm2-8b-a1b", "smollm3-3b"}) {
+        SCOPED_TRACE(id);
+        SynthOptions o;
+        o.spec = device_model_at_ci_size(id);
+        o.seed = 11;
+        const std::string path = test::temp_dir() + "/device-model.gguf";
+        write_synth_model(o, path);
+        const auto m = LoadedModel::load(path, LoadOptions{});
+        const HParams& hp = m->model.hp;
+        EXPECT_EQ(hp.arch, o.spec->arch);
+        if (o.spec->arch == "gemma4") {
+            EXPECT_TRUE(hp.swa_layer(0));
+            const uint32_t full = o.spec->swa_pattern - 1;  // the first full layer
+            EXPECT_FALSE(hp.swa_layer(full));
+            EXPECT_EQ(hp.head_dim_k_of(full), 128u);
+            EXPECT_EQ(hp.n_head_kv_of(full), o.spec->n_head_kv_full);
+            EXPECT_EQ(hp.has_kv(6), o.spec->n_kv_shared == 0);
+            EXPECT_EQ(hp.n_ff_of(9), o.spec->double_wide_shared_ffn ? 1024u : 512u);
+            EXPECT_EQ(bool(m->model.ple_embd.traits), o.spec->n_embd_per_layer > 0);
+        }
+        if (!o.spec->conv_layers.empty()) {
+            EXPECT_EQ(hp.n_recurrent_layers(), 4u);
+        }
+        const std::vector<uint8_t> bytes = test::read_file(path);
+        const gguf::GgufFile header = gguf::GgufFile::parse(bytes, id, {.header_only = true});
+        const ModelFacts facts = model_facts(header, "Q4_K_M");
+        ASSERT_TRUE(facts.runnable) << facts.note;
+        RunSettings run;
+        run.n_ctx = 64;
+        run.n_threads = 2;
+        const MemoryPlan plan = plan_memory(facts, run);
+        std::vector<int32_t> tokens;
+        for (int32_t i = 0; i < 24; ++i) tokens.push_back(3 + (i * 37) % 1000);
+        ContextParams p;
+        p.n_ctx = 64;
+        p.n_threads = 2;
+        Context batch(*m, p), steps(*m, p);
+        if (o.spec->conv_layers.empty()) {
+            EXPECT_EQ(plan.kv_bytes, batch.kv_bytes());
+        } else {  // the convolution state: counted per sequence, allocated on first use
+            EXPECT_GT(plan.state_bytes, 0u);
+            EXPECT_GE(plan.kv_bytes + plan.state_bytes, batch.kv_bytes());
+        }
+        batch.decode(tokens.data(), uint32_t(tokens.size()), false);
+        for (const int32_t t : tokens) steps.decode(&t, 1, false);
+        const uint32_t n = hp.n_vocab;
+        const float *a = batch.logits(-1), *b = steps.logits(-1);
+        ASSERT_TRUE(a && b);
+        for (uint32_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i]));
+        // Experts: batch and step quantize activations apart, and a near-tie in a random router
+        // can pick another expert.
+        EXPECT_LT(test::rel_rms(a, b, n), o.spec->n_expert > 0 ? 0.05 : 0.02);
+        std::remove(path.c_str());
+    }
+}
+
+// `plan --config` on the public config.json files (as quoted in public code; the catalogue rows'
+// sources) gives the catalogue rows' numbers: Gemma 4 E2B's multimodal config (text_config),
+// LFM2-1.2B's older one (block_ff_dim, full_attn_idxs), SmolLM3-3B's.
+TEST(Synth, DeviceModelConfigsGiveTheCatalogueNumbers) {
+    std::string e2b_types;
+    for (int i = 0; i < 35; ++i) {
+        e2b_types += (i ? ", " : "") +
+                     std::string(i % 5 == 4 ? "\"full_attention\"" : "\"sliding_attention\"");
+    }
+    const std::pair<std::string, std::string> cases[] = {
+        {"gemma-4-e2b",
+         R"({"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+            "text_config": {"model_type": "gemma4_text", "hidden_size": 1536,
+            "num_hidden_layers": 35, "intermediate_size": 6144, "num_attention_heads": 8,
+            "head_dim": 256, "global_head_dim": 512, "vocab_size": 262144,
+            "num_key_value_heads": 1, "num_kv_shared_layers": 20,
+            "hidden_size_per_layer_input": 256, "sliding_window": 512,
+            "max_position_embeddings": 131072, "use_double_wide_mlp": true,
+            "final_logit_softcapping": 30.0, "tie_word_embeddings": true,
+            "layer_types": [)" +
+             e2b_types + "]}}"},
+        {"lfm2-1.2b",
+         R"({"architectures": ["Lfm2ForCausalLM"], "model_type": "lfm2", "vocab_size": 65536,
+            "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "max_position_embeddings": 128000, "norm_eps": 1e-05,
+            "conv_L_cache": 3, "block_ff_dim": 12288, "block_multiple_of": 256,
+            "block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": true,
+            "rope_theta": 1000000.0, "full_attn_idxs": [2, 5, 8, 10, 12, 14]})"},
+        {"smollm3-3b",
+         R"({"architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3",
+            "vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 11008,
+            "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4,
+            "max_position_embeddings": 65536, "rope_theta": 5000000.0,
+            "tie_word_embeddings": true})"},
+    };
+    for (const auto& [id, config] : cases) {
+        SCOPED_TRACE(id);
+        const ModelSpec from_config = spec_from_hf_config(config, id + "/config.json");
+        const ModelSpec& row = *find_catalogue_model(id);
+        EXPECT_EQ(count_params(spec_tensors(from_config)), count_params(spec_tensors(row)));
+        // The same weights, KV cache, recurrent state and scratch (the header's size, in
+        // overhead_bytes, differs by the names).
+        const auto planned = [&](const ModelSpec& s) {
+            const std::vector<uint8_t> h = spec_gguf_header(s, QuantRecipe::Q4_K_M);
+            const gguf::GgufFile f = gguf::GgufFile::parse(h, id, {.header_only = true});
+            const ModelFacts facts = model_facts(f, "Q4_K_M");
+            EXPECT_TRUE(facts.runnable) << facts.note;
+            const MemoryPlan m = plan_memory(facts, {.n_ctx = 4096});
+            return m.total_bytes() - m.overhead_bytes;
+        };
+        EXPECT_EQ(planned(from_config), planned(row));
+    }
+    // A layer pattern that does not repeat is refused naming the field.
+    std::string bad = cases[0].second;
+    bad.replace(bad.find("\"sliding_attention\""), 19, "\"full_attention\"");
+    try {
+        spec_from_hf_config(bad, "gemma-4-e2b/config.json");
+        FAIL() << "expected an error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("layer_types"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace

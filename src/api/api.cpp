@@ -145,6 +145,7 @@ void mw_model_params_init(mw_model_params* out, size_t struct_size) {
     p.main_gpu = 0;
     p.gpu_required = false;
     p.gpu_allow_cpu_device = false;
+    p.ple_resident = false;
     mw::init_params(out, struct_size, p);
 }
 
@@ -170,6 +171,7 @@ mw_status mw_model_load(const char* path, const mw_model_params* params, mw_mode
         options.gpu.main_gpu = p.main_gpu;
         options.gpu.required = p.gpu_required;
         options.gpu.allow_cpu_device = p.gpu_allow_cpu_device;
+        options.ple_resident = p.ple_resident;
         // Knobs for measuring the expert cache (docs/memory-budget.md), not for apps.
         if (const char* io = std::getenv("MEMWALL_EXPERT_IO")) {
             options.direct_io = std::string_view(io) != "pread";

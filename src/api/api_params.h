@@ -34,6 +34,14 @@ template <typename P>
 struct ParamsLayouts {
     static constexpr ParamsLayout all[] = {{sizeof(P), sizeof(P)}};
 };
+// API 11 appended ple_resident (after a padding field: the size grows).
+template <>
+struct ParamsLayouts<mw_model_params> {
+    static constexpr ParamsLayout all[] = {
+        {round_up(offsetof(mw_model_params, api11_padding), alignof(mw_model_params)),
+         offsetof(mw_model_params, api11_padding)},
+        {sizeof(mw_model_params), sizeof(mw_model_params)}};
+};
 // API 9 appended log_format, log and log_user; API 8's struct ended before them. API 11
 // appended speculative and draft_model.
 template <>

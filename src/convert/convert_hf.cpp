@@ -182,6 +182,38 @@ void build_moe(TensorBuilder& b, Checkpoint& ck, const HfConfig& c, const std::s
     }
 }
 
+// LFM2, as llama.cpp's converter maps it: operator_norm before the mixer; a convolution layer's
+// in_proj (B, C, X), depthwise kernel [channels, 1, L] squeezed to [L, channels] (F32) and
+// out_proj; an attention layer's q/k/v, out_proj and per-head q/k layernorms (no permutation:
+// NeoX RoPE); the FFN's w1 (gate), w3 (up), w2 (down); the final norm is embedding_norm, written
+// as token_embd_norm. token_embd was added by the caller; the output is tied.
+void build_lfm2(TensorBuilder& b, const HfConfig& c) {
+    const uint64_t E = c.n_embd, hd = c.head_dim, L = c.shortconv_l_cache;
+    const uint64_t n_q = uint64_t(c.n_head) * hd, n_kv = uint64_t(c.n_head_kv) * hd;
+    for (uint32_t i = 0; i < c.n_layer; ++i) {
+        const std::string hf = fmt::format("{}layers.{}.", c.tensor_prefix, i);
+        const std::string g = fmt::format("blk.{}.", i);
+        b.add(g + "attn_norm.weight", hf + "operator_norm.weight", {E});
+        if (c.conv_layers[i]) {
+            b.add(g + "shortconv.in_proj.weight", hf + "conv.in_proj.weight", {3 * E, E});
+            b.add_rows(g + "shortconv.conv.weight", hf + "conv.conv.weight", {E, 1, L}, {E, L}, {});
+            b.add(g + "shortconv.out_proj.weight", hf + "conv.out_proj.weight", {E, E});
+        } else {
+            b.add(g + "attn_q.weight", hf + "self_attn.q_proj.weight", {n_q, E});
+            b.add(g + "attn_k.weight", hf + "self_attn.k_proj.weight", {n_kv, E});
+            b.add(g + "attn_v.weight", hf + "self_attn.v_proj.weight", {n_kv, E});
+            b.add(g + "attn_q_norm.weight", hf + "self_attn.q_layernorm.weight", {hd});
+            b.add(g + "attn_k_norm.weight", hf + "self_attn.k_layernorm.weight", {hd});
+            b.add(g + "attn_output.weight", hf + "self_attn.out_proj.weight", {E, n_q});
+        }
+        b.add(g + "ffn_norm.weight", hf + "ffn_norm.weight", {E});
+        b.add(g + "ffn_gate.weight", hf + "feed_forward.w1.weight", {c.n_ff, E});
+        b.add(g + "ffn_up.weight", hf + "feed_forward.w3.weight", {c.n_ff, E});
+        b.add(g + "ffn_down.weight", hf + "feed_forward.w2.weight", {E, c.n_ff});
+    }
+    b.add("token_embd_norm.weight", c.tensor_prefix + "embedding_norm.weight", {E});
+}
+
 void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
     const uint64_t E = c.n_embd, V = c.vocab_size;
     const bool p1 = c.norm_plus_one;
@@ -196,6 +228,11 @@ void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
     }
     const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
     const bool qwen35 = c.arch == "qwen35" || c.arch == "qwen35moe";
+    if (c.arch == "lfm2") {
+        build_lfm2(b, c);
+        ck.take("lm_head.weight");  // tied
+        return;
+    }
     for (uint32_t i = 0; i < c.n_layer; ++i) {
         const std::string hf = fmt::format("{}layers.{}.", m, i);
         const std::string g = fmt::format("blk.{}.", i);
@@ -290,6 +327,7 @@ void write_arch_hparams(gguf::GgufWriter& w, const HfConfig& c) {
         w.set_u32(a + "full_attention_interval", c.full_attn_interval);
         w.set_array_i32(a + "rope.dimension_sections", c.rope_sections);
     }
+    if (c.arch == "lfm2") w.set_u32(a + "shortconv.l_cache", c.shortconv_l_cache);
     if (c.sliding_window > 0 && c.arch != "phi3") {  // gemma2, gemma3
         w.set_u32(a + "attention.sliding_window", c.sliding_window);
         w.set_u32(a + "attention.sliding_window_pattern", c.sliding_window_pattern);
@@ -307,7 +345,13 @@ void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& na
     w.set_u32(a + "block_count", c.n_layer);
     if (c.n_ff > 0) w.set_u32(a + "feed_forward_length", c.n_ff);
     w.set_u32(a + "attention.head_count", c.n_head);
-    w.set_u32(a + "attention.head_count_kv", c.arch == "deepseek2" ? 1 : c.n_head_kv);
+    if (!c.conv_layers.empty()) {  // lfm2: 0 KV heads marks a convolution layer
+        std::vector<uint32_t> kv;
+        for (const bool conv : c.conv_layers) kv.push_back(conv ? 0 : c.n_head_kv);
+        w.set_array_u32(a + "attention.head_count_kv", kv);
+    } else {
+        w.set_u32(a + "attention.head_count_kv", c.arch == "deepseek2" ? 1 : c.n_head_kv);
+    }
     w.set_f32(a + "rope.freq_base", float(c.rope_theta));
     w.set_f32(
         a + (c.layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),

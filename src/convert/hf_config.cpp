@@ -21,15 +21,26 @@ struct ModelType {
 // Mistral and Mixtral are llama in GGUF, as llama.cpp writes them; Gemma 3's text-only model
 // (Gemma3ForCausalLM) is gemma3_text in config.json.
 constexpr ModelType kModelTypes[] = {
-    {"llama", "llama", true, false},           {"mistral", "llama", true, false},
-    {"mixtral", "llama", true, true},          {"qwen2", "qwen2", false, false},
-    {"qwen3", "qwen3", false, false},          {"qwen2_moe", "qwen2moe", false, true},
-    {"qwen3_moe", "qwen3moe", false, true},    {"granite", "granite", true, false},
-    {"cohere", "command-r", false, false},     {"gemma2", "gemma2", false, false},
-    {"gemma3_text", "gemma3", false, false},   {"phi3", "phi3", false, false},
-    {"deepseek_v2", "deepseek2", false, true}, {"deepseek_v3", "deepseek2", false, true},
-    {"qwen3_5_text", "qwen35", false, false},  {"qwen3_5_moe_text", "qwen35moe", false, true},
-    {"qwen3_5", "qwen35", false, false},       {"qwen3_5_moe", "qwen35moe", false, true},
+    {"llama", "llama", true, false},
+    {"mistral", "llama", true, false},
+    {"mixtral", "llama", true, true},
+    {"qwen2", "qwen2", false, false},
+    {"qwen3", "qwen3", false, false},
+    {"qwen2_moe", "qwen2moe", false, true},
+    {"qwen3_moe", "qwen3moe", false, true},
+    {"granite", "granite", true, false},
+    {"cohere", "command-r", false, false},
+    {"gemma2", "gemma2", false, false},
+    {"gemma3_text", "gemma3", false, false},
+    {"phi3", "phi3", false, false},
+    {"deepseek_v2", "deepseek2", false, true},
+    {"deepseek_v3", "deepseek2", false, true},
+    {"qwen3_5_text", "qwen35", false, false},
+    {"qwen3_5_moe_text", "qwen35moe", false, true},
+    {"qwen3_5", "qwen35", false, false},
+    {"qwen3_5_moe", "qwen35moe", false, true},
+    {"lfm2", "lfm2", false, false},
+    {"smollm3", "smollm3", true, false},
 };
 
 // A list of positive numbers (LongRoPE's per-frequency factors).
@@ -130,7 +141,7 @@ void read_moe(const Fields& f, HfConfig& c) {
 const char* supported_hf_model_types() {
     return "llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, granite, cohere, gemma2, "
            "gemma3_text, phi3, deepseek_v2, deepseek_v3, qwen3_5, qwen3_5_text, qwen3_5_moe, "
-           "qwen3_5_moe_text";
+           "qwen3_5_moe_text, lfm2, smollm3";
 }
 
 HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name) {
@@ -237,7 +248,7 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
               fmt::format("gives an odd head size {}, which RoPE cannot rotate", c.head_dim));
     }
     c.n_ff = f.opt_count("intermediate_size", 1, 1u << 20).value_or(0);
-    if (c.n_ff == 0 && !deepseek &&
+    if (c.n_ff == 0 && !deepseek && c.arch != "lfm2" &&  // lfm2: block_ff_dim (read_lfm2)
         (!type->moe || c.model_type == "mixtral" || c.model_type == "qwen2_moe")) {
         f.missing("intermediate_size");
     }

@@ -83,6 +83,10 @@ struct HfConfig {
     // checkpoints, "model.language_model." (beside model.visual.*, which is not converted).
     std::string tensor_prefix = "model.";
 
+    // lfm2 (LFM2): gated short-convolution layers (layer_types "conv") among GQA layers.
+    std::vector<bool> conv_layers;   // per layer: a short convolution
+    uint32_t shortconv_l_cache = 0;  // conv_L_cache
+
     // Mixture of experts (n_expert == 0: dense).
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;

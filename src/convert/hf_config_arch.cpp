@@ -306,6 +306,78 @@ void read_qwen35(const Fields& f, HfConfig& c) {
     }
 }
 
+// LFM2 (Liquid): layer_types ("conv" / "full_attention"), or the older full_attn_idxs; the FFN
+// width as llama.cpp's converter derives it (block_ff_dim, else intermediate_size; with
+// block_auto_adjust_ff_dim: 2/3 of it, times block_ffn_dim_multiplier, rounded up to
+// block_multiple_of: LFM2-1.2B's 12288 gives 8192); norm_eps; tied (tie_embedding).
+void read_lfm2(const Fields& f, HfConfig& c) {
+    c.rms_norm_eps = f.number("norm_eps", f.number("rms_norm_eps", 1e-5, 0.0, 0.5), 0.0, 0.5);
+    c.tie_word_embeddings = f.flag("tie_embedding", f.flag("tie_word_embeddings", true));
+    if (!c.tie_word_embeddings) f.unsupported("tie_embedding", "= false is not supported");
+    if (f.flag("conv_bias", false)) f.unsupported("conv_bias", "= true is not supported");
+    c.shortconv_l_cache = f.count("conv_L_cache", 1, 64);
+    const char* ff_key = f.has("block_ff_dim") ? "block_ff_dim" : "intermediate_size";
+    uint64_t ff = f.count(ff_key, 1, 1u << 20);
+    if (f.flag("block_auto_adjust_ff_dim", false)) {
+        ff = 2 * ff / 3;
+        ff = uint64_t(f.number("block_ffn_dim_multiplier", 1.0, 1e-3, 1e3) * double(ff));
+        const uint64_t multiple = f.count_or("block_multiple_of", 256, 1, 1u << 16);
+        ff = (ff + multiple - 1) / multiple * multiple;
+    }
+    c.n_ff = uint32_t(ff);
+    c.conv_layers.assign(c.n_layer, false);
+    if (const json* types = f.get("layer_types")) {
+        if (!types->is_array() || types->size() != c.n_layer) {
+            f.bad("layer_types",
+                  fmt::format("is not an array of num_hidden_layers = {} strings", c.n_layer));
+        }
+        for (uint32_t i = 0; i < c.n_layer; ++i) {
+            const json& t = (*types)[i];
+            if (t != "conv" && t != "full_attention") {
+                f.unsupported("layer_types", fmt::format("[{}] = {} is not supported (conv or "
+                                                         "full_attention)",
+                                                         i, json_brief(t)));
+            }
+            c.conv_layers[i] = t == "conv";
+        }
+    } else if (const json* idxs = f.get("full_attn_idxs")) {
+        if (!idxs->is_array()) f.bad("full_attn_idxs", "is not an array of layer numbers");
+        c.conv_layers.assign(c.n_layer, true);
+        for (const json& i : *idxs) {
+            if (!i.is_number_unsigned() || i.get<uint64_t>() >= c.n_layer) {
+                f.bad("full_attn_idxs", fmt::format("holds {}, not a layer number below {}",
+                                                    json_brief(i), c.n_layer));
+            }
+            c.conv_layers[i.get<size_t>()] = false;
+        }
+    } else {
+        f.missing("layer_types");
+    }
+}
+
+// SmolLM3: llama with no RoPE on every fourth layer, which llama.cpp (and memwall) fix at that
+// interval rather than read: a config with other NoPE layers is refused.
+void read_smollm3(const Fields& f, HfConfig& c) {
+    if (const json* nope = f.get("no_rope_layers")) {
+        if (!nope->is_array() || nope->size() != c.n_layer) {
+            f.bad("no_rope_layers",
+                  fmt::format("is not an array of num_hidden_layers = {} flags", c.n_layer));
+        }
+        for (uint32_t i = 0; i < c.n_layer; ++i) {
+            const bool rope = (*nope)[i] == 1 || (*nope)[i] == true;
+            if (rope != ((i + 1) % 4 != 0)) {
+                f.unsupported("no_rope_layers",
+                              fmt::format("[{}] = {}: only every fourth layer without RoPE (layers "
+                                          "3, 7, ...) is supported",
+                                          i, json_brief((*nope)[i])));
+            }
+        }
+    } else if (const uint32_t step = f.count_or("no_rope_layer_interval", 4, 1, 4096); step != 4) {
+        f.unsupported("no_rope_layer_interval",
+                      fmt::format("= {} is not supported (every fourth layer)", step));
+    }
+}
+
 }  // namespace
 
 void read_arch_fields(const Fields& f, HfConfig& c) {
@@ -321,6 +393,10 @@ void read_arch_fields(const Fields& f, HfConfig& c) {
         read_deepseek(f, c);
     } else if (c.arch == "qwen35" || c.arch == "qwen35moe") {
         read_qwen35(f, c);
+    } else if (c.arch == "lfm2") {
+        read_lfm2(f, c);
+    } else if (c.arch == "smollm3") {
+        read_smollm3(f, c);
     }
 }
 

@@ -150,10 +150,10 @@ uint64_t OutputTensor::n_elements() const {
 GgmlType choose_type(OutType out, const std::string& name, size_t n_dims, uint64_t row_length) {
     // As llama.cpp's converter: most code that reads vectors and norms expects F32, the MoE
     // router stays F32 because expert selection is sensitive to its rounding, and so do
-    // Qwen3.5's small conv kernels.
+    // Qwen3.5's and LFM2's small conv kernels.
     if (n_dims <= 1 || ends_with(name, "_norm.weight") || !ends_with(name, ".weight") ||
         ends_with(name, "ffn_gate_inp.weight") || name == "rope_freqs.weight" ||
-        ends_with(name, "ssm_conv1d.weight")) {
+        ends_with(name, "ssm_conv1d.weight") || ends_with(name, "shortconv.conv.weight")) {
         return GgmlType::F32;
     }
     const GgmlType type = ggml_type_of(out);

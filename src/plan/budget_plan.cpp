@@ -8,6 +8,7 @@
 #include "runtime/expert_cache.h"
 #include "runtime/layer_stream.h"
 #include "runtime/memory_budget.h"
+#include "runtime/ple_reader.h"
 
 namespace mw {
 
@@ -47,8 +48,13 @@ BudgetRow plan_budget(const std::string& model, const std::string& quant, const 
         for (uint32_t il = 0; il < m.hp.n_layer; ++il) layer_bytes += layer_matrix_bytes(m, il);
     }
     r.streams_layers = layer_bytes > 0;
-    // The runtime reads every byte of the file but the experts' or the layers'.
-    r.resident_bytes = r.file_bytes - std::min(r.file_bytes, r.expert_bytes + layer_bytes);
+    // The runtime reads every byte of the file but the experts', the layers' and a per-layer
+    // embedding table on storage (of that, only its reader's cached rows).
+    const uint64_t ple_table =
+        facts.runnable && ple_on_storage(m, run.ple_resident) ? ple_table_bytes(m) : 0;
+    r.resident_bytes = r.file_bytes -
+                       std::min(r.file_bytes, r.expert_bytes + layer_bytes + ple_table) +
+                       (ple_table ? ple_cache_bytes(m) : 0);
     const MemoryPlan memory = plan_memory(facts, run);
     r.kv_bytes = memory.kv_bytes;
     r.scratch_bytes = memory.compute_bytes;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <initializer_list>
 #include <string>
 
 namespace mw {
@@ -53,6 +54,7 @@ constexpr DenseRow kDense[] = {
     {"gemma-3-27b",   "Gemma 3 27B",     "gemma3",   27.0,  262208, 131072, 5376, 62, 32, 16, 128, 21504, true},
     {"command-r-35b", "Command R 35B",   "command-r", 35.0,  256000, 131072, 8192, 40, 64, 64, 128, 22528, true},
     {"granite-3-2b",  "Granite 3 2B",    "granite",  2.53,  49155,  4096,   2048, 40, 32, 8,  64,  8192,  true},
+    {"smollm3-3b",    "SmolLM3 3B",      "smollm3",  3.08,  128256, 65536,  2048, 36, 16, 4,  128, 11008, true},
 };
 // clang-format on
 
@@ -92,6 +94,10 @@ void add_family_settings(ModelSpec& s) {
         s.longrope = true;
     } else if (s.arch == "command-r") {
         s.logit_scale = 0.0625f;
+    } else if (s.arch == "smollm3") {
+        // SmolLM3-3B's config.json (HuggingFaceTB/SmolLM3-3B, as quoted in public code and its
+        // blog post): rope_theta 5e6; no RoPE on every fourth layer (llama.cpp's fixed step).
+        s.rope_freq_base = 5e6f;
     } else if (s.arch == "granite") {  // Granite 3.0 2B's multipliers
         s.embedding_scale = 12.0f;
         s.residual_scale = 0.22f;
@@ -152,6 +158,91 @@ ModelSpec from_qwen35_row(const Qwen35Row& r) {
     return s;
 }
 
+// Gemma 4 (2026), the text model of each (no vision or audio encoder), from the public
+// config.json files' text_config as quoted in public code (E2B, E4B, 26B-A4B and 31B each from two
+// or more sources): vocabulary 262144, sliding heads of 256 (head_dim) and full heads of 512
+// (global_head_dim), sliding RoPE base 1e4, full layers proportional RoPE (base 1e6, the
+// converter's rope_freqs), final soft-cap 30, all tied. E2B: 4 sliding layers then a full one;
+// the others 5 then 1. E2B and E4B share the last num_kv_shared_layers layers' K/V and have
+// per-layer embeddings (hidden_size_per_layer_input 256, a table of vocabulary x layers x 256);
+// E2B's sharing layers have a double-wide MLP (use_double_wide_mlp). 26B-A4B and 31B: K = V on
+// the full layers (attention_k_eq_v) with fewer KV heads there (num_global_key_value_heads);
+// 26B-A4B has 128 experts (8 per token) beside a dense MLP in every layer. params_b: the text
+// model as converted (Google's "E2B" / "E4B" count 5.1 B / 8 B with the encoders).
+struct Gemma4Row {
+    const char* id;
+    const char* name;
+    double params_b;
+    uint32_t n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_head_kv_full, n_ff;
+    uint32_t n_embd_per_layer, n_kv_shared, swa_pattern, n_swa;
+    bool k_eq_v, double_wide;
+    uint32_t n_expert, n_expert_used, n_ff_expert;
+};
+
+// clang-format off
+constexpr Gemma4Row kGemma4[] = {
+    // id             name               params ctx     embd  lay head kv  kvf ff     ple  shr pat win   k=v    2xff   exp used ff_exp
+    {"gemma-4-e2b",     "Gemma 4 E2B",     4.63,  131072, 1536, 35, 8,   1,  1,  6144,  256, 20, 5,  512,  false, true,  0,   0,   0},
+    {"gemma-4-e4b",     "Gemma 4 E4B",     7.46,  131072, 2560, 42, 8,   2,  2,  10240, 256, 18, 6,  512,  false, false, 0,   0,   0},
+    {"gemma-4-26b-a4b", "Gemma 4 26B-A4B", 25.2,  262144, 2816, 30, 16,  8,  2,  2112,  0,   0,  6,  1024, true,  false, 128, 8,   704},
+    {"gemma-4-31b",     "Gemma 4 31B",     30.7,  262144, 5376, 60, 32,  16, 4,  21504, 0,   0,  6,  1024, true,  false, 0,   0,   0},
+};
+// clang-format on
+
+ModelSpec from_gemma4_row(const Gemma4Row& r) {
+    ModelSpec s = from_row({r.id, r.name, "gemma4", r.params_b, 262144, r.n_ctx_train, r.n_embd,
+                            r.n_layer, r.n_head, r.n_head_kv, 512, r.n_ff, true});
+    s.head_dim_swa = 256;
+    s.n_head_kv_full = r.n_head_kv_full;
+    s.full_k_eq_v = r.k_eq_v;
+    s.n_kv_shared = r.n_kv_shared;
+    s.n_embd_per_layer = r.n_embd_per_layer;
+    s.double_wide_shared_ffn = r.double_wide;
+    s.swa_pattern = r.swa_pattern;
+    s.n_swa = r.n_swa;
+    s.rope_freq_base = 1e6f;
+    s.rope_freq_base_swa = 10000.0f;
+    s.rope_freqs = true;  // the full layers' proportional RoPE
+    s.final_softcap = 30.0f;
+    s.n_expert = r.n_expert;
+    s.n_expert_used = r.n_expert_used;
+    s.n_ff_expert = r.n_ff_expert;
+    return s;
+}
+
+// LFM2 (Liquid, 2025), from the public config.json files of LiquidAI/LFM2-1.2B and
+// LFM2-8B-A1B as quoted in public code (two or more sources each): vocabulary 65536, context
+// 128000, conv_L_cache 3, rope_theta 1e6, heads of 64, tied. LFM2-1.2B's block_ff_dim 12288 is
+// auto-adjusted (2/3, multiple of 256) to the 8192 its checkpoints hold (intermediate_size).
+// Attention layers: 1.2B full_attn_idxs [2, 5, 8, 10, 12, 14]; 8B-A1B layer_types give
+// [2, 6, 10, 14, 18, 21]; the 8B-A1B's first 2 layers are dense (7168), then 32 experts of 1792,
+// 4 per token, sigmoid-routed with a selection bias.
+ModelSpec lfm2_spec(const DenseRow& r, std::initializer_list<uint32_t> attention_layers) {
+    ModelSpec s = from_row(r);
+    s.rope_freq_base = 1e6f;
+    s.shortconv_l_cache = 3;
+    s.conv_layers.assign(s.n_layer, true);
+    for (uint32_t il : attention_layers) s.conv_layers[il] = false;
+    return s;
+}
+
+// gpt-oss-20b (OpenAI, 2025; its config.json): 24 layers x 2880, 64 query heads of 64 on 8 KV
+// heads, 32 experts of 2880 with 4 per token, sliding window 128 on the even layers, YaRN x32
+// from 4096, rope_theta 150000, attention sinks and biases. Ships in MXFP4 (quantize or synth
+// with --type MXFP4_MOE).
+ModelSpec gpt_oss_20b() {
+    ModelSpec s = from_row({"gpt-oss-20b", "gpt-oss-20b", "gpt-oss", 20.9, 201088, 131072, 2880, 24,
+                            64, 8, 64, 2880, false});
+    s.rope_freq_base = 150000.0f;
+    s.n_expert = 32;
+    s.n_expert_used = 4;
+    s.n_ff_expert = 2880;
+    s.n_swa = 128;
+    s.yarn_factor = 32.0f;
+    s.yarn_orig_ctx = 4096;
+    return s;
+}
+
 std::vector<ModelSpec> build_catalogue() {
     std::vector<ModelSpec> all;
     for (const DenseRow& r : kDense) all.push_back(from_row(r));
@@ -191,6 +282,19 @@ std::vector<ModelSpec> build_catalogue() {
     dsv2.yarn_mscale_all_dim = 0.707f;
     all.push_back(dsv2);
     for (const Qwen35Row& r : kQwen35) all.push_back(from_qwen35_row(r));
+    for (const Gemma4Row& r : kGemma4) all.push_back(from_gemma4_row(r));
+    all.push_back(lfm2_spec(
+        {"lfm2-1.2b", "LFM2 1.2B", "lfm2", 1.17, 65536, 128000, 2048, 16, 32, 8, 64, 8192, true},
+        {2, 5, 8, 10, 12, 14}));
+    ModelSpec lfm2moe = lfm2_spec({"lfm2-8b-a1b", "LFM2 8B-A1B", "lfm2moe", 8.34, 65536, 128000,
+                                   2048, 24, 32, 8, 64, 7168, true},
+                                  {2, 6, 10, 14, 18, 21});
+    lfm2moe.n_expert = 32;
+    lfm2moe.n_expert_used = 4;
+    lfm2moe.n_ff_expert = 1792;
+    lfm2moe.n_leading_dense = 2;
+    all.push_back(lfm2moe);
+    all.push_back(gpt_oss_20b());
     for (ModelSpec& s : all) add_family_settings(s);
     return all;
 }
@@ -249,6 +353,15 @@ constexpr HfRow kHf[] = {
     {"qwen3.5-27b",   "bartowski/Qwen_Qwen3.5-27B-GGUF",            "Qwen_Qwen3.5-27B",             false},
     {"qwen3.5-35b-a3b", "bartowski/Qwen_Qwen3.5-35B-A3B-GGUF",      "Qwen_Qwen3.5-35B-A3B",         false},
     {"qwen3.5-122b-a10b", "bartowski/Qwen_Qwen3.5-122B-A10B-GGUF",  "Qwen_Qwen3.5-122B-A10B",       false},
+    // The 2025-2026 device models in bartowski's naming (not checked on Hugging Face from here).
+    {"gemma-4-e2b",   "bartowski/google_gemma-4-E2B-it-GGUF",       "google_gemma-4-E2B-it",        false},
+    {"gemma-4-e4b",   "bartowski/google_gemma-4-E4B-it-GGUF",       "google_gemma-4-E4B-it",        false},
+    {"gemma-4-26b-a4b", "bartowski/google_gemma-4-26B-A4B-it-GGUF", "google_gemma-4-26B-A4B-it",    false},
+    {"gemma-4-31b",   "bartowski/google_gemma-4-31B-it-GGUF",       "google_gemma-4-31B-it",        false},
+    {"lfm2-1.2b",     "bartowski/LiquidAI_LFM2-1.2B-GGUF",          "LiquidAI_LFM2-1.2B",           false},
+    {"lfm2-8b-a1b",   "bartowski/LiquidAI_LFM2-8B-A1B-GGUF",        "LiquidAI_LFM2-8B-A1B",         false},
+    {"smollm3-3b",    "bartowski/HuggingFaceTB_SmolLM3-3B-GGUF",    "HuggingFaceTB_SmolLM3-3B",     false},
+    {"gpt-oss-20b",   "bartowski/openai_gpt-oss-20b-GGUF",          "openai_gpt-oss-20b",           false},
 };
 // clang-format on
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "format/gguf_writer.h"
 
@@ -147,6 +149,70 @@ void add_ffn(TensorList& t, const ModelSpec& s, const std::string& p, uint32_t l
     t.matrix(p + "ffn_down.weight", {s.n_ff, E});
 }
 
+// A Gemma 4 layer as llama.cpp's converter writes it: attention with per-head Q/K norms (a
+// KV-sharing layer: Q and output only; a full layer of a K = V model: no attn_v), the norms around
+// attention and FFN, the dense MLP of the layer's width, the MoE branch beside it (fused gate/up
+// experts, router input scale, per-expert output scales, the norms of both branches), the
+// per-layer input branch and the layer's output scale.
+void add_gemma4_layer(TensorList& t, const ModelSpec& s, const std::string& p, uint32_t il) {
+    const uint64_t E = s.n_embd, hd = s.head_dim_of(il), kv = s.n_head_kv_of(il);
+    t.matrix(p + "attn_q.weight", {E, s.n_head * hd});
+    t.vector(p + "attn_q_norm.weight", hd);
+    if (s.has_own_kv(il)) {
+        t.matrix(p + "attn_k.weight", {E, kv * hd});
+        t.vector(p + "attn_k_norm.weight", hd);
+        if (!(s.full_k_eq_v && !s.is_swa_layer(il))) t.matrix(p + "attn_v.weight", {E, kv * hd});
+    }
+    t.matrix(p + "attn_output.weight", {s.n_head * hd, E});
+    t.vector(p + "post_attention_norm.weight", E);
+    t.vector(p + "ffn_norm.weight", E);
+    const uint64_t F = s.n_ff_of(il);
+    t.matrix(p + "ffn_gate.weight", {E, F});
+    t.matrix(p + "ffn_up.weight", {E, F});
+    t.matrix(p + "ffn_down.weight", {F, E});
+    if (s.n_expert > 0) {
+        const uint64_t FE = s.n_ff_expert, N = s.n_expert;
+        t.vector(p + "post_ffw_norm_1.weight", E);
+        t.vector(p + "pre_ffw_norm_2.weight", E);
+        t.vector(p + "post_ffw_norm_2.weight", E);
+        t.router(p + "ffn_gate_inp.weight", E, N);
+        t.vector(p + "ffn_gate_inp.scale", E);
+        t.matrix(p + "ffn_gate_up_exps.weight", {E, 2 * FE, N});
+        t.matrix(p + "ffn_down_exps.weight", {FE, E, N});
+        t.vector(p + "ffn_down_exps.scale", N);
+    }
+    t.vector(p + "post_ffw_norm.weight", E);
+    if (s.n_embd_per_layer > 0) {
+        t.matrix(p + "inp_gate.weight", {E, s.n_embd_per_layer});
+        t.matrix(p + "proj.weight", {s.n_embd_per_layer, E});
+        t.vector(p + "post_norm.weight", E);
+    }
+    t.vector(p + "layer_output_scale.weight", 1);
+}
+
+// An LFM2 layer: a gated short convolution (in_proj to B, C and X; the depthwise kernel, F32;
+// out_proj) or GQA with per-head Q/K norms, then the FFN (lfm2moe: sigmoid-routed experts with a
+// selection bias after the leading dense layers).
+void add_lfm2_layer(TensorList& t, const ModelSpec& s, const std::string& p, uint32_t il) {
+    const uint64_t E = s.n_embd;
+    if (s.is_conv_layer(il)) {
+        t.matrix(p + "shortconv.in_proj.weight", {E, 3 * E});
+        t.matrix_f32(p + "shortconv.conv.weight", {s.shortconv_l_cache, E});
+        t.matrix(p + "shortconv.out_proj.weight", {E, E});
+    } else {
+        const uint64_t hd = s.head_dim_or_default();
+        t.matrix(p + "attn_q.weight", {E, s.n_head * hd});
+        t.matrix(p + "attn_k.weight", {E, s.n_head_kv * hd});
+        t.matrix(p + "attn_v.weight", {E, s.n_head_kv * hd});
+        t.vector(p + "attn_q_norm.weight", hd);
+        t.vector(p + "attn_k_norm.weight", hd);
+        t.matrix(p + "attn_output.weight", {s.n_head * hd, E});
+    }
+    t.vector(p + "ffn_norm.weight", E);
+    add_ffn(t, s, p, il);
+    if (s.n_expert > 0 && il >= s.n_leading_dense) t.vector(p + "exp_probs_b.bias", s.n_expert);
+}
+
 // nlohmann accessors that name the file and the field in errors.
 class Config {
   public:
@@ -266,16 +332,118 @@ void read_qwen35_fields(const Config& c, ModelSpec& s, const std::string& source
     }
 }
 
+// The layer_types array of a config: per layer, whether it is `kind_a` (else `kind_b`).
+std::vector<bool> layer_types_of(const Config& c, const ModelSpec& s, const std::string& source,
+                                 const char* kind_a, const char* kind_b) {
+    const nlohmann::json& types = c.json()["layer_types"];
+    if (!types.is_array() || types.size() != s.n_layer) {
+        fail(ErrorKind::invalid_argument,
+             "{}: \"layer_types\" is not an array of num_hidden_layers = {} strings", source,
+             s.n_layer);
+    }
+    std::vector<bool> out(s.n_layer);
+    for (uint32_t i = 0; i < s.n_layer; ++i) {
+        if (types[i] != kind_a && types[i] != kind_b) {
+            fail(ErrorKind::invalid_argument, "{}: \"layer_types\"[{}] = {} is neither {} nor {}",
+                 source, i, types[i].dump(), kind_a, kind_b);
+        }
+        out[i] = types[i] == kind_a;
+    }
+    return out;
+}
+
+// Gemma 4's text model (gemma4_text, or text_config of gemma4): sliding heads of head_dim, full
+// heads of global_head_dim (num_global_key_value_heads of them, K = V with attention_k_eq_v), a
+// full layer every n-th (layer_types, which must repeat so), KV sharing, per-layer embeddings,
+// double-wide MLPs on the sharing layers, the MoE block.
+void read_gemma4_fields(const Config& c, ModelSpec& s, const std::string& source) {
+    s.head_dim_swa = c.u32_or("head_dim", 256);
+    s.head_dim = c.u32_or("global_head_dim", s.head_dim_swa);
+    s.n_head_kv_full = c.u32_or("num_global_key_value_heads", s.n_head_kv);
+    s.full_k_eq_v = c.bool_or("attention_k_eq_v", false);
+    s.n_kv_shared = c.u32_or("num_kv_shared_layers", 0);
+    s.n_embd_per_layer = c.u32_or("hidden_size_per_layer_input", 0);
+    s.double_wide_shared_ffn = c.bool_or("use_double_wide_mlp", false);
+    s.n_swa = c.u32_or("sliding_window", 512);
+    s.final_softcap = float(c.number_or("final_logit_softcapping", 30.0));
+    s.rope_freq_base = 1e6f;
+    s.rope_freq_base_swa = 10000.0f;
+    s.rope_freqs = true;
+    s.tied_embeddings = c.bool_or("tie_word_embeddings", true);
+    if (s.n_kv_shared >= s.n_layer) {
+        fail(ErrorKind::invalid_argument,
+             "{}: \"num_kv_shared_layers\" = {} is not below num_hidden_layers = {}", source,
+             s.n_kv_shared, s.n_layer);
+    }
+    s.swa_pattern = 6;
+    if (c.has("layer_types")) {
+        const std::vector<bool> swa =
+            layer_types_of(c, s, source, "sliding_attention", "full_attention");
+        uint32_t first_full = 0;
+        while (first_full < s.n_layer && swa[first_full]) ++first_full;
+        s.swa_pattern = first_full + 1;
+        for (uint32_t i = 0; i < s.n_layer; ++i) {
+            if (swa[i] != s.is_swa_layer(i)) {
+                fail(ErrorKind::invalid_argument,
+                     "{}: \"layer_types\" is not a full layer every {} (layer {}): the planner "
+                     "describes repeating patterns only",
+                     source, s.swa_pattern, i);
+            }
+        }
+    }
+    if (c.bool_or("enable_moe_block", false)) {
+        s.n_expert = c.u32("num_experts");
+        s.n_expert_used = c.u32("top_k_experts");
+        s.n_ff_expert = c.u32("moe_intermediate_size");
+    }
+}
+
+// LFM2: convolution layers from layer_types ("conv") or full_attn_idxs; the FFN width as
+// llama.cpp's converter derives it (block_ff_dim auto-adjusted: 2/3, times the multiplier,
+// rounded up to block_multiple_of).
+void read_lfm2_fields(const Config& c, ModelSpec& s, const std::string& source) {
+    s.shortconv_l_cache = c.u32_or("conv_L_cache", 3);
+    s.tied_embeddings = c.bool_or("tie_embedding", c.bool_or("tie_word_embeddings", true));
+    uint64_t ff = c.has("block_ff_dim") ? c.u32("block_ff_dim") : c.u32("intermediate_size");
+    if (c.bool_or("block_auto_adjust_ff_dim", false)) {
+        ff = uint64_t(c.number_or("block_ffn_dim_multiplier", 1.0) * double(2 * ff / 3));
+        const uint64_t m = std::max(1u, c.u32_or("block_multiple_of", 256));
+        ff = (ff + m - 1) / m * m;
+    }
+    s.n_ff = uint32_t(ff);
+    if (c.has("layer_types")) {
+        s.conv_layers = layer_types_of(c, s, source, "conv", "full_attention");
+    } else if (c.has("full_attn_idxs") && c.json()["full_attn_idxs"].is_array()) {
+        s.conv_layers.assign(s.n_layer, true);
+        for (const auto& i : c.json()["full_attn_idxs"]) {
+            if (!i.is_number_unsigned() || i.get<uint64_t>() >= s.n_layer) {
+                fail(ErrorKind::invalid_argument, "{}: \"full_attn_idxs\" holds {}", source,
+                     i.dump());
+            }
+            s.conv_layers[i.get<size_t>()] = false;
+        }
+    } else {
+        fail(ErrorKind::invalid_argument, "{}: \"layer_types\" is missing", source);
+    }
+}
+
 }  // namespace
 
 std::vector<TensorDesc> spec_tensors(const ModelSpec& s) {
     TensorList t;
     const uint64_t E = s.n_embd;
     t.matrix("token_embd.weight", {E, s.n_vocab});
-    t.vector("output_norm.weight", E);
+    // LFM2 keeps its final norm as token_embd_norm.
+    t.vector(s.arch.rfind("lfm2", 0) == 0 ? "token_embd_norm.weight" : "output_norm.weight", E);
     if (!s.tied_embeddings) t.matrix("output.weight", {E, s.n_vocab});
     const uint64_t n_rot = s.n_rot ? s.n_rot : s.head_dim_or_default();
     if (s.rope_freqs) t.vector("rope_freqs.weight", n_rot / 2);
+    if (s.n_embd_per_layer > 0) {  // Gemma 4's per-layer embeddings
+        const uint64_t width = uint64_t(s.n_layer) * s.n_embd_per_layer;
+        t.matrix("per_layer_token_embd.weight", {width, s.n_vocab});
+        t.matrix("per_layer_model_proj.weight", {E, width});
+        t.vector("per_layer_proj_norm.weight", s.n_embd_per_layer);
+    }
     if (s.longrope) {
         t.vector("rope_factors_long.weight", n_rot / 2);
         t.vector("rope_factors_short.weight", n_rot / 2);
@@ -287,6 +455,14 @@ std::vector<TensorDesc> spec_tensors(const ModelSpec& s) {
             add_attention(t, s, p);
             t.vector(p + "post_attention_norm.weight", E);
             add_ffn(t, s, p, i);
+            continue;
+        }
+        if (s.arch == "gemma4") {
+            add_gemma4_layer(t, s, p, i);
+            continue;
+        }
+        if (s.arch == "lfm2" || s.arch == "lfm2moe") {
+            add_lfm2_layer(t, s, p, i);
             continue;
         }
         if (is_qwen35(s.arch)) {  // post_attention_norm is the pre-FFN norm
@@ -330,13 +506,29 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
     // the llama architecture's expert tensors by feed_forward_length.
     const bool llama_moe = s.arch == "llama" && s.n_expert > 0 && s.n_ff == 0;
     // qwen35moe files have no dense width.
-    if (s.arch != "qwen35moe")
+    // Gemma 4 with double-wide sharing layers, and LFM2 (0 KV heads on its convolution layers)
+    // and Gemma 4 with other KV heads on full layers, write per-layer arrays.
+    std::vector<uint32_t> ff_l, kv_l;
+    for (uint32_t i = 0; i < s.n_layer; ++i) {
+        ff_l.push_back(s.n_ff_of(i));
+        kv_l.push_back(s.is_conv_layer(i) ? 0 : s.n_head_kv_of(i));
+    }
+    if (s.double_wide_shared_ffn) {
+        w.set_array_u32(a + "feed_forward_length", ff_l);
+    } else if (s.arch != "qwen35moe") {
         w.set_u32(a + "feed_forward_length", llama_moe ? s.n_ff_expert : s.n_ff);
+    }
     w.set_u32(a + "attention.head_count", s.n_head);
-    // MLA: the absorbed MQA view llama.cpp reads, one KV "head" of latent + rope key.
-    w.set_u32(a + "attention.head_count_kv", s.kv_lora_rank > 0 ? 1 : s.n_head_kv);
+    if (!s.conv_layers.empty() || (s.n_head_kv_full > 0 && s.n_head_kv_full != s.n_head_kv)) {
+        w.set_array_u32(a + "attention.head_count_kv", kv_l);
+    } else {
+        // MLA: the absorbed MQA view llama.cpp reads, one KV "head" of latent + rope key.
+        w.set_u32(a + "attention.head_count_kv", s.kv_lora_rank > 0 ? 1 : s.n_head_kv);
+    }
     if (s.arch == "command-r") {
         w.set_f32(a + "attention.layer_norm_epsilon", 1e-5f);
+    } else if (!s.conv_layers.empty()) {
+        w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-5f);  // LFM2's norm_eps
     } else {
         w.set_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
     }
@@ -370,8 +562,28 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
     }
     if (s.n_swa > 0) {
         w.set_u32(a + "attention.sliding_window", s.n_swa);
-        if (s.swa_pattern > 0) w.set_u32(a + "attention.sliding_window_pattern", s.swa_pattern);
+        if (s.arch == "gemma4") {  // which layers slide, as a bool per layer
+            std::vector<bool> swa(s.n_layer);
+            for (uint32_t i = 0; i < s.n_layer; ++i) swa[i] = s.is_swa_layer(i);
+            w.set_array_bool(a + "attention.sliding_window_pattern", swa);
+        } else if (s.swa_pattern > 0) {
+            w.set_u32(a + "attention.sliding_window_pattern", s.swa_pattern);
+        }
     }
+    if (s.arch == "gemma4") {
+        w.set_u32(a + "attention.key_length_swa", s.head_dim_swa);
+        w.set_u32(a + "attention.value_length_swa", s.head_dim_swa);
+        w.set_u32(a + "rope.dimension_count_swa", s.head_dim_swa);
+        w.set_u32(a + "attention.shared_kv_layers", s.n_kv_shared);
+        w.set_u32(a + "embedding_length_per_layer_input", s.n_embd_per_layer);
+    }
+    if (s.final_softcap > 0.0f) w.set_f32(a + "final_logit_softcapping", s.final_softcap);
+    if (!s.conv_layers.empty()) {
+        w.set_u32(a + "vocab_size", s.n_vocab);
+        w.set_u32(a + "shortconv.l_cache", s.shortconv_l_cache);
+        if (s.n_expert > 0) w.set_u32(a + "expert_gating_func", 2);  // sigmoid
+    }
+    if (s.arch == "smollm3") w.set_u32(a + "vocab_size", s.n_vocab);
     if (s.rope_freq_base_swa > 0.0f) w.set_f32(a + "rope.freq_base_swa", s.rope_freq_base_swa);
     if (s.rope_scale_linear > 0.0f) {
         w.set_string(a + "rope.scaling.type", "linear");
@@ -415,7 +627,9 @@ gguf::GgufWriter spec_gguf_writer(const ModelSpec& s, QuantRecipe recipe,
     info.n_expert = s.n_expert;
     info.has_output = !s.tied_embeddings;
     info.is_70b_class = model_is_70b_class(s.arch, s.n_layer, s.n_head, s.n_head_kv);
-    for (const TensorDesc& t : spec_tensors(s)) {
+    const std::vector<TensorDesc> tensors = spec_tensors(s);
+    for (const TensorDesc& t : tensors) add_attn_v_tensor(info, t.name);
+    for (const TensorDesc& t : tensors) {
         const GgmlType type =
             tensor_type_for(recipe, info, t.name, uint32_t(t.ne.size()), int64_t(t.ne[0]), t.type);
         w.add_tensor(t.name, type, t.ne, data ? data(t, type) : gguf::GgufWriter::Producer{});
@@ -440,7 +654,7 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
              root["model_type"].dump());
     }
     const std::string model_type = root.value("model_type", std::string());
-    // Multimodal Gemma 3 keeps the language model's fields in text_config.
+    // Multimodal Gemma 3 and Gemma 4 keep the language model's fields in text_config.
     const nlohmann::json& j = root.contains("text_config") && root["text_config"].is_object()
                                   ? root["text_config"]
                                   : root;
@@ -467,6 +681,10 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
         {"qwen3_5_text", "qwen35"},
         {"qwen3_5_moe", "qwen35moe"},
         {"qwen3_5_moe_text", "qwen35moe"},
+        {"gemma4", "gemma4"},
+        {"gemma4_text", "gemma4"},
+        {"lfm2", "lfm2"},
+        {"smollm3", "smollm3"},
     };
     for (const auto& [hf, gguf_arch] : kArchOf) {
         if (model_type == hf) s.arch = gguf_arch;
@@ -475,8 +693,7 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
         fail(ErrorKind::invalid_argument,
              "{}: model_type \"{}\" is not known to the planner (known: llama, mistral, mixtral, "
              "qwen2, qwen2_moe, qwen3, qwen3_moe, gemma2, gemma3, phi3, cohere, deepseek_v2, "
-             "qwen3_5, "
-             "qwen3_5_moe)",
+             "qwen3_5, qwen3_5_moe, gemma4, lfm2, smollm3)",
              source, model_type);
     }
     s.n_vocab = c.u32("vocab_size");
@@ -523,6 +740,10 @@ ModelSpec spec_from_hf_config(std::string_view json_text, const std::string& sou
         s.v_head_dim = c.u32("v_head_dim");
     } else if (is_qwen35(s.arch)) {
         read_qwen35_fields(c, s, source);
+    } else if (s.arch == "gemma4") {
+        read_gemma4_fields(c, s, source);
+    } else if (s.arch == "lfm2") {
+        read_lfm2_fields(c, s, source);
     }
     if (s.n_ff == 0 && s.n_expert == 0) {
         fail(ErrorKind::invalid_argument, "{}: \"intermediate_size\" is missing", source);

@@ -73,7 +73,37 @@ struct ModelSpec {
     uint32_t ssm_v_heads = 0;            // linear_num_value_heads (ssm.time_step_rank)
     std::vector<int32_t> rope_sections;  // M-RoPE sections in rotation pairs (empty: none)
 
+    // Gemma 4 (gemma4): sliding layers (every swa_pattern-th layer is full) with heads of
+    // head_dim_swa, full layers with heads of head_dim; the last n_kv_shared layers read an
+    // earlier layer's K/V; per-layer embeddings of n_embd_per_layer per layer and token.
+    uint32_t head_dim_swa = 0;
+    uint32_t n_head_kv_full = 0;          // the full layers' KV heads (0: n_head_kv)
+    bool full_k_eq_v = false;             // full layers have no attn_v (K serves as V)
+    uint32_t n_kv_shared = 0;             // num_kv_shared_layers
+    uint32_t n_embd_per_layer = 0;        // hidden_size_per_layer_input (0: no PLE table)
+    bool double_wide_shared_ffn = false;  // use_double_wide_mlp: sharing layers' FFN is 2 x n_ff
+    float final_softcap = 0.0f;           // final_logit_softcapping
+
+    // LFM2 (lfm2, lfm2moe): gated short-convolution layers between GQA layers.
+    std::vector<bool> conv_layers;   // from layer_types / full_attn_idxs; empty: none
+    uint32_t shortconv_l_cache = 0;  // conv_L_cache
+
     uint32_t head_dim_or_default() const { return head_dim ? head_dim : n_embd / n_head; }
+    bool is_conv_layer(uint32_t il) const { return il < conv_layers.size() && conv_layers[il]; }
+    // Gemma 4's layer kinds and per-layer sizes.
+    bool is_swa_layer(uint32_t il) const {
+        return head_dim_swa > 0 && swa_pattern > 0 && (il + 1) % swa_pattern != 0;
+    }
+    uint32_t head_dim_of(uint32_t il) const {
+        return is_swa_layer(il) ? head_dim_swa : head_dim_or_default();
+    }
+    uint32_t n_head_kv_of(uint32_t il) const {
+        return !is_swa_layer(il) && n_head_kv_full ? n_head_kv_full : n_head_kv;
+    }
+    bool has_own_kv(uint32_t il) const { return il + n_kv_shared < n_layer; }
+    uint32_t n_ff_of(uint32_t il) const {
+        return double_wide_shared_ffn && !has_own_kv(il) ? 2 * n_ff : n_ff;
+    }
     bool has_delta_net() const { return full_attn_interval > 0 || !recurrent_layers.empty(); }
     bool is_recurrent_layer(uint32_t il) const {
         if (!recurrent_layers.empty()) return il < recurrent_layers.size() && recurrent_layers[il];

@@ -303,6 +303,14 @@ PlanRequest plan_request_from_json(const std::string& text) {
         }
         r.run.type_k = r.run.type_v = *type;
     }
+    if (j.contains("ple_resident")) {
+        if (!j["ple_resident"].is_boolean()) {
+            fail(ErrorKind::invalid_argument,
+                 "plan request: \"ple_resident\" = {} is not true or false",
+                 j["ple_resident"].dump());
+        }
+        r.run.ple_resident = j["ple_resident"].get<bool>();
+    }
     r.best_only = j.value("best_only", false);
     if (j.contains("min_tps")) {
         const json& m = j["min_tps"];

@@ -13,8 +13,8 @@ namespace mw {
 // {"models": [{"file": P} | {"url": URL} | {"hf_config": P} | {"catalogue": NAME | "all"}],
 //  "devices": ["this" | PROFILE_ID | {"ram": "16G", "bandwidth": "68G", "os_reserve": "4G"}],
 //  "ctx": 4096, "kv_type": "f16", "quants": ["Q4_K_M"], "batch": 512, "threads": 0,
-//  "best_only": false, "min_tps": 0}; every key optional. Throws ErrorKind::invalid_argument naming
-//  the key.
+//  "best_only": false, "min_tps": 0, "ple_resident": false}; every key optional. Throws
+//  ErrorKind::invalid_argument naming the key.
 PlanRequest plan_request_from_json(const std::string& text);
 std::string plan_result_to_json(const PlanResult& result);
 // The catalogue's models (with their parameter counts) and the device profiles.

@@ -16,6 +16,7 @@
 #include "plan/catalogue.h"
 #include "plan/device_cache.h"
 #include "runtime/context.h"
+#include "runtime/ple_reader.h"
 #include "sys/mapped_file.h"
 #include "sys/probe.h"
 #include "sys/thread_pool.h"
@@ -69,6 +70,7 @@ std::vector<uint8_t> requantized_header(const gguf::GgufFile& f, const HParams& 
     info.n_expert = hp.n_expert;
     info.has_output = f.find_tensor("output.weight") != nullptr;
     info.is_70b_class = model_is_70b_class(hp.arch, hp.n_layer, hp.n_head, hp.n_head_kv);
+    for (const gguf::TensorInfo& t : f.tensors()) add_attn_v_tensor(info, t.name);
     for (const gguf::TensorInfo& t : f.tensors()) {
         const GgmlType type = tensor_type_for(recipe, info, t.name, t.n_dims, int64_t(t.ne[0]),
                                               static_cast<GgmlType>(t.type));
@@ -444,14 +446,11 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
     const uint32_t n_batch = std::clamp<uint32_t>(run.n_batch ? run.n_batch : 512, 1, m.n_ctx);
     const int n_threads = run.n_threads > 0 ? run.n_threads : default_thread_count();
     m.weights_bytes = f.weights_bytes;
-    // Gemma 4's per-layer embedding table stays on storage but for a cache of 16 recent tokens'
-    // rows (runtime/ple_reader.h), unless MEMWALL_PLE=resident keeps it.
-    const WeightMatrix& ple = f.model.ple_embd;
-    const char* ple_env = std::getenv("MEMWALL_PLE");
-    if (ple.traits && !(ple_env && std::string(ple_env) == "resident")) {
-        const uint64_t table = ple.row_bytes * uint64_t(ple.n_rows);
-        m.weights_bytes -= std::min(m.weights_bytes, table);
-        m.weights_bytes += std::min<uint64_t>(table, 16 * ple.row_bytes);
+    // Gemma 4's per-layer embedding table stays on storage but for a cache of recent tokens'
+    // rows (runtime/ple_reader.h), unless --ple-resident or MEMWALL_PLE=resident keeps it.
+    if (ple_on_storage(f.model, run.ple_resident)) {
+        m.weights_bytes -= std::min(m.weights_bytes, ple_table_bytes(f.model));
+        m.weights_bytes += ple_cache_bytes(f.model);
     }
     const uint32_t n_seq = std::max(1u, run.n_seq);
     m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v, n_seq, n_batch);

@@ -51,6 +51,8 @@ struct RunSettings {
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
     uint32_t n_seq = 1;  // sequences in the context (server slots): they share n_ctx positions
+    // Gemma 4's per-layer embedding table kept in memory (--ple-resident) instead of on storage.
+    bool ple_resident = false;
 };
 
 struct MemoryPlan {

@@ -156,7 +156,11 @@ GgmlType fit_row_length(GgmlType t, int64_t ne0) {
     return ne0 % block_size(fallback) == 0 ? fallback : T::F16;
 }
 
-GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer) {
+GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int block) {
+    // The attn_v's rank among the model's attn_v tensors, as llama-quantize counts them.
+    const int layer =
+        block >= 0 && size_t(block) < m.attn_v_rank.size() ? m.attn_v_rank[block] : block;
+    const int n_v = int(m.n_attn_v ? m.n_attn_v : m.n_layer);
     const uint32_t gqa = m.n_head_kv ? m.n_head / m.n_head_kv : 1;
     if (recipe == R::Q2_K) {
         t = gqa >= 4 ? T::Q4_K : T::Q3_K;
@@ -166,7 +170,7 @@ GgmlType attn_v_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer) {
         t = layer < 2 ? T::Q5_K : T::Q4_K;
     } else if (recipe == R::Q3_K_L) {
         t = T::Q5_K;
-    } else if ((recipe == R::Q4_K_M || recipe == R::Q5_K_M) && more_bits(layer, int(m.n_layer))) {
+    } else if ((recipe == R::Q4_K_M || recipe == R::Q5_K_M) && more_bits(layer, n_v)) {
         t = T::Q6_K;
     } else if (recipe == R::Q4_K_S && layer < 4) {
         t = T::Q5_K;
@@ -242,6 +246,14 @@ GgmlType attn_output_type(R recipe, GgmlType t, const QuantModelInfo& m, bool fa
 }
 
 }  // namespace
+
+void add_attn_v_tensor(QuantModelInfo& m, std::string_view name) {
+    if (!contains(name, "attn_v.weight") && !contains(name, "attn_qkv.weight")) return;
+    const int layer = layer_of(name);
+    if (layer < 0) return;
+    if (m.attn_v_rank.size() <= size_t(layer)) m.attn_v_rank.resize(size_t(layer) + 1, -1);
+    m.attn_v_rank[size_t(layer)] = int32_t(m.n_attn_v++);
+}
 
 const char* recipe_name(QuantRecipe recipe) {
     return row_of(recipe).name;
@@ -321,7 +333,10 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
     const bool falcon = m.arch == "falcon";
     const int layer = layer_of(name);
     GgmlType t = base;
-    if (name == "output.weight" || (!m.has_output && name == "token_embd.weight")) {
+    // llama-quantize counts Gemma 4's per-layer embedding table as a token embedding: with tied
+    // embeddings it takes the output's type too (Q6_K in Q4_K_M, as its gemma4 files have it).
+    const bool token_embd = name == "token_embd.weight" || name == "per_layer_token_embd.weight";
+    if (name == "output.weight" || (!m.has_output && token_embd)) {
         // The output projection decides the logits: Q6_K at least, Q8_0 when rows do not fit.
         if (recipe == R::MXFP4_MOE || falcon || ne0 % block_size(base) != 0) {
             t = T::Q8_0;
@@ -332,7 +347,7 @@ GgmlType tensor_type_for(QuantRecipe recipe, const QuantModelInfo& m, std::strin
         }
     } else if (recipe == R::MXFP4_MOE) {
         t = n_dims >= 3 ? T::MXFP4 : T::Q8_0;  // experts, and everything else
-    } else if (name == "token_embd.weight") {
+    } else if (token_embd) {
         // Most recipes keep the base type for the embedding.
         if (recipe == R::TQ1_0 || recipe == R::TQ2_0) t = T::Q4_K;
         if (is_low_bit(recipe)) t = low_bit_extra(recipe);

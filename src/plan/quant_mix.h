@@ -73,7 +73,15 @@ struct QuantModelInfo {
     bool has_output = true;     // a separate output.weight (otherwise token_embd doubles as it)
     bool is_70b_class = false;  // llama.cpp's "70B" model type, see model_is_70b_class()
     bool has_imatrix = false;   // quantizing with an importance matrix (IQ4 recipes differ)
+    // llama-quantize counts attn_v tensors (a fused attn_qkv among them), not layers, for their
+    // extra bits: Gemma 4's KV-sharing and K = V layers and LFM2's convolution layers have none.
+    // Per layer: the rank of its attn_v among them (-1: none); empty: the layer number.
+    std::vector<int32_t> attn_v_rank;
+    uint32_t n_attn_v = 0;  // how many (0: n_layer)
 };
+
+// Counts `name` (the model's tensors in file order) into attn_v_rank / n_attn_v.
+void add_attn_v_tensor(QuantModelInfo& m, std::string_view name);
 
 // llama.cpp gives attn_v of its "70B" model type more bits: llama/qwen2-family models with 80
 // layers and grouped-query attention (Llama 2/3 70B, Qwen2.5 72B).

@@ -60,6 +60,7 @@ QuantModelInfo model_info(const gguf::GgufFile& f, std::string_view arch) {
     info.n_expert = number(a + ".expert_count", 0);
     info.has_output = f.find_tensor("output.weight") != nullptr;
     info.is_70b_class = model_is_70b_class(arch, info.n_layer, info.n_head, info.n_head_kv);
+    for (const gguf::TensorInfo& t : f.tensors()) add_attn_v_tensor(info, t.name);
     return info;
 }
 

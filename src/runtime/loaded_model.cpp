@@ -50,8 +50,12 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
     const HParams& hp = m.model.hp;
     // A hybrid model says how its layers divide; MTP (next-n) blocks are not run.
     std::string layers = fmt::format("{} layers", hp.n_layer);
-    if (const uint32_t r = hp.n_recurrent_layers(); r > 0)
-        layers += fmt::format(" ({} DeltaNet, {} attention)", r, hp.n_layer - r);
+    if (const uint32_t r = hp.n_recurrent_layers(); r > 0) {
+        const bool conv = std::find(hp.layer_kinds.begin(), hp.layer_kinds.end(),
+                                    LayerKind::short_conv) != hp.layer_kinds.end();
+        layers += fmt::format(" ({} {}, {} attention)", r, conv ? "short-conv" : "DeltaNet",
+                              hp.n_layer - r);
+    }
     if (hp.n_nextn_layers > 0)
         layers += fmt::format(", {} MTP layer{} skipped", hp.n_nextn_layers,
                               hp.n_nextn_layers > 1 ? "s" : "");
@@ -63,9 +67,12 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
 
 // A block scale that is inf or NaN makes the whole output NaN while the run goes on: refused at
 // load, naming the tensor and the block (format/block_scales.h; `verify` decodes everything).
-void check_block_scales(const gguf::GgufFile& g, const std::string& name) {
+// A per-layer embedding table kept on storage is not read here (that would map all of it into
+// the process's RSS): its reader checks each row it reads.
+void check_block_scales(const gguf::GgufFile& g, const std::string& name,
+                        const uint8_t* skip = nullptr) {
     for (const gguf::TensorInfo& t : g.tensors()) {
-        if (!t.data || !has_fp16_block_scales(t.type)) continue;
+        if (!t.data || t.data == skip || !has_fp16_block_scales(t.type)) continue;
         const uint32_t block_bytes = ggml_layout(t.type)->type_size;
         if (const auto bad = first_nonfinite_scale(t.type, t.data, t.n_bytes / block_bytes)) {
             fail(ErrorKind::bad_file,
@@ -95,6 +102,16 @@ bool fits_as_own_memory(LoadedModel& m) {
     return false;
 }
 
+// The file bytes of Gemma 4's per-layer embedding table when it stays on storage (read row by row
+// by a PleReader: never copied, never made resident, under a budget or not); none otherwise.
+std::vector<std::pair<uint64_t, uint64_t>> ple_stored_range(const LoadedModel& m,
+                                                            const LoadOptions& options) {
+    const WeightMatrix& t = m.model.ple_embd;
+    if (!ple_on_storage(m.model, options.ple_resident) || !t.data || !m.file.is_mapped()) return {};
+    const uint64_t at = uint64_t(t.data - m.file.bytes().data());
+    return {{at, at + ple_table_bytes(m.model)}};
+}
+
 // Under a memory budget: the file is mapped but read only where it must be. A MoE model's dense
 // part (every byte but the expert tensors') is read into the process's own memory at its place in
 // the mapping; the experts come from an expert cache sized by the budget, so their pages in the
@@ -108,7 +125,7 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
     parse_and_bind(m, m.file.bytes(), path, false);
     const Model& model = m.model;
     const std::span<const uint8_t> bytes = m.file.bytes();
-    std::vector<std::pair<uint64_t, uint64_t>> dense;
+    std::vector<std::pair<uint64_t, uint64_t>> dense, stored;
     std::unique_ptr<ExpertCache> experts;
     std::unique_ptr<LayerStream> layers;
     if (model.hp.n_expert > 0 && expert_tensor_bytes(model) > 0) {
@@ -120,13 +137,7 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
                 exps.push_back({at, at + x->expert_stride * model.hp.n_expert});
             }
         }
-        std::sort(exps.begin(), exps.end());
-        uint64_t from = 0;
-        for (const auto& [a, b] : exps) {
-            if (a > from) dense.push_back({from, a});
-            from = std::max(from, b);
-        }
-        if (from < bytes.size()) dense.push_back({from, bytes.size()});
+        stored = exps;
         ExpertCache::Options eo;
         eo.repack = options.repack && options.repack_streamed;
         eo.prefetch = options.expert_prefetch;
@@ -140,14 +151,20 @@ void load_budgeted(LoadedModel& m, const std::string& path, const LoadOptions& o
         lo.direct_io = options.layer_direct_io;
         lo.lock = options.map.lock;
         layers = std::make_unique<LayerStream>(path, model, bytes.data(), lo);
-        uint64_t from = 0;
-        for (const auto& [a, b] : layers->ranges()) {
-            if (a > from) dense.push_back({from, a});
-            from = std::max(from, b);
-        }
-        if (from < bytes.size()) dense.push_back({from, bytes.size()});
+        stored.assign(layers->ranges().begin(), layers->ranges().end());
     }
-    uint64_t resident = 0;
+    // The dense part: every byte but the experts', the streamed layers' and a per-layer
+    // embedding table on storage (of which only the reader's cached rows take memory).
+    const auto ple = ple_stored_range(m, options);
+    stored.insert(stored.end(), ple.begin(), ple.end());
+    std::sort(stored.begin(), stored.end());
+    uint64_t from = 0;
+    for (const auto& [a, b] : stored) {
+        if (a > from) dense.push_back({from, a});
+        from = std::max(from, b);
+    }
+    if (from < bytes.size()) dense.push_back({from, bytes.size()});
+    uint64_t resident = ple.empty() ? 0 : ple_cache_bytes(model);
     for (const auto& [a, b] : dense) resident += b - a;
     // Refused here, before the weights are read, when even the minimum does not fit.
     ExpertCache* cache = experts.get();
@@ -215,14 +232,12 @@ void drop_copied_weights(LoadedModel& m, std::span<const std::pair<uint64_t, uin
 // file row by row and its pages (made the process's own by repacking, or mapped) are given back.
 void keep_ple_on_storage(LoadedModel& m, const LoadOptions& options) {
     const WeightMatrix& t = m.model.ple_embd;
-    const char* env = std::getenv("MEMWALL_PLE");
-    const bool resident = options.ple_resident || (env && std::string(env) == "resident");
-    if (!t.traits || !t.data || resident || !m.file.is_mapped() || is_packed(t.traits)) return;
-    const uint64_t at = uint64_t(t.data - m.file.bytes().data());
-    m.ple_source = std::make_unique<PleReader>(m.file.path(), at, t.row_bytes, t.n_cols, *t.traits);
+    const auto range = ple_stored_range(m, options);
+    if (range.empty() || is_packed(t.traits)) return;
+    m.ple_source = std::make_unique<PleReader>(m.file.path(), range[0].first, t.row_bytes, t.n_cols,
+                                               *t.traits);
     m.model.ple_source = m.ple_source.get();
-    const std::pair<uint64_t, uint64_t> range{at, at + t.row_bytes * uint64_t(t.n_rows)};
-    m.ple_bytes_dropped = m.file.drop({&range, 1});
+    m.ple_bytes_dropped = m.file.drop(range);
 }
 
 }  // namespace
@@ -240,6 +255,7 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
             add_warning(*m, "-ngl is not used under --mem-budget yet: everything runs on the CPU");
         }
         load_budgeted(*m, path, options);
+        keep_ple_on_storage(*m, options);
         m->load_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
@@ -247,14 +263,17 @@ std::unique_ptr<LoadedModel> LoadedModel::load(const std::string& path,
     }
     m->file = MappedFile::open(path, options.map);
     parse_and_bind(*m, m->file.bytes(), path, options.vocab_only);
-    if (!options.vocab_only) check_block_scales(m->gguf, path);
+    if (!options.vocab_only) {
+        const bool ple_stored = !ple_stored_range(*m, options).empty();
+        check_block_scales(m->gguf, path, ple_stored ? m->model.ple_embd.data : nullptr);
+    }
     std::vector<std::pair<uint64_t, uint64_t>> copied;
     if (!options.vocab_only) copied = apply_gpu(*m, path, options.gpu);
     if (!options.vocab_only && options.repack && has_faster_layouts(m->model) &&
         fits_as_own_memory(*m)) {
         ThreadPool pool(default_thread_count());
-        m->repacked_bytes =
-            repack_weights(m->model, m->file.bytes(), m->file.make_writable(), pool);
+        m->repacked_bytes = repack_weights(
+            m->model, m->file.bytes(), m->file.make_writable(ple_stored_range(*m, options)), pool);
         m->file.seal();
         m->desc.insert(m->desc.size() - 1,
                        fmt::format("; {:.2f} MiB repacked for {}",

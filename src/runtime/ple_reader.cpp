@@ -8,9 +8,25 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "format/block_scales.h"
+#include "model/model.h"
 #include "runtime/weight_reads.h"
 
 namespace mw {
+
+bool ple_on_storage(const Model& m, bool resident) {
+    const char* env = std::getenv("MEMWALL_PLE");
+    return m.ple_embd.traits && !resident && !(env && std::string(env) == "resident");
+}
+
+uint64_t ple_table_bytes(const Model& m) {
+    const WeightMatrix& t = m.ple_embd;
+    return t.traits ? t.row_bytes * uint64_t(t.n_rows) : 0;
+}
+
+uint64_t ple_cache_bytes(const Model& m) {
+    return std::min(ple_table_bytes(m), kPleCacheRows * m.ple_embd.row_bytes);
+}
 
 PleReader::PleReader(const std::string& path, uint64_t offset, uint64_t row_bytes, int64_t width,
                      const TypeTraits& traits, uint32_t cache_rows)
@@ -58,6 +74,14 @@ void PleReader::row(int64_t token, float* out) {
         read_weight_bytes(fd_, direct_, path_, fmt::format("per-layer embedding row {}", token),
                           off, row_bytes_, block_);
         std::memcpy(bytes, block_ + off % kWeightReadAlign, row_bytes_);
+        // Loading checks every other tensor's block scales; this table's, a row at a time.
+        const uint32_t type = uint32_t(traits_.type);
+        if (const auto bad = first_nonfinite_scale(type, bytes, row_bytes_ / traits_.type_size)) {
+            fail(ErrorKind::bad_file,
+                 "{}: tensor 'per_layer_token_embd.weight' ({}) has a block scale that is not "
+                 "finite (inf or NaN) in block {} of row {}: the file is corrupt",
+                 path_, traits_.name, *bad, token);
+        }
         tokens_[slot] = token;
         bytes_read_ += row_bytes_;
     }

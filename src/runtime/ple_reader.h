@@ -14,12 +14,24 @@
 
 namespace mw {
 
+struct Model;
+
+// Rows of the table a PleReader keeps: recent tokens' (the planner counts these).
+inline constexpr uint32_t kPleCacheRows = 16;
+
+// Whether a model's per-layer embedding table stays on storage: it has one, and neither
+// `resident` (--ple-resident, LoadOptions::ple_resident) nor MEMWALL_PLE=resident keeps it.
+bool ple_on_storage(const Model& m, bool resident);
+// The table's bytes in the file, and what a reader keeps of it in memory (its cached rows).
+uint64_t ple_table_bytes(const Model& m);
+uint64_t ple_cache_bytes(const Model& m);
+
 class PleReader final : public PleSource {
   public:
     // The table's rows of `row_bytes` in `traits`' encoding, `width` floats each, from byte
     // `offset` of the file at `path`; `cache_rows` recent rows kept.
     PleReader(const std::string& path, uint64_t offset, uint64_t row_bytes, int64_t width,
-              const TypeTraits& traits, uint32_t cache_rows = 16);
+              const TypeTraits& traits, uint32_t cache_rows = kPleCacheRows);
     ~PleReader() override;
     PleReader(const PleReader&) = delete;
     PleReader& operator=(const PleReader&) = delete;

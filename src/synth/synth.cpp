@@ -284,21 +284,6 @@ std::vector<SynthPreset> synth_presets() {
     r7.tied_embeddings = true;
     r7.logit_scale = 0.25f;
     presets.push_back({r7.id, "Command R 7B shape in the command-r layout", r7});
-    // gpt-oss-20b (its config.json): 24 layers x 2880, 64 query heads of 64 on 8 KV heads, 32
-    // experts of 2880 with 4 per token, sliding window 128 on the even layers, YaRN x32 from 4096.
-    // Written in MXFP4_MOE as it ships: --type MXFP4_MOE.
-    ModelSpec oss =
-        make_spec("gpt-oss-20b", "gpt-oss-20b shape", "gpt-oss", 201088, 2880, 24, 64, 8, 2880);
-    oss.head_dim = 64;
-    oss.n_ctx_train = 131072;
-    oss.rope_freq_base = 150000.0f;
-    oss.n_expert = 32;
-    oss.n_expert_used = 4;
-    oss.n_ff_expert = 2880;
-    oss.n_swa = 128;
-    oss.yarn_factor = 32.0f;
-    oss.yarn_orig_ctx = 4096;
-    presets.push_back({oss.id, "gpt-oss-20b shape: 32 experts, top-4, sinks, MXFP4 experts", oss});
     for (const ModelSpec& s : model_catalogue()) presets.push_back({s.id, s.name + " shape", s});
     return presets;
 }

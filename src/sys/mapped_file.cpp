@@ -173,8 +173,16 @@ MappedFile::~MappedFile() {
     release();
 }
 
-std::span<uint8_t> MappedFile::make_writable() {
+std::span<uint8_t> MappedFile::make_writable(std::span<const std::pair<uint64_t, uint64_t>> skip) {
     if (!mapped_ || !data_) return {data_, size_};
+    // Whether byte `at` of the file lies in a page wholly inside one of the ranges to skip.
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const auto skipped = [&](size_t at) {
+        for (const auto& [begin, end] : skip) {
+            if (at >= page_round(size_t(begin)) && at + page <= size_t(end)) return true;
+        }
+        return false;
+    };
     // The file's bytes into anonymous memory with huge pages, moved over the mapping at the same
     // address (2 MiB aligned on both sides, so the huge pages move whole). Copied a chunk at a
     // time, each chunk of the mapping dropped after it (the file's pages stay in the page cache,
@@ -183,7 +191,13 @@ std::span<uint8_t> MappedFile::make_writable() {
         constexpr size_t kChunk = size_t(64) << 20;
         for (size_t off = 0; off < size_; off += kChunk) {
             const size_t n = std::min(kChunk, size_ - off);
-            std::memcpy(anon + off, data_ + off, n);
+            if (skip.empty()) {
+                std::memcpy(anon + off, data_ + off, n);
+            } else {  // page by page, leaving the skipped pages untouched (never allocated)
+                for (size_t p = off; p < off + n; p += page) {
+                    if (!skipped(p)) std::memcpy(anon + p, data_ + p, std::min(page, off + n - p));
+                }
+            }
             ::madvise(data_ + off, page_round(n), MADV_DONTNEED);
         }
         void* moved = ::mremap(anon, page_round(size_), page_round(size_),
@@ -202,7 +216,15 @@ std::span<uint8_t> MappedFile::make_writable() {
 #ifdef MADV_POPULATE_WRITE
     // Copy every page now in one call: faulting them one by one as they are written costs three
     // times the repacking itself. Kernels before 5.14 refuse; the writes then fault as usual.
-    ::madvise(data_, size_, MADV_POPULATE_WRITE);
+    // The skipped ranges stay shared with the page cache (never written, never copied).
+    size_t from = 0;
+    for (const auto& [begin, end] : skip) {
+        const size_t a = page_round(size_t(begin)), b = std::min(size_t(end), size_) / page * page;
+        if (a >= b) continue;
+        if (a > from) ::madvise(data_ + from, a - from, MADV_POPULATE_WRITE);
+        from = b;
+    }
+    if (from < size_) ::madvise(data_ + from, size_ - from, MADV_POPULATE_WRITE);
 #endif
     return {data_, size_};
 }

@@ -34,8 +34,12 @@ class MappedFile {
     // at the same address (or, failing that, the mapping becomes copy-on-write): the file never
     // changes, and the pages become the process's own (counted in its RSS like the mapped pages
     // they replace, but no longer page cache the OS may drop). An mprotect refusal is an `io`
-    // error. Read into memory (--no-mmap), the bytes already are the process's own.
-    std::span<uint8_t> make_writable();
+    // error. Read into memory (--no-mmap), the bytes already are the process's own. The byte
+    // ranges in `skip` (sorted, disjoint; pages wholly inside them) are not copied: nothing reads
+    // them through the mapping any more (Gemma 4's per-layer embeddings, read row by row from the
+    // file), and they read as zeros afterwards (or as the file's bytes where the mapping became
+    // copy-on-write), costing no memory.
+    std::span<uint8_t> make_writable(std::span<const std::pair<uint64_t, uint64_t>> skip = {});
     // A mapping's byte ranges [first, second) (sorted, disjoint; rounded out to whole pages)
     // read into the process's own memory at the same addresses (pread, so nothing else of the
     // file is read ahead), locked if `lock`, writable until seal(); then the file's pages are

@@ -38,6 +38,25 @@ _Static_assert(offsetof(server_params_api8, max_header_bytes) ==
                "API 8's fields are a prefix of API 9's");
 _Static_assert(sizeof(server_params_api8) < sizeof(mw_server_params), "API 9 appended fields");
 
+/* mw_model_params as API 10 had it, before ple_resident (API 11). */
+typedef struct model_params_api10 {
+    size_t struct_size;
+    bool use_mmap;
+    bool use_mlock;
+    bool vocab_only;
+    bool repack;
+    uint64_t mem_budget;
+    int32_t n_gpu_layers;
+    int32_t main_gpu;
+    bool gpu_required;
+    bool gpu_allow_cpu_device;
+} model_params_api10;
+
+_Static_assert(offsetof(model_params_api10, gpu_allow_cpu_device) ==
+                   offsetof(mw_model_params, gpu_allow_cpu_device),
+               "API 10's fields are a prefix of API 11's");
+_Static_assert(sizeof(model_params_api10) < sizeof(mw_model_params), "API 11 appended fields");
+
 #define CHECK_SIZE(name)                                                                       \
     do {                                                                                       \
         const mw_##name##_params p = mw_##name##_default_params();                             \
@@ -83,8 +102,24 @@ int main(int argc, char** argv) {
           "%s", mw_last_error());
     CHECK(model == NULL, "a model despite the refusal");
 
+    /* API 10's layout: loads, with ple_resident at its default (bytes after it are not read). */
+    struct {
+        model_params_api10 p;
+        unsigned char after[16];
+    } old_model;
+    memset(&old_model, 0x5a, sizeof old_model);
+    mw_model_params_init((mw_model_params*)&old_model.p, sizeof old_model.p);
+    CHECK(old_model.p.struct_size == sizeof old_model.p && old_model.p.use_mmap,
+          "API 10's defaults not filled in");
+    CHECK(old_model.after[0] == 0x5a, "init wrote past API 10's struct");
+    mw_status st = mw_model_load(path, (const mw_model_params*)&old_model.p, &model);
+    CHECK(st == MW_OK, "API 10's layout refused: %s", mw_last_error());
+    mw_model_free(model);
+    model = NULL;
+
     mw_model_params mp = mw_model_default_params();
-    mw_status st = mw_model_load(path, &mp, &model);
+    CHECK(!mp.ple_resident, "ple_resident defaults to true");
+    st = mw_model_load(path, &mp, &model);
     CHECK(st == MW_OK, "%s", mw_last_error());
     if (st != MW_OK) return 1;
     mw_context_params cp = mw_context_default_params();

@@ -28,6 +28,7 @@ void add_plan_command(CLI::App& app) {
         bool json_out = false;
         bool list = false;
         bool best_only = false;
+        bool ple_resident = false;
         double min_tps = 0;
         std::string plot;
         bool budgets = false;
@@ -61,6 +62,9 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("-b,--batch-size", opt->n_batch, "Prompt tokens processed per step");
     cmd->add_option("-t,--threads", opt->threads, "Threads (0: the device's)");
     cmd->add_flag("--best", opt->best_only, "Rows: only the recommended configuration");
+    cmd->add_flag("--ple-resident", opt->ple_resident,
+                  "Gemma 4 E2B/E4B: plan the per-layer embedding table in memory (run's "
+                  "--ple-resident) instead of on storage");
     cmd->add_option("--min-tps", opt->min_tps,
                     "Recommend the best quality that decodes at least this fast (tok/s), else the "
                     "fastest that fits (0: the best quality that fits, however slow)")
@@ -104,8 +108,13 @@ void add_plan_command(CLI::App& app) {
             }
             return;
         }
-        json request = {{"ctx", o.n_ctx},       {"batch", o.n_batch},       {"threads", o.threads},
-                        {"kv_type", o.kv_type}, {"best_only", o.best_only}, {"min_tps", o.min_tps}};
+        json request = {{"ctx", o.n_ctx},
+                        {"batch", o.n_batch},
+                        {"threads", o.threads},
+                        {"kv_type", o.kv_type},
+                        {"best_only", o.best_only},
+                        {"min_tps", o.min_tps},
+                        {"ple_resident", o.ple_resident}};
         json models = json::array(), devices = json::array();
         auto is_url = [](const std::string& m) {
             for (const char* scheme : {"http://", "https://", "hf://"}) {

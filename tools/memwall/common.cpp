@@ -57,6 +57,10 @@ void ModelOptions::add_budget_to(CLI::App& app) {
                    "Memory the process may use, its RSS and the page cache of its model reads "
                    "(e.g. 512M, 2G, 1.5GiB): a MoE model keeps its dense part in memory and reads "
                    "experts from storage into a cache of what is left");
+    app.add_flag("--ple-resident", ple_resident,
+                 "Gemma 4 E2B/E4B: keep the per-layer embedding table in memory instead of on "
+                 "storage (by default each token reads its row from the file; also "
+                 "MEMWALL_PLE=resident)");
 }
 
 mw_expert_cache_stats expert_cache_stats(const mw_model* model) {
@@ -165,6 +169,7 @@ ModelPtr load_model(const ModelOptions& options, bool vocab_only, bool quiet) {
     params.main_gpu = options.main_gpu;
     params.gpu_required = options.gpu_required;
     params.gpu_allow_cpu_device = options.gpu_allow_cpu_device;
+    params.ple_resident = options.ple_resident;
     mw_model* model = nullptr;
     const mw_status st = mw_model_load(options.path.c_str(), &params, &model);
     if (st != MW_OK) fail_status(st, "");

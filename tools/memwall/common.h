@@ -55,15 +55,16 @@ struct ModelOptions {
     bool mlock = false;
     bool no_mmap = false;
     bool no_repack = false;
-    std::string mem_budget;  // --mem-budget SIZE (run, chat, serve, bench)
-    int n_gpu_layers = 0;    // -ngl N
-    int main_gpu = 0;        // -mg i
+    std::string mem_budget;     // --mem-budget SIZE (run, chat, serve, bench)
+    bool ple_resident = false;  // --ple-resident (run, chat, serve, bench)
+    int n_gpu_layers = 0;       // -ngl N
+    int main_gpu = 0;           // -mg i
     bool gpu_required = false;
     bool gpu_allow_cpu_device = false;  // --gpu-allow-cpu-device
     bool verbose = false;               // set by the command's --verbose: the GPU placement in full
     void add_to(CLI::App& app, bool required = true);
-    void add_budget_to(CLI::App& app);
-    void add_gpu_to(CLI::App& app);  // -ngl, -mg, --gpu-required (the commands that decode)
+    void add_budget_to(CLI::App& app);  // --mem-budget, --ple-resident
+    void add_gpu_to(CLI::App& app);     // -ngl, -mg, --gpu-required (the commands that decode)
 };
 
 // Under --mem-budget: the expert cache's hits, misses and reads (per decoded token when
