@@ -54,6 +54,11 @@ constexpr DenseRow kDense[] = {
     {"gemma-3-27b",   "Gemma 3 27B",     "gemma3",   27.0,  262208, 131072, 5376, 62, 32, 16, 128, 21504, true},
     {"command-r-35b", "Command R 35B",   "command-r", 35.0,  256000, 131072, 8192, 40, 64, 64, 128, 22528, true},
     {"granite-3-2b",  "Granite 3 2B",    "granite",  2.53,  49155,  4096,   2048, 40, 32, 8,  64,  8192,  true},
+    // Granite 4.0 Micro: the family's attention-only model (llama.cpp converts it as "granite"):
+    // 2560 wide, 40 layers, 40 heads of 64 sharing 8 KV heads, MLP 8192, as IBM's report on the
+    // family's 3B dense gives them; vocabulary 100352 and 128K context from its config.json. The
+    // 4.0-H models' Mamba-2 layers memwall cannot run (nor plan), so they are not rows.
+    {"granite-4-micro", "Granite 4.0 Micro", "granite", 3.4, 100352, 131072, 2560, 40, 40, 8, 64, 8192, true},
     {"smollm3-3b",    "SmolLM3 3B",      "smollm3",  3.08,  128256, 65536,  2048, 36, 16, 4,  128, 11008, true},
 };
 // clang-format on
@@ -345,6 +350,7 @@ constexpr HfRow kHf[] = {
     {"command-r-35b", "bartowski/c4ai-command-r-v01-GGUF",          "c4ai-command-r-v01",           false},
     {"deepseek-v2-lite", "bartowski/DeepSeek-V2-Lite-Chat-GGUF",    "DeepSeek-V2-Lite-Chat",        false},
     {"granite-3-2b",  "bartowski/granite-3.0-2b-instruct-GGUF",     "granite-3.0-2b-instruct",      false},
+    {"granite-4-micro", "ibm-granite/granite-4.0-micro-GGUF",       "granite-4.0-micro",            false},
     // Qwen3.5 in bartowski's naming of Qwen releases (not checked on Hugging Face from here).
     {"qwen3.5-0.8b",  "bartowski/Qwen_Qwen3.5-0.8B-GGUF",           "Qwen_Qwen3.5-0.8B",            false},
     {"qwen3.5-2b",    "bartowski/Qwen_Qwen3.5-2B-GGUF",             "Qwen_Qwen3.5-2B",              false},
