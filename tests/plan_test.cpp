@@ -754,15 +754,17 @@ TEST(RefuseOrFit, ADraftModelCountsWithTheTarget) {
         run.n_seq = n_seq;
         const FitCheck alone = check_fit(target, run);
         const FitCheck draft_alone = check_fit(draft, run);
-        const FitCheck pair = check_fit(target, draft, run);
+        const FitCheck pair = check_fit(target, draft, 6, run);
         ASSERT_TRUE(pair.memory.draft);
-        // Attention-only models: no recurrent state to mark, the target's own part is unchanged.
-        EXPECT_EQ(pair.memory.own_bytes(), alone.memory.total_bytes());
+        // Attention-only models: no recurrent state to mark; the target keeps a row of logits for
+        // each drafted token of each sequence.
+        const uint64_t logits = 512 * sizeof(float) * n_seq * 6;  // stories260K: 512 tokens
+        EXPECT_EQ(pair.memory.own_bytes(), alone.memory.total_bytes() + logits);
         EXPECT_EQ(pair.memory.draft->kv_bytes, draft_alone.memory.kv_bytes);
         EXPECT_EQ(pair.memory.draft->weights_bytes, draft_alone.memory.weights_bytes);
-        EXPECT_EQ(
-            pair.memory.total_bytes(),
-            alone.memory.total_bytes() + draft_alone.memory.total_bytes() - kPlanProcessBytes);
+        EXPECT_EQ(pair.memory.total_bytes(), alone.memory.total_bytes() + logits +
+                                                 draft_alone.memory.total_bytes() -
+                                                 kPlanProcessBytes);
         EXPECT_NE(pair.message.find("stories260K.gguf"), std::string::npos) << pair.message;
         EXPECT_NE(pair.message.find("the draft model llama-2-tiny-random.gguf"), std::string::npos)
             << pair.message;
@@ -774,7 +776,7 @@ TEST(RefuseOrFit, ADraftModelCountsWithTheTarget) {
         run.n_ctx = 512;
         run.n_seq = 2;
         const FitCheck alone = check_fit(q, run);
-        const FitCheck pair = check_fit(q, q, run);
+        const FitCheck pair = check_fit(q, q, 4, run);
         const uint64_t one_state =
             alone.memory.state_bytes / (RecurrentState::kDefaultCheckpoints + 1);
         EXPECT_GT(one_state, 0u);
@@ -796,9 +798,12 @@ TEST(RefuseOrFit, ADraftModelCountsWithTheTarget) {
         const json& rb = pb["rows"][i];
         EXPECT_TRUE(ra["draft"].is_null());
         ASSERT_TRUE(rb["draft"].is_object()) << rb.dump();
-        EXPECT_EQ(rb["draft"]["target_bytes"], ra["total_bytes"]);
+        // The target's own part: its plan and the logits of the 8 drafted tokens (the default).
+        EXPECT_EQ(rb["draft"]["target_bytes"].get<uint64_t>(),
+                  ra["total_bytes"].get<uint64_t>() + 512 * 4 * 8);
         EXPECT_EQ(rb["total_bytes"].get<uint64_t>(),
-                  ra["total_bytes"].get<uint64_t>() + rb["draft"]["total_bytes"].get<uint64_t>());
+                  rb["draft"]["target_bytes"].get<uint64_t>() +
+                      rb["draft"]["total_bytes"].get<uint64_t>());
     }
     const test::CommandResult text = test::run_command(cli(base + " -md " + draft));
     ASSERT_EQ(text.exit_code, 0) << text.err;
@@ -816,7 +821,7 @@ TEST(RefuseOrFit, ADraftModelCountsWithTheTarget) {
     cp.n_ctx = uint32_t(n_ctx);
     ASSERT_EQ(mw_check_fit(target.c_str(), &cp, &fit), MW_OK);
     EXPECT_NE(fit.verdict, MW_FIT_NO) << fit.message;
-    ASSERT_EQ(mw_check_fit_draft(target.c_str(), big_draft.c_str(), &cp, &fit), MW_OK);
+    ASSERT_EQ(mw_check_fit_draft(target.c_str(), big_draft.c_str(), 8, &cp, &fit), MW_OK);
     EXPECT_EQ(fit.verdict, MW_FIT_NO) << fit.message;
     EXPECT_NE(std::string(fit.message).find("without the draft model"), std::string::npos)
         << fit.message;

@@ -321,6 +321,7 @@ PlanRequest plan_request_from_json(const std::string& text) {
                  j["draft_model"].dump());
         }
         set_draft_model(r.run, j["draft_model"].get<std::string>());
+        if (j.contains("draft_max")) r.run.draft_max = std::max(1u, count("draft_max", 8));
     }
     r.best_only = j.value("best_only", false);
     if (j.contains("min_tps")) {

@@ -465,6 +465,7 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
                        f.n_merges * kVocabBytesPerMerge + (f.n_merges ? kBpeFixedBytes : 0) +
                        uint64_t(n_threads) * kThreadBytes;
     if (run.draft) {
+        m.compute_bytes += uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq * run.draft_max;
         // The draft's context follows the target's: the same resolved size, batch, threads, KV
         // type and sequences; it marks and rolls back too.
         RunSettings d = run;
@@ -594,8 +595,10 @@ void set_draft_model(RunSettings& run, const std::string& draft_path) {
     run.draft_name = draft_path;
 }
 
-FitCheck check_fit(const std::string& path, const std::string& draft_path, RunSettings run) {
+FitCheck check_fit(const std::string& path, const std::string& draft_path, uint32_t draft_max,
+                   RunSettings run) {
     set_draft_model(run, draft_path);
+    run.draft_max = draft_max;
     return check_fit(path, run);
 }
 

@@ -58,6 +58,9 @@ struct RunSettings {
     // target's resolved n_ctx, batch, threads, KV type and sequences (one per server slot).
     std::shared_ptr<const ModelFacts> draft;
     std::string draft_name;  // its file, for the messages
+    // With a draft: tokens drafted per pass at most; a verification pass keeps a row of logits
+    // for each of them, in every sequence.
+    uint32_t draft_max = 8;
     // A second model in the process (the draft): the process's own bytes are the first one's.
     bool shares_process = false;
 };
@@ -196,9 +199,10 @@ struct FitCheck {
 // Plans the file (header only; a path or a URL) with these settings against the memory
 // available now. When it does not fit, the message ends by pointing at --force.
 FitCheck check_fit(const std::string& path, const RunSettings& run);
-// With a draft model (speculative decoding, -md): its weights and context (RunSettings::draft)
-// count too, and the message names both files and sizes.
-FitCheck check_fit(const std::string& path, const std::string& draft_path, RunSettings run);
+// With a draft model (speculative decoding, -md) drafting up to draft_max tokens a pass: its
+// weights and context (RunSettings::draft) count too, and the message names both files and sizes.
+FitCheck check_fit(const std::string& path, const std::string& draft_path, uint32_t draft_max,
+                   RunSettings run);
 // The same for a parsed header (named by header.name()), without the --force line.
 FitCheck check_fit(const gguf::GgufFile& header, const RunSettings& run);
 
