@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 11
+#define MEMWALL_API_VERSION 12
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -826,6 +826,14 @@ typedef struct mw_fit {
  * context parameters against the memory available now, before anything is allocated. MW_OK with
  * *out filled in (check out->verdict); an error status when the file cannot be read. */
 MW_API mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit* out);
+/* API 12: the same with a draft model for speculative decoding (-md) drafting up to draft_max
+ * (>= 1) tokens a pass: the draft's weights and its context (the target's resolved size, batch,
+ * threads and KV type, params->n_seq_max sequences: one per server slot) count too, with each
+ * sequence's saved recurrent state and the target's logits for every drafted token. The fields
+ * of *out are the target's; total_bytes and the verdict are the pair's, and the message names
+ * both files and sizes. */
+MW_API mw_status mw_check_fit_draft(const char* path, const char* draft_path, int32_t draft_max,
+                                    const mw_context_params* params, mw_fit* out);
 
 /* For bench: the speeds measured on this machine, recorded so that plans for this device use
  * the efficiency this engine reaches here. decode_bytes_per_token: the weight bytes each decode

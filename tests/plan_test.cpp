@@ -18,6 +18,7 @@
 #include "format/gguf_writer.h"
 #include "memwall.h"
 #include "model/kv_cache.h"
+#include "model/recurrent_state.h"
 #include "plan/catalogue.h"
 #include "plan/model_spec.h"
 #include "plan/planner.h"
@@ -739,6 +740,103 @@ double rss_error_percent(const std::string& model, const std::string& extra) {
     return std::stod(r.err.substr(open + 1, end - open - 1));
 }
 
+// A draft model (-md) is counted with the target: the pair's total is the target's plus the
+// draft's as the plan computes each alone (the process's own bytes once), in check_fit, in
+// `plan -md` and in the refusal of `run -md`, which names both files.
+TEST(RefuseOrFit, ADraftModelCountsWithTheTarget) {
+    const std::string target = test::shared_path("models/stories260K.gguf");
+    const std::string draft = test::shared_path("models/llama-2-tiny-random.gguf");
+    for (uint32_t n_seq : {1u, 4u}) {
+        SCOPED_TRACE(n_seq);
+        RunSettings run;
+        run.n_ctx = 1024;
+        run.n_threads = 2;
+        run.n_seq = n_seq;
+        const FitCheck alone = check_fit(target, run);
+        const FitCheck draft_alone = check_fit(draft, run);
+        const FitCheck pair = check_fit(target, draft, 6, run);
+        ASSERT_TRUE(pair.memory.draft);
+        // Attention-only models: no recurrent state to mark; the target keeps a row of logits for
+        // each drafted token of each sequence.
+        const uint64_t logits = 512 * sizeof(float) * n_seq * 6;  // stories260K: 512 tokens
+        EXPECT_EQ(pair.memory.own_bytes(), alone.memory.total_bytes() + logits);
+        EXPECT_EQ(pair.memory.draft->kv_bytes, draft_alone.memory.kv_bytes);
+        EXPECT_EQ(pair.memory.draft->weights_bytes, draft_alone.memory.weights_bytes);
+        EXPECT_EQ(pair.memory.total_bytes(), alone.memory.total_bytes() + logits +
+                                                 draft_alone.memory.total_bytes() -
+                                                 kPlanProcessBytes);
+        EXPECT_NE(pair.message.find("stories260K.gguf"), std::string::npos) << pair.message;
+        EXPECT_NE(pair.message.find("the draft model llama-2-tiny-random.gguf"), std::string::npos)
+            << pair.message;
+    }
+    // A recurrent target and draft each keep one saved state per sequence for rollback.
+    {
+        const std::string q = test::shared_path("reference/models/qwen35-tiny-Q4_K_M.gguf");
+        RunSettings run;
+        run.n_ctx = 512;
+        run.n_seq = 2;
+        const FitCheck alone = check_fit(q, run);
+        const FitCheck pair = check_fit(q, q, 4, run);
+        const uint64_t one_state =
+            alone.memory.state_bytes / (RecurrentState::kDefaultCheckpoints + 1);
+        EXPECT_GT(one_state, 0u);
+        EXPECT_EQ(pair.memory.state_bytes, alone.memory.state_bytes + one_state);
+        EXPECT_EQ(pair.memory.draft->state_bytes, alone.memory.state_bytes + one_state);
+    }
+
+    // plan -md: every row's total has the draft in it, and its share is shown.
+    const std::string base = "plan -m " + target + " --device this -c 1024 -q Q8_0";
+    const test::CommandResult a = test::run_command(cli(base + " --json"));
+    const test::CommandResult b = test::run_command(cli(base + " -md " + draft + " --json"));
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    const json pa = json::parse(a.out), pb = json::parse(b.out);
+    ASSERT_EQ(pa["rows"].size(), pb["rows"].size());
+    ASSERT_FALSE(pb["rows"].empty());
+    for (size_t i = 0; i < pa["rows"].size(); ++i) {
+        const json& ra = pa["rows"][i];
+        const json& rb = pb["rows"][i];
+        EXPECT_TRUE(ra["draft"].is_null());
+        ASSERT_TRUE(rb["draft"].is_object()) << rb.dump();
+        // The target's own part: its plan and the logits of the 8 drafted tokens (the default).
+        EXPECT_EQ(rb["draft"]["target_bytes"].get<uint64_t>(),
+                  ra["total_bytes"].get<uint64_t>() + 512 * 4 * 8);
+        EXPECT_EQ(rb["total_bytes"].get<uint64_t>(),
+                  rb["draft"]["target_bytes"].get<uint64_t>() +
+                      rb["draft"]["total_bytes"].get<uint64_t>());
+    }
+    const test::CommandResult text = test::run_command(cli(base + " -md " + draft));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("with the draft model " + draft), std::string::npos) << text.out;
+
+    // A target that fits alone, and with the draft does not: refused up front, naming both.
+    const std::string dir = test::temp_dir();
+    const std::string big_draft = write_mid_model(dir);  // 4 KiB of KV per token, stories' vocab
+    mw_context_params cp = mw_context_default_params();
+    mw_fit fit;
+    ASSERT_EQ(mw_check_fit(target.c_str(), &cp, &fit), MW_OK);
+    // The target's KV cache alone at about a third of what is available (640 B per token).
+    const uint64_t n_ctx = fit.available_bytes / 3 / 640;
+    ASSERT_LT(n_ctx, uint64_t(UINT32_MAX));
+    cp.n_ctx = uint32_t(n_ctx);
+    ASSERT_EQ(mw_check_fit(target.c_str(), &cp, &fit), MW_OK);
+    EXPECT_NE(fit.verdict, MW_FIT_NO) << fit.message;
+    ASSERT_EQ(mw_check_fit_draft(target.c_str(), big_draft.c_str(), 8, &cp, &fit), MW_OK);
+    EXPECT_EQ(fit.verdict, MW_FIT_NO) << fit.message;
+    EXPECT_NE(std::string(fit.message).find("without the draft model"), std::string::npos)
+        << fit.message;
+    const test::CommandResult r =
+        test::run_command(cli("run -m " + target + " -md " + big_draft + " -c " +
+                              std::to_string(n_ctx) + " -p hello -n 4"));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("does not fit"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(target + " with the draft model " + big_draft), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("; the draft model plan-mid-F16.gguf ("), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("without the draft model (needs"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 TEST(PlanTruth, PeakRssWithinFivePercent) {
 #ifdef MW_TEST_SANITIZED
     GTEST_SKIP() << "ASan's shadow memory and quarantine dwarf the RSS being predicted";
@@ -769,6 +867,16 @@ TEST(PlanTruth, PeakRssWithinFivePercent) {
         const double err = rss_error_percent(m, "-t 2");
         std::printf("peak RSS, predicted vs measured: %+5.1f %%  %s\n", err, m.c_str());
         EXPECT_LE(std::abs(err), 5.0) << m << ": predicted peak RSS off by " << err << " %";
+    }
+    // With a draft model (-md, here each model as its own draft: every draft accepted, so the
+    // draft context fills as the target's does): both models and contexts.
+    for (const std::string& m :
+         {models[0], test::shared_path("reference/models/kq-tiny-Q4_K_M.gguf"),
+          test::shared_path("reference/models/qwen35-tiny-Q4_K_M.gguf")}) {
+        const double err = rss_error_percent(m, "-t 2 --draft-max 4 -md " + m);
+        std::printf("peak RSS with a draft, predicted vs measured: %+5.1f %%  %s\n", err,
+                    m.c_str());
+        EXPECT_LE(std::abs(err), 5.0) << m << " -md: predicted peak RSS off by " << err << " %";
     }
 }
 

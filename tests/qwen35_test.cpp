@@ -237,6 +237,37 @@ TEST(Qwen35, MtpBlocksAreSkipped) {
     EXPECT_EQ(a, b);
 }
 
+// --spec-type mtp is refused before anything is loaded, saying MTP drafting is not supported
+// yet, and for a file with MTP layers that they are skipped.
+TEST(Qwen35, SpecTypeMtpIsRefusedNamingTheSkippedLayers) {
+    const std::string path = edited_copy("mtp-cli", [](gguf::GgufWriter& w) {
+        w.set_u32("qwen35.block_count", 5);
+        w.set_u32("qwen35.nextn_predict_layers", 1);
+        w.remove("qwen35.attention.recurrent_layers");
+        w.add_tensor("blk.4.nextn.eh_proj.weight", GgmlType::F32, {512, 256},
+                     [](uint8_t* dst) { std::memset(dst, 0, 512 * 256 * 4); });
+    });
+    for (const std::string& cmd :
+         {std::string("run -p hi -n 2"), std::string("chat -n 2"), std::string("serve --port 0")}) {
+        SCOPED_TRACE(cmd);
+        const test::CommandResult with = test::run_command(test::cli_path() + " " + cmd + " -m " +
+                                                           path + " --spec-type mtp < /dev/null");
+        EXPECT_EQ(with.exit_code, 2) << with.err;
+        EXPECT_NE(
+            with.err.find("MTP (multi-token prediction, next-n) layers are not supported yet"),
+            std::string::npos)
+            << with.err;
+        EXPECT_NE(with.err.find(path + " has 1 MTP layer(s)"), std::string::npos) << with.err;
+        EXPECT_NE(with.err.find("skipped at load"), std::string::npos) << with.err;
+        EXPECT_EQ(with.err.find("model: "), std::string::npos) << "loaded first: " << with.err;
+    }
+    const test::CommandResult without = test::run_command(
+        test::cli_path() + " run -m " + test::shared_path(kDense) + " --spec-type mtp -p hi");
+    EXPECT_EQ(without.exit_code, 2);
+    EXPECT_NE(without.err.find("the model file has no MTP layers"), std::string::npos)
+        << without.err;
+}
+
 TEST(Qwen35, InconsistentRecurrentFilesAreClearErrors) {
     test::expect_load_error(
         edited_copy("conv0", [](gguf::GgufWriter& w) { w.set_u32("qwen35.ssm.conv_kernel", 0); }),

@@ -257,6 +257,98 @@ TEST(ServerSpecSampling, ASeedGivesTheSameTextAgain) {
     mw_model_free(draft);
 }
 
+// llama-server's per-request fields: "speculative.n_max": 0 turns drafting off for that request
+// while another slot drafts beside it; n_max and n_min cap the drafts; bad values are 400s in
+// OpenAI's error JSON naming the field.
+TEST(ServerSpecRequest, PerRequestLimitsAndBadValues) {
+    const std::string model = "models/stories260K.gguf";
+    mw_model* draft = nullptr;
+    ASSERT_EQ(mw_model_load(mw::test::shared_path(model).c_str(), nullptr, &draft), MW_OK);
+    mw_spec_params spec = ngram_params(6);
+    spec.type = MW_SPEC_DRAFT;
+    mw_server_params sp = mw_server_default_params();
+    sp.speculative = &spec;
+    sp.draft_model = draft;
+    {
+        Server s(sp, 2, 512, model);
+        ASSERT_NE(s.server, nullptr) << mw_last_error();
+        auto ask = [&](const json& extra) {
+            json body = {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}};
+            for (const auto& item : extra.items()) body[item.key()] = item.value();
+            int status = 0;
+            json r = post(s, "/v1/completions", body.dump(), &status);
+            return std::make_pair(status, r);
+        };
+        // Two at once: one with drafting off, one with the server's limits (the self-draft
+        // accepts every draft, so it drafts at every step).
+        auto off = std::async(std::launch::async, [&] { return ask({{"speculative.n_max", 0}}); });
+        auto on = std::async(std::launch::async, [&] { return ask(json::object()); });
+        const auto [off_status, off_r] = off.get();
+        const auto [on_status, on_r] = on.get();
+        ASSERT_EQ(off_status, 200) << off_r.dump();
+        ASSERT_EQ(on_status, 200) << on_r.dump();
+        EXPECT_EQ(off_r["timings"]["draft_n"], 0) << off_r["timings"].dump();
+        EXPECT_GT(on_r["timings"]["draft_n"].get<int>(), 0) << on_r["timings"].dump();
+        EXPECT_EQ(off_r["choices"][0]["text"], on_r["choices"][0]["text"]);  // greedy either way
+        const int with_server_limit = on_r["timings"]["draft_n"].get<int>();
+
+        // n_max 2: at most 2 drafts a pass, so about a third of the tokens are drafted (40
+        // tokens: at most 2 of every 3), fewer than with the server's 6.
+        const auto [two_status, two_r] = ask({{"speculative.n_max", 2}});
+        ASSERT_EQ(two_status, 200) << two_r.dump();
+        const int two = two_r["timings"]["draft_n"].get<int>();
+        EXPECT_GT(two, 0);
+        EXPECT_LE(two, 2 * 40 / 3 + 2);
+        EXPECT_LT(two, with_server_limit);
+        EXPECT_EQ(two_r["choices"][0]["text"], on_r["choices"][0]["text"]);
+        // p_min 1: the draft model stops as soon as its top token is not certain.
+        const auto [p_status, p_r] = ask({{"speculative.p_min", 1.0}});
+        ASSERT_EQ(p_status, 200) << p_r.dump();
+        EXPECT_LT(p_r["timings"]["draft_n"].get<int>(), with_server_limit);
+
+        struct Bad {
+            json extra;
+            std::string field, says;
+        };
+        const std::vector<Bad> bad = {
+            {{{"speculative.n_max", -1}}, "speculative.n_max", "between 0 and 6"},
+            {{{"speculative.n_max", 7}}, "speculative.n_max", "between 0 and 6"},
+            {{{"speculative.n_max", "4"}}, "speculative.n_max", "must be an integer"},
+            {{{"speculative.n_max", 2.5}}, "speculative.n_max", "must be an integer"},
+            {{{"speculative.n_min", -2}}, "speculative.n_min", "between 0 and 6"},
+            {{{"speculative.n_max", 2}, {"speculative.n_min", 3}},
+             "speculative.n_min",
+             "between 0 and 2"},
+            {{{"speculative.p_min", 1.5}}, "speculative.p_min", "between 0 and 1"},
+            {{{"speculative.p_min", true}}, "speculative.p_min", "must be a number"},
+        };
+        for (const Bad& b : bad) {
+            const auto [status, r] = ask(b.extra);
+            EXPECT_EQ(status, 400) << b.extra.dump() << ": " << r.dump();
+            ASSERT_TRUE(r.contains("error")) << r.dump();
+            EXPECT_EQ(r["error"]["param"], b.field) << r.dump();
+            EXPECT_EQ(r["error"]["type"], "invalid_request_error");
+            EXPECT_NE(r["error"]["message"].get<std::string>().find(b.says), std::string::npos)
+                << r.dump();
+        }
+    }
+    // A server that does not speculate takes n_max 0 only.
+    {
+        Server s(mw_server_default_params(), 1, 256, model);
+        int status = 0;
+        json r = post(s, "/v1/completions",
+                      json{{"prompt", "Once"}, {"max_tokens", 4}, {"speculative.n_max", 0}}.dump(),
+                      &status);
+        EXPECT_EQ(status, 200) << r.dump();
+        r = post(s, "/v1/completions",
+                 json{{"prompt", "Once"}, {"max_tokens", 4}, {"speculative.n_max", 3}}.dump(),
+                 &status);
+        EXPECT_EQ(status, 400) << r.dump();
+        EXPECT_NE(r.dump().find("does not speculate"), std::string::npos) << r.dump();
+    }
+    mw_model_free(draft);
+}
+
 // The recurrent checkpoint policy of a mixed step (Context::decode_mixed): the sequence reading a
 // prompt keeps the checkpoint at the prompt's end, the one verifying drafts leaves none at the
 // pass's end (its mark brings it back instead).

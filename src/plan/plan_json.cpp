@@ -51,6 +51,16 @@ json device_json(const DeviceProfile& d) {
     return j;
 }
 
+// A draft model's share of a row (null without one): it is in the row's total_bytes.
+json draft_json(const MemoryPlan& m) {
+    if (!m.draft) return nullptr;
+    const MemoryPlan& d = *m.draft;
+    return {{"weights_bytes", d.weights_bytes},   {"kv_bytes", d.kv_bytes},
+            {"state_bytes", d.state_bytes},       {"compute_bytes", d.compute_bytes},
+            {"overhead_bytes", d.overhead_bytes}, {"total_bytes", d.total_bytes()},
+            {"target_bytes", m.own_bytes()}};
+}
+
 json row_json(const PlanRow& r) {
     return {{"model", r.model},
             {"device", r.device},
@@ -64,6 +74,7 @@ json row_json(const PlanRow& r) {
             {"compute_bytes", r.memory.compute_bytes},
             {"overhead_bytes", r.memory.overhead_bytes},
             {"total_bytes", r.memory.total_bytes()},
+            {"draft", draft_json(r.memory)},
             {"ram_bytes", r.ram_bytes},
             {"os_reserve_bytes", r.os_reserve_bytes},
             {"usable_bytes", r.usable_bytes},
@@ -311,6 +322,15 @@ PlanRequest plan_request_from_json(const std::string& text) {
         }
         r.run.ple_resident = j["ple_resident"].get<bool>();
     }
+    if (j.contains("draft_model")) {
+        if (!j["draft_model"].is_string()) {
+            fail(ErrorKind::invalid_argument,
+                 "plan request: \"draft_model\" must be a file path, not {}",
+                 j["draft_model"].dump());
+        }
+        set_draft_model(r.run, j["draft_model"].get<std::string>());
+        if (j.contains("draft_max")) r.run.draft_max = std::max(1u, count("draft_max", 8));
+    }
     r.best_only = j.value("best_only", false);
     if (j.contains("min_tps")) {
         const json& m = j["min_tps"];
@@ -405,6 +425,7 @@ std::string plan_result_to_json(const PlanResult& result) {
         recs.push_back(rec);
     }
     const json out = {{"ctx", result.run.n_ctx},
+                      {"draft_model", result.run.draft ? json(result.run.draft_name) : json()},
                       {"min_tps", result.min_tps},
                       {"kv_type", kv_type_name(result.run.type_k)},
                       {"models", models},

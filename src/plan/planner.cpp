@@ -37,7 +37,7 @@ constexpr double kGiB = double(1 << 30);
 // HTTP server's library (Debian's libmicrohttpd, linked with GnuTLS) adds its libraries' pages
 // to every process; libcurl is opened only by the commands that download. (cpp-httplib, with
 // OpenSSL, zlib and brotli, took 1 MiB more until issue 39.)
-constexpr uint64_t kProcessBytes = uint64_t(10) << 20;
+constexpr uint64_t kProcessBytes = kPlanProcessBytes;
 constexpr uint64_t kVocabBytesPerToken = 150;
 constexpr uint64_t kVocabBytesPerMerge = 48;
 constexpr uint64_t kBpeFixedBytes = uint64_t(5) << 18;  // 1.25 MiB
@@ -454,14 +454,26 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
     }
     const uint32_t n_seq = std::max(1u, run.n_seq);
     m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v, n_seq, n_batch);
-    m.state_bytes = RecurrentState::bytes_needed(f.hp, n_seq);
+    m.state_bytes = RecurrentState::bytes_needed(
+        f.hp, n_seq, RecurrentState::kDefaultCheckpoints + (run.speculative || run.draft ? 1 : 0));
     // A decode step of every sequence keeps a row of logits for each.
     m.compute_bytes = ForwardScratch::planned_bytes(f.model, n_batch, m.n_ctx, n_threads, n_seq) +
                       uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq;
-    m.overhead_bytes = kProcessBytes + f.header_bytes + f.decoded_vector_bytes +
-                       uint64_t(f.hp.n_vocab) * kVocabBytesPerToken +
+    m.overhead_bytes = (run.shares_process ? 0 : kProcessBytes) + f.header_bytes +
+                       f.decoded_vector_bytes + uint64_t(f.hp.n_vocab) * kVocabBytesPerToken +
                        f.n_merges * kVocabBytesPerMerge + (f.n_merges ? kBpeFixedBytes : 0) +
                        uint64_t(n_threads) * kThreadBytes;
+    if (run.draft) {
+        m.compute_bytes += uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq * run.draft_max;
+        // The draft's context follows the target's: the same resolved size, batch, threads, KV
+        // type and sequences; it marks and rolls back too.
+        RunSettings d = run;
+        d.draft.reset();
+        d.n_ctx = m.n_ctx;
+        d.speculative = true;
+        d.shares_process = true;
+        m.draft = std::make_shared<const MemoryPlan>(plan_memory(*run.draft, d));
+    }
     return m;
 }
 
@@ -573,6 +585,22 @@ PlanResult make_plan(const PlanRequest& request) {
     return r;
 }
 
+void set_draft_model(RunSettings& run, const std::string& draft_path) {
+    const Header d = net::is_remote(draft_path) ? parse_remote_header(draft_path, nullptr)
+                                                : parse_file_header(draft_path);
+    ModelFacts facts = model_facts(d.gguf, "");
+    facts.quant = file_type_label(d.gguf, facts);
+    run.draft = std::make_shared<const ModelFacts>(std::move(facts));
+    run.draft_name = draft_path;
+}
+
+FitCheck check_fit(const std::string& path, const std::string& draft_path, uint32_t draft_max,
+                   RunSettings run) {
+    set_draft_model(run, draft_path);
+    run.draft_max = draft_max;
+    return check_fit(path, run);
+}
+
 FitCheck check_fit(const std::string& path, const RunSettings& run) {
     const Header h =
         net::is_remote(path) ? parse_remote_header(path, nullptr) : parse_file_header(path);
@@ -595,10 +623,19 @@ FitCheck check_fit(const gguf::GgufFile& header, const RunSettings& run) {
     const std::string file = path.substr(path.rfind('/') + 1);
     c.message = fmt::format(
         "{} ({}) with a {}-token context needs {}: weights {} + KV cache {} ({}) + compute {} + "
-        "overhead {}; {} is available now ({})",
-        file, own.label, m.n_ctx, gib(m.total_bytes()), gib(m.weights_bytes), gib(m.kv_bytes),
-        kv_type_name(run.type_k), gib(m.compute_bytes), gib(m.overhead_bytes),
-        gib(c.available_bytes), now.source);
+        "overhead {}",
+        file, own.label, m.n_ctx, gib(m.own_bytes()), gib(m.weights_bytes), gib(m.kv_bytes),
+        kv_type_name(run.type_k), gib(m.compute_bytes), gib(m.overhead_bytes));
+    if (const MemoryPlan* d = m.draft.get()) {
+        const std::string draft = run.draft_name.substr(run.draft_name.rfind('/') + 1);
+        c.message += fmt::format(
+            "; the draft model {} ({}) needs {}: weights {} + KV cache {}{} + compute {} + "
+            "overhead {}; {} in all",
+            draft, run.draft->quant, gib(d->total_bytes()), gib(d->weights_bytes), gib(d->kv_bytes),
+            d->state_bytes ? fmt::format(" + recurrent state {}", gib(d->state_bytes)) : "",
+            gib(d->compute_bytes), gib(d->overhead_bytes), gib(m.total_bytes()));
+    }
+    c.message += fmt::format("; {} is available now ({})", gib(c.available_bytes), now.source);
     if (c.fit != Fit::no) return c;
 
     // The nearest configurations that fit: a smaller context, a quantized KV cache, then a
@@ -651,6 +688,14 @@ FitCheck check_fit(const gguf::GgufFile& header, const RunSettings& run) {
             options.push_back(
                 fmt::format("a {} file of this model (needs {})", recipe_name(q), gib(total)));
             break;
+        }
+    }
+    if (m.draft) {
+        RunSettings r = resolved;
+        r.draft.reset();
+        const uint64_t total = plan_memory(own.facts, r).total_bytes();
+        if (judge_fit(total, c.available_bytes) == Fit::yes) {
+            options.push_back(fmt::format("without the draft model (needs {})", gib(total)));
         }
     }
     c.message = "does not fit in the memory available now: " + c.message + ".\n";

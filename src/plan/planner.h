@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,17 @@ struct RunSettings {
     uint32_t n_seq = 1;  // sequences in the context (server slots): they share n_ctx positions
     // Gemma 4's per-layer embedding table kept in memory (--ple-resident) instead of on storage.
     bool ple_resident = false;
+    // Speculative decoding: each sequence keeps one saved recurrent state (Context::seq_mark).
+    bool speculative = false;
+    // A draft model in the same process (-md): its weights, and a context of its own with the
+    // target's resolved n_ctx, batch, threads, KV type and sequences (one per server slot).
+    std::shared_ptr<const ModelFacts> draft;
+    std::string draft_name;  // its file, for the messages
+    // With a draft: tokens drafted per pass at most; a verification pass keeps a row of logits
+    // for each of them, in every sequence.
+    uint32_t draft_max = 8;
+    // A second model in the process (the draft): the process's own bytes are the first one's.
+    bool shares_process = false;
 };
 
 struct MemoryPlan {
@@ -64,11 +76,19 @@ struct MemoryPlan {
     uint64_t state_bytes = 0;
     uint64_t compute_bytes = 0;   // forward scratch + one row of logits
     uint64_t overhead_bytes = 0;  // process, file header, vocabulary, decoded norms, threads
-    uint64_t total_bytes() const {
+    // RunSettings::draft: the draft model's own plan (its total is in this one's).
+    std::shared_ptr<const MemoryPlan> draft;
+    uint64_t own_bytes() const {
         return weights_bytes + kv_bytes + state_bytes + compute_bytes + overhead_bytes;
     }
+    uint64_t total_bytes() const { return own_bytes() + (draft ? draft->total_bytes() : 0); }
 };
+// The process's own bytes (code, libraries, allocator) in a plan's overhead: counted once for
+// a target and its draft model.
+constexpr uint64_t kPlanProcessBytes = uint64_t(10) << 20;
 MemoryPlan plan_memory(const ModelFacts& facts, const RunSettings& run);
+// Reads the draft model's header (a path or a URL) into run.draft.
+void set_draft_model(RunSettings& run, const std::string& draft_path);
 
 enum class Fit { yes, tight, no };
 const char* fit_name(Fit fit);  // "yes", "tight", "no"
@@ -181,6 +201,10 @@ struct FitCheck {
 // Plans the file (header only; a path or a URL) with these settings against the memory
 // available now. When it does not fit, the message ends by pointing at --force.
 FitCheck check_fit(const std::string& path, const RunSettings& run);
+// With a draft model (speculative decoding, -md) drafting up to draft_max tokens a pass: its
+// weights and context (RunSettings::draft) count too, and the message names both files and sizes.
+FitCheck check_fit(const std::string& path, const std::string& draft_path, uint32_t draft_max,
+                   RunSettings run);
 // The same for a parsed header (named by header.name()), without the --force line.
 FitCheck check_fit(const gguf::GgufFile& header, const RunSettings& run);
 

@@ -30,7 +30,13 @@ double expected_tokens_per_pass(double p, uint32_t k) {
 
 Speculator::Speculator(Context& target, uint32_t seq, std::unique_ptr<Drafter> drafter,
                        const SpecParams& params)
-    : target_(target), seq_(seq), drafter_(std::move(drafter)), params_(params) {
+    : target_(target), seq_(seq), drafter_(std::move(drafter)) {
+    set_params(params);
+    if (!drafter_) fail(ErrorKind::invalid_argument, "speculative decoding: no drafter");
+    target.seq_len(seq);  // checks the id
+}
+
+void Speculator::set_params(const SpecParams& params) {
     if (params.draft_max == 0) {
         fail(ErrorKind::invalid_argument,
              "speculative decoding: --draft-max 0 drafts nothing; give 1 or more (or leave "
@@ -41,8 +47,7 @@ Speculator::Speculator(Context& target, uint32_t seq, std::unique_ptr<Drafter> d
              "speculative decoding: --draft-min {} is above --draft-max {}", params.draft_min,
              params.draft_max);
     }
-    if (!drafter_) fail(ErrorKind::invalid_argument, "speculative decoding: no drafter");
-    target.seq_len(seq);  // checks the id
+    params_ = params;
 }
 
 int32_t Speculator::judge(int32_t d, const std::vector<TokenProb>& q, Sampler& sampler,

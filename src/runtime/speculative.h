@@ -62,6 +62,7 @@ class BatchDrafter {
         std::span<const int32_t> context;  // as Drafter::propose
         uint32_t n_max;
         Draft* out;
+        float p_min = -1.0f;  // this request's p_min (a server request's); below 0: the drafter's
     };
     virtual ~BatchDrafter() = default;
     virtual void propose(std::span<const Request> requests) = 0;
@@ -131,6 +132,9 @@ class Speculator {
     Draft& drafts() { return draft_; }
     uint32_t submit(std::vector<BatchToken>& batch);
 
+    // New limits from the next step on (a server request's own); throws as the constructor.
+    void set_params(const SpecParams& params);
+    const SpecParams& params() const { return params_; }
     const SpecStats& stats() const { return stats_; }
     const Drafter& drafter() const { return *drafter_; }
     const Context& target() const { return target_; }

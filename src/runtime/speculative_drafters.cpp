@@ -33,7 +33,8 @@ class ModelBatchDrafter final : public BatchDrafter {
             for (Live& l : live_) {
                 const float* logits = ctx_.logits(l.row);
                 const int32_t t = argmax(logits, n_vocab);
-                if (p_min_ > 0.0f && top_prob(logits, n_vocab, t) < p_min_) continue;
+                const float p_min = l.request->p_min >= 0.0f ? l.request->p_min : p_min_;
+                if (p_min > 0.0f && top_prob(logits, n_vocab, t) < p_min) continue;
                 l.request->out->tokens.push_back(t);
                 l.request->out->q.emplace_back();
                 if (i + 1 == l.n_max) continue;

@@ -379,8 +379,10 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     CompletionRequest r;
     std::vector<int32_t> prompt;
     try {
-        r = parse_completion_request(req.body, chat, opt.sampling,
-                                     RequestLimits{opt.max_tokens, model.model.hp.n_vocab});
+        r = parse_completion_request(
+            req.body, chat, opt.sampling,
+            RequestLimits{opt.max_tokens, model.model.hp.n_vocab,
+                          opt.make_drafter ? int32_t(opt.spec.draft_max) : 0});
         if (!r.model.empty() && r.model != opt.model_name) {
             // As OpenAI answers a model it does not have (clients tell it from a bad request).
             ApiError err = api_error(404,
@@ -441,6 +443,9 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     job.sampling = r.sampling;
     job.stop = r.stop;
     job.ignore_eos = r.ignore_eos;
+    job.draft_max = r.draft_max;
+    job.draft_min = r.draft_min;
+    job.draft_p_min = r.draft_p_min;
     job.deadline = arrived + std::chrono::milliseconds(int64_t(opt.timeout_s * 1000.0));
     job.channel = channel;
     switch (scheduler.submit(std::move(job))) {

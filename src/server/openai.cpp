@@ -89,6 +89,27 @@ int64_t integer(const json& body, const char* key, int64_t lo, int64_t hi) {
     return i;
 }
 
+// llama-server's per-request speculative decoding fields (flat keys with a dot). n_max 0 turns
+// drafting off for the request; a server that does not speculate takes only 0.
+void parse_speculative(const json& j, const RequestLimits& limits, CompletionRequest& r) {
+    const char* n_max = "speculative.n_max";
+    const char* n_min = "speculative.n_min";
+    const char* p_min = "speculative.p_min";
+    if (j.contains(n_max) && !j[n_max].is_null()) {
+        if (limits.draft_max == 0 && integer(j, n_max, 0, INT32_MAX) != 0) {
+            bad(n_max, fmt::format("'{}' is {}; this server does not speculate (start it with "
+                                   "-md or --spec-type), so only 0 is valid",
+                                   n_max, j[n_max].dump()));
+        }
+        r.draft_max = int32_t(integer(j, n_max, 0, limits.draft_max));
+    }
+    if (j.contains(n_min) && !j[n_min].is_null()) {
+        const int32_t hi = r.draft_max >= 0 ? r.draft_max : limits.draft_max;
+        r.draft_min = int32_t(integer(j, n_min, 0, hi));
+    }
+    if (j.contains(p_min) && !j[p_min].is_null()) r.draft_p_min = float(number(j, p_min, 0.0, 1.0));
+}
+
 bool boolean(const json& body, const char* key) {
     const json& v = body.at(key);
     if (!v.is_boolean()) bad(key, fmt::format("'{}' must be a boolean, not {}", key, type_name(v)));
@@ -235,7 +256,10 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                                   "n",
                                                   "logprobs",
                                                   "ignore_eos",
-                                                  "cache_prompt"};
+                                                  "cache_prompt",
+                                                  "speculative.n_max",
+                                                  "speculative.n_min",
+                                                  "speculative.p_min"};
     static const std::set<std::string> kChat = {"messages", "max_completion_tokens",
                                                 "response_format"};
     static const std::set<std::string> kCompletion = {"prompt"};
@@ -313,6 +337,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     if (j.contains("cache_prompt") && !j["cache_prompt"].is_null()) boolean(j, "cache_prompt");
     if (j.contains("ignore_eos") && !j["ignore_eos"].is_null())
         r.ignore_eos = boolean(j, "ignore_eos");
+    parse_speculative(j, limits, r);
     if (j.contains("response_format") && !j["response_format"].is_null()) {
         const json& f = j["response_format"];
         if (!f.is_object() || !f.contains("type") || f["type"] != "text") {

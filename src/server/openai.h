@@ -38,12 +38,17 @@ struct CompletionRequest {
     bool stream = false;
     bool include_usage = false;
     bool ignore_eos = false;
+    // llama-server's "speculative.n_max", "speculative.n_min", "speculative.p_min": -1 not given.
+    int32_t draft_max = -1;
+    int32_t draft_min = -1;
+    float draft_p_min = -1.0f;
 };
 
 // The limits a request is checked against.
 struct RequestLimits {
     int32_t max_tokens = -1;  // the server's limit per request (-1: none)
     uint32_t n_vocab = 0;
+    int32_t draft_max = 0;  // the server's --draft-max (0: it does not speculate)
 };
 
 // Parses and checks a request body; throws ApiError (400 with the parse position for malformed

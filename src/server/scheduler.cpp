@@ -249,6 +249,13 @@ void Scheduler::admit(Job job, Clock::time_point submitted) {
     if (slot.spec) {
         slot.spec_start = slot.spec->stats();
         slot.usage.draft_n = 0;
+        // The request's limits (checked against the server's when it was parsed).
+        SpecParams sp = params_.spec;
+        if (job.draft_max >= 0) sp.draft_max = uint32_t(job.draft_max);
+        if (job.draft_min >= 0) sp.draft_min = uint32_t(job.draft_min);
+        sp.draft_min = std::min(sp.draft_min, sp.draft_max);
+        slot.spec_off = sp.draft_max == 0;
+        if (!slot.spec_off) slot.spec->set_params(sp);
     }
     for (int32_t t : job.prompt) slot.sampler->accept(t);
     slot.job = std::move(job);
@@ -267,7 +274,7 @@ void Scheduler::step() {
     for (uint32_t i = 0; i < slots_.size(); ++i) {
         Slot& s = slots_[i];
         if (s.state != State::generate) continue;
-        if (!s.spec) {
+        if (!s.spec || s.spec_off) {
             logit_rows_.push_back({i, int32_t(batch_.size())});
             batch_.push_back({s.last_token, i, -1, true});
             continue;
@@ -400,10 +407,10 @@ void Scheduler::draft_together() {
     requests_.clear();
     for (uint32_t i = 0; i < slots_.size(); ++i) {
         Slot& s = slots_[i];
-        if (s.state != State::generate || !s.spec) continue;
+        if (s.state != State::generate || !s.spec || s.spec_off) continue;
         if (const uint32_t k = s.spec->prepare(s.last_token, draft_n_max(s), draft_room(i));
             k > 0) {
-            requests_.push_back({i, s.spec->context(), k, &s.spec->drafts()});
+            requests_.push_back({i, s.spec->context(), k, &s.spec->drafts(), s.job.draft_p_min});
         }
     }
     try {
@@ -414,7 +421,7 @@ void Scheduler::draft_together() {
     }
     for (uint32_t i = 0; i < slots_.size(); ++i) {
         Slot& s = slots_[i];
-        if (s.state != State::generate || !s.spec) continue;
+        if (s.state != State::generate || !s.spec || s.spec_off) continue;
         const int32_t first = int32_t(batch_.size());
         try {
             if (s.spec->submit(batch_) > 0) verify_seqs_.push_back(i);

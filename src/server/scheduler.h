@@ -84,6 +84,11 @@ struct Job {
     SamplerParams sampling;
     std::vector<std::string> stop;
     bool ignore_eos = false;
+    // Speculative decoding for this request (llama-server's speculative.n_max, .n_min, .p_min),
+    // below 0: the server's; draft_max 0: no drafts for this request.
+    int32_t draft_max = -1;
+    int32_t draft_min = -1;
+    float draft_p_min = -1.0f;
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
     std::shared_ptr<Channel> channel;
 };
@@ -154,6 +159,7 @@ class Scheduler {
         uint64_t last_used = 0;  // step of the last use, for choosing between equal slots
         Usage usage;
         std::unique_ptr<Speculator> spec;  // null: speculation off
+        bool spec_off = false;             // this request drafts nothing (draft_max 0)
         SpecStats spec_start;              // the speculator's counters when the request came
         std::chrono::steady_clock::time_point submitted, started, first_token;
     };

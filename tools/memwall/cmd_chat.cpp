@@ -116,7 +116,9 @@ void add_chat_command(CLI::App& app) {
         cp.n_batch = o.n_batch;
         cp.n_threads = parse_threads(o.threads);
         o.kv.apply(cp);
-        if (o.model.mem_budget.empty()) check_fit_or_fail(o.model.path, cp, o.force);
+        refuse_unsupported_spec(o.spec, o.model);
+        if (o.model.mem_budget.empty())
+            check_fit_or_fail(o.model.path, cp, o.force, o.spec.plan_draft(), o.spec.draft_max);
         opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);
         if (cp.n_ctx > 0)

@@ -81,7 +81,8 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("--draft-max", opt->draft_max, "With --draft-acceptance: tokens per draft")
         ->capture_default_str();
     cmd->add_option("--model-draft", opt->draft_model,
-                    "With --draft-acceptance: the draft model (-md), whose reads count too");
+                    "A draft model (-md): its memory counts in every total (a context like "
+                    "the target's), and with --draft-acceptance its reads count too");
     cmd->add_flag("--json", opt->json_out, "Print every number as JSON");
     cmd->add_flag("--list", opt->list, "List the catalogue's models and the device profiles");
     cmd->add_option("--plot", opt->plot,
@@ -156,7 +157,7 @@ void add_plan_command(CLI::App& app) {
             request["draft_max"] = o.draft_max;
             if (!o.draft_model.empty()) request["draft_model"] = o.draft_model;
         } else if (!o.draft_model.empty()) {
-            fail_usage("plan: --model-draft goes with --draft-acceptance");
+            request["draft_model"] = o.draft_model;  // its memory, in every row's total
         }
         if (!o.mem_budgets.empty()) {
             json sizes = json::array();
@@ -174,13 +175,19 @@ void add_plan_command(CLI::App& app) {
     });
 }
 
-mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force) {
+mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force,
+                         const std::string& draft_path, int draft_max) {
     mw_fit fit;
-    if (const mw_status st = mw_check_fit(path.c_str(), &params, &fit); st != MW_OK) {
-        fail_status(st, "cannot load the model");
-    }
+    const mw_status st = draft_path.empty() ? mw_check_fit(path.c_str(), &params, &fit)
+                                            : mw_check_fit_draft(path.c_str(), draft_path.c_str(),
+                                                                 draft_max, &params, &fit);
+    if (st != MW_OK) fail_status(st, "cannot load the model");
     if (fit.verdict == MW_FIT_NO) {
-        if (!force) fail(fmt::format("{}: {}", path, fit.message));
+        if (!force) {
+            fail(draft_path.empty() ? fmt::format("{}: {}", path, fit.message)
+                                    : fmt::format("{} with the draft model {}: {}", path,
+                                                  draft_path, fit.message));
+        }
         fmt::print(stderr, "warning (--force): {}\n", fit.message);
     } else if (fit.verdict == MW_FIT_TIGHT) {
         fmt::print(stderr, "warning: tight fit, less than 10 % to spare: {}\n", fit.message);

@@ -77,9 +77,12 @@ void add_run_command(CLI::App& app) {
         o.kv.apply(cp);
         const std::string prompt = o.prompt.read();
 
+        refuse_unsupported_spec(o.spec, o.model);
         // Before allocating; under --mem-budget the library's budget arithmetic refuses instead.
-        const mw_fit plan =
-            o.model.mem_budget.empty() ? check_fit_or_fail(o.model.path, cp, o.force) : mw_fit{};
+        const mw_fit plan = o.model.mem_budget.empty()
+                                ? check_fit_or_fail(o.model.path, cp, o.force, o.spec.plan_draft(),
+                                                    o.spec.draft_max)
+                                : mw_fit{};
         opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);
         const auto tokens = tokenize(model.get(), prompt, true, true);

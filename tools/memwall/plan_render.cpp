@@ -265,6 +265,18 @@ void print_plan(const json& plan) {
             const json& first = memory_row(quants[0]);
             fmt::print("  context {} tokens, KV cache {}\n", first["ctx"].get<int>(),
                        first["kv_type"].get<std::string>());
+            if (first.contains("draft") && first["draft"].is_object()) {
+                const json& d = first["draft"];
+                const auto b = [&](const char* k) { return human_bytes(d[k].get<double>()); };
+                const std::string state = d["state_bytes"].get<uint64_t>()
+                                              ? " + recurrent state " + b("state_bytes")
+                                              : "";
+                fmt::print(
+                    "  with the draft model {}: {} (weights {} + KV cache {}{} + compute {} + "
+                    "overhead {}), in each total\n",
+                    plan.value("draft_model", std::string()), b("total_bytes"), b("weights_bytes"),
+                    b("kv_bytes"), state, b("compute_bytes"), b("overhead_bytes"));
+            }
             std::string head = fmt::format("  {:<8} {:>10} {:>10} {:>9} {:>9} {:>10} |", "quant",
                                            "weights", "KV cache", "compute", "overhead", "total");
             for (const std::string& id : device_ids) head += fmt::format(" {:<19}", id);

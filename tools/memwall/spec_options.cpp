@@ -9,8 +9,9 @@ void SpecOptions::add_to(CLI::App& app) {
                    "Draft model for speculative decoding (-md; the target's vocabulary)");
     app.add_option("--spec-type", type,
                    "Speculative decoding: draft (a draft model, -md), ngram (n-gram lookup in "
-                   "the prompt and the text so far), none (default: draft with -md, else none)")
-        ->check(CLI::IsMember({"draft", "ngram", "ngram-simple", "none"}));
+                   "the prompt and the text so far), none (default: draft with -md, else "
+                   "none); mtp (Qwen3.5's MTP layers) is not supported yet")
+        ->check(CLI::IsMember({"draft", "ngram", "ngram-simple", "mtp", "none"}));
     app.add_option("--draft-max,--spec-draft-n-max", draft_max,
                    "Tokens drafted per verification pass at most")
         ->capture_default_str();
@@ -28,9 +29,33 @@ void SpecOptions::add_to(CLI::App& app) {
         ->capture_default_str();
 }
 
+void refuse_unsupported_spec(const SpecOptions& o, const ModelOptions& target_options) {
+    if (o.type == "mtp") {
+        // Running the MTP (next-n) block needs the target's last hidden state per position and
+        // the block's own KV cache: not built yet. Say whether this file has the layers.
+        std::string layers = "the model file has no MTP layers either";
+        const ModelPtr header = load_model(target_options, true, true);
+        char arch[64] = "", n[32] = "";
+        if (mw_model_meta(header.get(), "general.architecture", arch, sizeof arch) > 0 &&
+            mw_model_meta(header.get(), fmt::format("{}.nextn_predict_layers", arch).c_str(), n,
+                          sizeof n) > 0 &&
+            std::string(n) != "0") {
+            layers = fmt::format(
+                "{} has {} MTP layer(s) ({}.nextn_predict_layers, the nextn "
+                "tensors): they are skipped at load",
+                target_options.path, n, arch);
+        }
+        fail_usage(fmt::format(
+            "--spec-type mtp: Qwen3.5's MTP (multi-token prediction, next-n) layers are not "
+            "supported yet as a drafter; {}. Use -md DRAFT.gguf or --spec-type ngram",
+            layers));
+    }
+}
+
 SpecSetup prepare_speculation(const SpecOptions& o, const ModelOptions& target_options) {
     SpecSetup s;
     if (!o.enabled()) return s;
+    refuse_unsupported_spec(o, target_options);
     s.on = true;
     if (o.draft_max < 1) {
         fail_usage(fmt::format(

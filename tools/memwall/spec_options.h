@@ -25,6 +25,10 @@ struct SpecOptions {
     int ngram_m = 16;
     void add_to(CLI::App& app);
     bool enabled() const { return type != "none" && (!type.empty() || !draft_model.empty()); }
+    // The draft model the memory plan counts with the target ("" without one).
+    std::string plan_draft() const {
+        return enabled() && (type.empty() || type == "draft") ? draft_model : "";
+    }
 };
 
 // The parameters the flags give, and the draft model loaded (for mw_chat_params).
@@ -35,6 +39,9 @@ struct SpecSetup {
     std::string label;
 };
 SpecSetup prepare_speculation(const SpecOptions& options, const ModelOptions& target_options);
+// Fails (usage) for a speculation type memwall does not run yet (--spec-type mtp), reading only
+// the target's header; prepare_speculation calls it, run and chat before the memory check.
+void refuse_unsupported_spec(const SpecOptions& options, const ModelOptions& target_options);
 
 // What a speculator needs alive: the draft model and its context (declared first: the
 // speculator goes first).
