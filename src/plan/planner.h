@@ -85,7 +85,7 @@ struct MemoryPlan {
 };
 // The process's own bytes (code, libraries, allocator) in a plan's overhead: counted once for
 // a target and its draft model.
-constexpr uint64_t kPlanProcessBytes = uint64_t(10) << 20;
+constexpr uint64_t kPlanProcessBytes = (uint64_t(21) << 19);  // 10.5 MiB
 MemoryPlan plan_memory(const ModelFacts& facts, const RunSettings& run);
 // Reads the draft model's header (a path or a URL) into run.draft.
 void set_draft_model(RunSettings& run, const std::string& draft_path);
