@@ -389,8 +389,10 @@ void HttpTransport::Impl::begin(MHD_Connection* c, const char* url, const char* 
             return;
         }
         ex->reserved = share;
-        ex->req.body.reserve(size_t(ex->content_length));
     }
+    // One allocation of the announced size (checked against the limit above) rather than the
+    // string's doublings: less to copy, and under ASan less held in its quarantine.
+    ex->req.body.reserve(size_t(ex->content_length));
 }
 
 MHD_Result HttpTransport::Impl::on_request(MHD_Connection* c, const char* url, const char* method,
