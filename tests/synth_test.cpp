@@ -308,7 +308,10 @@ TEST(Synth, DeviceModelConfigsGiveTheCatalogueNumbers) {
             "max_position_embeddings": 65536, "rope_theta": 5000000.0,
             "tie_word_embeddings": true})"},
     };
-    for (const auto& [id, config] : cases) {
+    for (const auto& one : cases) {
+        // Named, not a structured binding: clang before 16 cannot capture those in a lambda.
+        const std::string& id = one.first;
+        const std::string& config = one.second;
         SCOPED_TRACE(id);
         const ModelSpec from_config = spec_from_hf_config(config, id + "/config.json");
         const ModelSpec& row = *find_catalogue_model(id);
