@@ -831,7 +831,8 @@ MW_API mw_status mw_check_fit(const char* path, const mw_context_params* params,
  * threads and KV type, params->n_seq_max sequences: one per server slot) count too, with each
  * sequence's saved recurrent state and the target's logits for every drafted token. The fields
  * of *out are the target's; total_bytes and the verdict are the pair's, and the message names
- * both files and sizes. */
+ * both files and sizes. A NULL draft_path: speculation without a draft model (n-gram lookup),
+ * the target's saved states and logits rows alone. */
 MW_API mw_status mw_check_fit_draft(const char* path, const char* draft_path, int32_t draft_max,
                                     const mw_context_params* params, mw_fit* out);
 

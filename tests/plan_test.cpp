@@ -782,6 +782,23 @@ TEST(RefuseOrFit, ADraftModelCountsWithTheTarget) {
         EXPECT_GT(one_state, 0u);
         EXPECT_EQ(pair.memory.state_bytes, alone.memory.state_bytes + one_state);
         EXPECT_EQ(pair.memory.draft->state_bytes, alone.memory.state_bytes + one_state);
+        // N-gram lookup (no draft model): the target's own saved state and logits rows only.
+        const FitCheck lookup = check_fit(q, "", 4, run);
+        EXPECT_FALSE(lookup.memory.draft);
+        EXPECT_EQ(lookup.memory.state_bytes, alone.memory.state_bytes + one_state);
+        // The same logits rows as with the draft model: one per drafted token per sequence.
+        EXPECT_EQ(lookup.memory.compute_bytes, pair.memory.compute_bytes);
+        EXPECT_GT(lookup.memory.compute_bytes, alone.memory.compute_bytes);
+        EXPECT_EQ((lookup.memory.compute_bytes - alone.memory.compute_bytes) % (4 * 2 * 4), 0u);
+        EXPECT_NE(lookup.message.find("+ recurrent state "), std::string::npos) << lookup.message;
+        mw_context_params cp = mw_context_default_params();
+        cp.n_ctx = 512;
+        cp.n_seq_max = 2;
+        mw_fit alone_fit, lookup_fit;
+        ASSERT_EQ(mw_check_fit(q.c_str(), &cp, &alone_fit), MW_OK);
+        ASSERT_EQ(mw_check_fit_draft(q.c_str(), nullptr, 4, &cp, &lookup_fit), MW_OK);
+        EXPECT_EQ(lookup_fit.total_bytes,
+                  alone_fit.total_bytes + lookup.memory.total_bytes() - alone.memory.total_bytes());
     }
 
     // plan -md: every row's total has the draft in it, and its share is shown.

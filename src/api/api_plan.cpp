@@ -241,8 +241,8 @@ mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit
 
 mw_status mw_check_fit_draft(const char* path, const char* draft_path, int32_t draft_max,
                              const mw_context_params* params, mw_fit* out) {
-    if (!path || !draft_path || !out) {
-        mw::set_api_last_error("mw_check_fit_draft: path, draft_path or out is NULL");
+    if (!path || !out) {
+        mw::set_api_last_error("mw_check_fit_draft: path or out is NULL");
         return MW_ERR_INVALID_ARGUMENT;
     }
     if (draft_max < 1) {
@@ -255,7 +255,8 @@ mw_status mw_check_fit_draft(const char* path, const char* draft_path, int32_t d
     if (!mw::read_params(params, mw_context_default_params(), &p, "mw_context_params"))
         return MW_ERR_INVALID_ARGUMENT;
     return guarded([&] {
-        mw::fit_to_c(mw::check_fit(path, draft_path, uint32_t(draft_max), mw::run_settings_from(p)),
+        mw::fit_to_c(mw::check_fit(path, draft_path ? draft_path : "", uint32_t(draft_max),
+                                   mw::run_settings_from(p)),
                      out);
     });
 }

@@ -455,7 +455,9 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
     const uint32_t n_seq = std::max(1u, run.n_seq);
     m.kv_bytes = KvCache::bytes_needed(f.hp, m.n_ctx, run.type_k, run.type_v, n_seq, n_batch);
     m.state_bytes = RecurrentState::bytes_needed(
-        f.hp, n_seq, RecurrentState::kDefaultCheckpoints + (run.speculative || run.draft ? 1 : 0));
+        f.hp, n_seq,
+        RecurrentState::kDefaultCheckpoints +
+            (run.speculative || run.self_drafting || run.draft ? 1 : 0));
     // A decode step of every sequence keeps a row of logits for each.
     m.compute_bytes = ForwardScratch::planned_bytes(f.model, n_batch, m.n_ctx, n_threads, n_seq) +
                       uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq;
@@ -463,8 +465,9 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
                        f.decoded_vector_bytes + uint64_t(f.hp.n_vocab) * kVocabBytesPerToken +
                        f.n_merges * kVocabBytesPerMerge + (f.n_merges ? kBpeFixedBytes : 0) +
                        uint64_t(n_threads) * kThreadBytes;
-    if (run.draft) {
+    if (run.draft || run.self_drafting)
         m.compute_bytes += uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq * run.draft_max;
+    if (run.draft) {
         // The draft's context follows the target's: the same resolved size, batch, threads, KV
         // type and sequences; it marks and rolls back too.
         RunSettings d = run;
@@ -596,7 +599,11 @@ void set_draft_model(RunSettings& run, const std::string& draft_path) {
 
 FitCheck check_fit(const std::string& path, const std::string& draft_path, uint32_t draft_max,
                    RunSettings run) {
-    set_draft_model(run, draft_path);
+    if (draft_path.empty()) {
+        run.self_drafting = true;
+    } else {
+        set_draft_model(run, draft_path);
+    }
     run.draft_max = draft_max;
     return check_fit(path, run);
 }
@@ -622,10 +629,12 @@ FitCheck check_fit(const gguf::GgufFile& header, const RunSettings& run) {
     const MemoryPlan& m = c.memory;
     const std::string file = path.substr(path.rfind('/') + 1);
     c.message = fmt::format(
-        "{} ({}) with a {}-token context needs {}: weights {} + KV cache {} ({}) + compute {} + "
+        "{} ({}) with a {}-token context needs {}: weights {} + KV cache {} ({}){} + compute {} + "
         "overhead {}",
         file, own.label, m.n_ctx, gib(m.own_bytes()), gib(m.weights_bytes), gib(m.kv_bytes),
-        kv_type_name(run.type_k), gib(m.compute_bytes), gib(m.overhead_bytes));
+        kv_type_name(run.type_k),
+        m.state_bytes ? fmt::format(" + recurrent state {}", gib(m.state_bytes)) : "",
+        gib(m.compute_bytes), gib(m.overhead_bytes));
     if (const MemoryPlan* d = m.draft.get()) {
         const std::string draft = run.draft_name.substr(run.draft_name.rfind('/') + 1);
         c.message += fmt::format(

@@ -56,6 +56,9 @@ struct RunSettings {
     bool ple_resident = false;
     // Speculative decoding: each sequence keeps one saved recurrent state (Context::seq_mark).
     bool speculative = false;
+    // Speculation without a draft model (n-gram lookup): the target marks like `speculative` and
+    // keeps a row of logits for each of up to draft_max drafted tokens, in every sequence.
+    bool self_drafting = false;
     // A draft model in the same process (-md): its weights, and a context of its own with the
     // target's resolved n_ctx, batch, threads, KV type and sequences (one per server slot).
     std::shared_ptr<const ModelFacts> draft;
@@ -203,6 +206,7 @@ struct FitCheck {
 FitCheck check_fit(const std::string& path, const RunSettings& run);
 // With a draft model (speculative decoding, -md) drafting up to draft_max tokens a pass: its
 // weights and context (RunSettings::draft) count too, and the message names both files and sizes.
+// An empty draft_path: speculation without a draft model (RunSettings::self_drafting).
 FitCheck check_fit(const std::string& path, const std::string& draft_path, uint32_t draft_max,
                    RunSettings run);
 // The same for a parsed header (named by header.name()), without the --force line.

@@ -176,11 +176,13 @@ void add_plan_command(CLI::App& app) {
 }
 
 mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force,
-                         const std::string& draft_path, int draft_max) {
+                         bool speculating, const std::string& draft_path, int draft_max) {
     mw_fit fit;
-    const mw_status st = draft_path.empty() ? mw_check_fit(path.c_str(), &params, &fit)
-                                            : mw_check_fit_draft(path.c_str(), draft_path.c_str(),
-                                                                 draft_max, &params, &fit);
+    const mw_status st =
+        speculating
+            ? mw_check_fit_draft(path.c_str(), draft_path.empty() ? nullptr : draft_path.c_str(),
+                                 draft_max, &params, &fit)
+            : mw_check_fit(path.c_str(), &params, &fit);
     if (st != MW_OK) fail_status(st, "cannot load the model");
     if (fit.verdict == MW_FIT_NO) {
         if (!force) {

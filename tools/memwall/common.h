@@ -243,8 +243,11 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
 // `force` (then warns); warns when the fit is tight. Returns the plan.
 // draft_path: a draft model for speculative decoding (up to draft_max tokens a pass), counted
 // with the target.
+// With speculating: the draft model's (draft_path) or, without one, the target's own share of
+// speculation (a saved recurrent state and draft_max logits rows per sequence) count too.
 mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force,
-                         const std::string& draft_path = "", int draft_max = 8);
+                         bool speculating = false, const std::string& draft_path = "",
+                         int draft_max = 8);
 // The memory of a run as the allocator and the OS report it, beside the plan's prediction.
 void print_memory_report(const mw_perf& perf, const mw_fit& plan);
 
