@@ -40,6 +40,9 @@ constexpr ModelType kModelTypes[] = {
     {"qwen3_5", "qwen35", false, false},
     {"qwen3_5_moe", "qwen35moe", false, true},
     {"lfm2", "lfm2", false, false},
+    {"lfm2_moe", "lfm2moe", false, true},
+    {"gemma4_text", "gemma4", false, false},
+    {"gemma4", "gemma4", false, false},
     {"smollm3", "smollm3", true, false},
 };
 
@@ -113,7 +116,8 @@ void read_moe(const Fields& f, HfConfig& c) {
     } else {
         c.n_expert = f.count("num_experts", 1, 1024);
         c.n_ff_expert = f.count("moe_intermediate_size", 1, 1u << 20);
-        c.expert_weights_norm = f.flag("norm_topk_prob", c.arch == "qwen35moe");
+        c.expert_weights_norm =
+            f.flag("norm_topk_prob", c.arch == "qwen35moe" || c.arch == "lfm2moe");
         // Every layer must be a MoE layer: memwall's qwen MoE graphs have no dense layers.
         const uint32_t step = f.opt_count("decoder_sparse_step", 0, 4096).value_or(1);
         if (step != 1) {
@@ -141,7 +145,7 @@ void read_moe(const Fields& f, HfConfig& c) {
 const char* supported_hf_model_types() {
     return "llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, granite, cohere, gemma2, "
            "gemma3_text, phi3, deepseek_v2, deepseek_v3, qwen3_5, qwen3_5_text, qwen3_5_moe, "
-           "qwen3_5_moe_text, lfm2, smollm3";
+           "qwen3_5_moe_text, lfm2, lfm2_moe, smollm3, gemma4, gemma4_text";
 }
 
 HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name) {
@@ -155,9 +159,11 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     const auto model_type = top.text("model_type");
     if (!model_type) top.missing("model_type");
     c.model_type = *model_type;
-    // The multimodal Qwen3.5 configs keep the language model's fields in text_config (its
-    // tensors under model.language_model.); the vision tower is not converted.
-    const bool multimodal = c.model_type == "qwen3_5" || c.model_type == "qwen3_5_moe";
+    // The multimodal Qwen3.5 and Gemma 4 configs keep the language model's fields in
+    // text_config (its tensors under model.language_model.); the vision (and audio) towers are
+    // not converted.
+    const bool multimodal =
+        c.model_type == "qwen3_5" || c.model_type == "qwen3_5_moe" || c.model_type == "gemma4";
     const json* text = multimodal ? top.get("text_config") : nullptr;
     if (multimodal && (!text || !text->is_object())) top.missing("text_config");
     const Fields f(text ? *text : root, name, text ? "text_config." : "");
@@ -198,7 +204,7 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
                         "is present: pre-quantized checkpoints (GPTQ, AWQ, FP8, ...) are not "
                         "supported; convert the original weights");
     }
-    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
+    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "gemma4";
     const bool deepseek = c.arch == "deepseek2";
     // Gemma's MLP is GELU (tanh approximation), written as hidden_activation by newer
     // transformers; every other architecture here is SiLU.
@@ -256,7 +262,9 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     c.rms_norm_eps = f.number("rms_norm_eps", 1e-6, 0.0, 0.5);
     c.rope_theta = f.number("rope_theta", 10000.0, 1.0 + 1e-9, 1e12);
     c.rope_scaling = read_rope_scaling(f, c.n_ctx_train, c.arch == "phi3");
-    c.tie_word_embeddings = f.flag("tie_word_embeddings", top.flag("tie_word_embeddings", false));
+    // Gemma 4's configs leave it out: transformers' default there is tied.
+    c.tie_word_embeddings =
+        f.flag("tie_word_embeddings", top.flag("tie_word_embeddings", c.arch == "gemma4"));
 
     if (f.flag("use_sliding_window", false)) {
         f.unsupported("use_sliding_window", "= true: sliding-window attention is not supported");

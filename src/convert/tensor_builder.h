@@ -335,4 +335,12 @@ class TensorBuilder {
 void build_qwen35_mixer(TensorBuilder& b, const HfConfig& c, const std::string& hf,
                         const std::string& gguf, uint32_t layer);
 
+// LFM2 and LFM2-MoE (convert_lfm2.cpp): every layer and the final norm; token_embd is the
+// caller's.
+void build_lfm2(TensorBuilder& b, Checkpoint& ck, const HfConfig& c);
+
+// Gemma 4 (convert_gemma4.cpp): rope_freqs, the per-layer embeddings, every layer and the final
+// norm; token_embd and the output are the caller's.
+void build_gemma4(TensorBuilder& b, const HfConfig& c);
+
 }  // namespace mw::convert
