@@ -201,6 +201,11 @@ void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
         ck.take("lm_head.weight");  // tied
         return;
     }
+    if (c.arch == "gpt-oss") {
+        build_gptoss(b, ck, c);
+        b.add("output.weight", "lm_head.weight", {V, E});  // never tied
+        return;
+    }
     if (c.arch == "gemma4") {
         build_gemma4(b, c);
         if (c.tie_word_embeddings) {
@@ -321,6 +326,13 @@ void write_arch_hparams(gguf::GgufWriter& w, const HfConfig& c) {
         w.set_u32(a + "attention.key_length_swa", c.head_dim_swa);
         w.set_u32(a + "attention.value_length_swa", c.head_dim_swa);
         w.set_u32(a + "rope.dimension_count_swa", c.n_rot_swa);
+    } else if (c.arch == "gpt-oss") {
+        // Every second layer slides: llama.cpp's graph fixes the pattern; no key for it.
+        w.set_u32(a + "attention.sliding_window", c.sliding_window);
+        if (c.rope_scaling.kind == RopeScalingKind::yarn) {
+            w.set_f32(a + "rope.scaling.yarn_beta_fast", float(c.yarn_beta_fast));
+            w.set_f32(a + "rope.scaling.yarn_beta_slow", float(c.yarn_beta_slow));
+        }
     } else if (c.sliding_window > 0 && c.arch != "phi3") {  // gemma2, gemma3
         w.set_u32(a + "attention.sliding_window", c.sliding_window);
         w.set_u32(a + "attention.sliding_window_pattern", c.sliding_window_pattern);
@@ -382,8 +394,10 @@ void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& na
         if (c.n_ff_shared_expert > 0) {
             w.set_u32(a + "expert_shared_feed_forward_length", c.n_ff_shared_expert);
         }
-        // qwen35moe, lfm2moe and gemma4 always renormalise; llama.cpp's converter writes no key.
-        if (c.arch != "qwen35moe" && c.arch != "lfm2moe" && c.arch != "gemma4") {
+        // qwen35moe, lfm2moe, gemma4 and gpt-oss always renormalise; llama.cpp's converter
+        // writes no key.
+        if (c.arch != "qwen35moe" && c.arch != "lfm2moe" && c.arch != "gemma4" &&
+            c.arch != "gpt-oss") {
             w.set_bool(a + "expert_weights_norm", c.expert_weights_norm);
         }
     }

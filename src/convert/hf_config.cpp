@@ -43,6 +43,7 @@ constexpr ModelType kModelTypes[] = {
     {"lfm2_moe", "lfm2moe", false, true},
     {"gemma4_text", "gemma4", false, false},
     {"gemma4", "gemma4", false, false},
+    {"gpt_oss", "gpt-oss", false, true},
     {"smollm3", "smollm3", true, false},
 };
 
@@ -109,10 +110,12 @@ RopeScalingConfig read_rope_scaling(const Fields& top, uint32_t n_ctx_train, boo
 }
 
 void read_moe(const Fields& f, HfConfig& c) {
-    if (c.model_type == "mixtral") {
+    if (c.model_type == "mixtral" || c.model_type == "gpt_oss") {
         c.n_expert = f.count("num_local_experts", 1, 1024);
         c.n_ff_expert = c.n_ff;
-        c.expert_weights_norm = true;  // Mixtral renormalises its top-k weights
+        // Mixtral renormalises its top-k weights; gpt-oss's softmax over the chosen experts'
+        // logits is the same.
+        c.expert_weights_norm = true;
     } else {
         c.n_expert = f.count("num_experts", 1, 1024);
         c.n_ff_expert = f.count("moe_intermediate_size", 1, 1u << 20);
@@ -145,7 +148,7 @@ void read_moe(const Fields& f, HfConfig& c) {
 const char* supported_hf_model_types() {
     return "llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, granite, cohere, gemma2, "
            "gemma3_text, phi3, deepseek_v2, deepseek_v3, qwen3_5, qwen3_5_text, qwen3_5_moe, "
-           "qwen3_5_moe_text, lfm2, lfm2_moe, smollm3, gemma4, gemma4_text";
+           "qwen3_5_moe_text, lfm2, lfm2_moe, smollm3, gemma4, gemma4_text, gpt_oss";
 }
 
 HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name) {
@@ -199,7 +202,14 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
             }
         }
     }
-    if (top.has("quantization_config")) {
+    if (c.arch == "gpt-oss" && top.has("quantization_config")) {
+        // gpt-oss ships its experts in MXFP4 (blocks + scales), which GGUF keeps as they are.
+        const Fields q(*top.get("quantization_config"), name, "quantization_config.");
+        if (const auto m = q.text("quant_method"); m != "mxfp4") {
+            q.unsupported("quant_method", fmt::format("= {} is not supported for gpt_oss (mxfp4)",
+                                                      m ? "\"" + *m + "\"" : "null"));
+        }
+    } else if (top.has("quantization_config")) {
         top.unsupported("quantization_config",
                         "is present: pre-quantized checkpoints (GPTQ, AWQ, FP8, ...) are not "
                         "supported; convert the original weights");
@@ -216,6 +226,12 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     if (f.flag("mlp_bias", false)) f.unsupported("mlp_bias", "= true is not supported");
     if (c.model_type == "qwen2" || c.model_type == "qwen2_moe") {
         c.qkv_bias = true;  // Qwen2 and Qwen2-MoE always have Q/K/V biases
+    } else if (c.arch == "gpt-oss") {
+        // gpt-oss's Q, K, V and output biases, which memwall's gpt-oss graph adds.
+        if (!f.flag("attention_bias", true)) {
+            f.unsupported("attention_bias", "= false is not supported for gpt_oss");
+        }
+        c.qkv_bias = true;
     } else if (f.flag("attention_bias", false)) {
         // The output projection gets a bias too, which memwall's graph does not have.
         f.unsupported("attention_bias", "= true is not supported (an output projection bias)");
@@ -255,7 +271,8 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     }
     c.n_ff = f.opt_count("intermediate_size", 1, 1u << 20).value_or(0);
     if (c.n_ff == 0 && !deepseek && c.arch != "lfm2" &&  // lfm2: block_ff_dim (read_lfm2)
-        (!type->moe || c.model_type == "mixtral" || c.model_type == "qwen2_moe")) {
+        (!type->moe || c.model_type == "mixtral" || c.model_type == "qwen2_moe" ||
+         c.model_type == "gpt_oss")) {
         f.missing("intermediate_size");
     }
     c.n_ctx_train = f.opt_count("max_position_embeddings", 1, 1u << 24).value_or(2048);

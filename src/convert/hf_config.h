@@ -100,6 +100,9 @@ struct HfConfig {
     std::vector<uint32_t> n_ff_per_layer;  // empty: n_ff everywhere (else use_double_wide_mlp)
     uint32_t n_rot_full_pairs = 0;         // the full layers' rotated pairs (proportional RoPE)
 
+    // gpt-oss: YaRN's correction range (rope_scaling.beta_fast / beta_slow), written as keys.
+    double yarn_beta_fast = 32.0, yarn_beta_slow = 1.0;
+
     // Mixture of experts (n_expert == 0: dense).
     uint32_t n_expert = 0;
     uint32_t n_expert_used = 0;

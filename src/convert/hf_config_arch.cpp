@@ -551,6 +551,39 @@ void read_gemma4(const Fields& f, HfConfig& c) {
     c.n_rot = c.head_dim;
 }
 
+// gpt-oss: sliding-window attention on the even layers (as llama.cpp's gpt-oss graph, and
+// memwall's, fix it), the clamped SwiGLU at transformers' limit 7, YaRN RoPE.
+void read_gptoss(const Fields& f, HfConfig& c) {
+    c.sliding_window = f.count_or("sliding_window", 128, 1, UINT32_MAX);
+    if (const json* types = f.get("layer_types")) {
+        if (!types->is_array() || types->size() != c.n_layer) {
+            f.bad("layer_types",
+                  fmt::format("is not an array of num_hidden_layers = {} strings", c.n_layer));
+        }
+        for (uint32_t i = 0; i < c.n_layer; ++i) {
+            const char* want = i % 2 == 0 ? "sliding_attention" : "full_attention";
+            if ((*types)[i] != want) {
+                f.unsupported("layer_types",
+                              fmt::format("[{}] = {}: only sliding_attention on the even layers "
+                                          "and full_attention on the odd ones is supported",
+                                          i, json_brief((*types)[i])));
+            }
+        }
+    }
+    if (const double limit = f.number("swiglu_limit", 7.0, 0.0, 1e9); limit != 7.0) {
+        f.unsupported("swiglu_limit",
+                      fmt::format("= {} is not supported (the GGUF graph clamps at 7)", limit));
+    }
+    const RopeScalingKind kind = c.rope_scaling.kind;
+    if (kind == RopeScalingKind::yarn) {
+        const Fields rs(*f.get("rope_scaling"), f.file(), "rope_scaling.");
+        c.yarn_beta_fast = rs.number("beta_fast", 32.0, -1e6, 1e6);
+        c.yarn_beta_slow = rs.number("beta_slow", 1.0, -1e6, 1e6);
+    } else if (kind != RopeScalingKind::none) {
+        f.unsupported("rope_scaling", "is not supported for gpt_oss (only yarn)");
+    }
+}
+
 // SmolLM3: llama with no RoPE on every fourth layer, which llama.cpp (and memwall) fix at that
 // interval rather than read: a config with other NoPE layers is refused.
 void read_smollm3(const Fields& f, HfConfig& c) {
@@ -593,6 +626,8 @@ void read_arch_fields(const Fields& f, HfConfig& c) {
         read_lfm2(f, c);
     } else if (c.arch == "gemma4") {
         read_gemma4(f, c);
+    } else if (c.arch == "gpt-oss") {
+        read_gptoss(f, c);
     } else if (c.arch == "smollm3") {
         read_smollm3(f, c);
     }
