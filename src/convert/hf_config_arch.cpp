@@ -1,7 +1,7 @@
-// config.json fields of granite, cohere (command-r), gemma2, gemma3_text, phi3 and deepseek_v2/v3:
-// what each block does beyond llama's, read with the defaults transformers uses, and refused
-// where memwall's graph (and llama.cpp's, whose GGUF keys are written) would compute something
-// else than the original model.
+// config.json fields of granite, cohere (command-r), gemma2, gemma3_text, phi3, deepseek_v2/v3,
+// qwen3_5, lfm2 / lfm2_moe, smollm3, gemma4 and gpt_oss: what each block does beyond llama's,
+// read with the defaults transformers uses, and refused where memwall's graph (and llama.cpp's,
+// whose GGUF keys are written) would compute something else than the original model.
 #include <charconv>
 #include <cmath>
 #include <optional>

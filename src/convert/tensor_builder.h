@@ -1,7 +1,8 @@
 // The tensors of a Hugging Face checkpoint (its safetensors shards, mapped) and the GGUF tensor
 // list built from them, shared by the converter's architecture builders (convert_hf.cpp,
-// convert_qwen35.cpp). Every missing or misshapen tensor is collected, so that one error lists
-// them all, and every tensor of the checkpoint must be used.
+// convert_qwen35.cpp, convert_lfm2.cpp, convert_gemma4.cpp, convert_gptoss.cpp). Every missing or
+// misshapen tensor is collected, so that one error lists them all, and every tensor of the
+// checkpoint must be used.
 #pragma once
 
 #include <algorithm>
