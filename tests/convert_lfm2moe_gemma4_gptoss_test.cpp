@@ -194,13 +194,15 @@ const char* kGemma4Config = R"({"architectures": ["Gemma4ForCausalLM"],
                          "rope_theta": 1000000.0}}})";
 
 // Multimodal (Gemma4ForConditionalGeneration): the text model in text_config and under
-// model.language_model., a vision tower beside it; K = V full layers with 1 KV head; MoE.
+// model.language_model., a vision tower beside it; K = V full layers with 1 KV head, their head
+// size and KV heads in per_layer_config (as newer transformers save it); MoE.
 const char* kGemma4MoeConfig = R"({"architectures": ["Gemma4ForConditionalGeneration"],
     "model_type": "gemma4", "tie_word_embeddings": true, "vision_config": {"hidden_size": 4},
     "text_config": {"model_type": "gemma4_text", "vocab_size": 512, "hidden_size": 256,
     "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "num_global_key_value_heads": 1, "attention_k_eq_v": true,
-    "head_dim": 64, "global_head_dim": 128, "hidden_activation": "gelu_pytorch_tanh",
+    "num_key_value_heads": 2, "attention_k_eq_v": true, "head_dim": 64,
+    "per_layer_config": {"0": {"head_dim": 64}, "1": {"head_dim": 128, "num_key_value_heads": 1}},
+    "hidden_activation": "gelu_pytorch_tanh",
     "max_position_embeddings": 2048, "rms_norm_eps": 1e-06, "sliding_window": 32,
     "final_logit_softcapping": 0.3, "num_kv_shared_layers": 0,
     "layer_types": ["sliding_attention", "full_attention"], "hidden_size_per_layer_input": 0,
@@ -565,6 +567,8 @@ TEST(ConvertLfm2MoeGemma4GptOss, BadConfigsNameTheField) {
     refused("gemma4-tiny", R"("vocab_size_per_layer_input": 512)",
             R"("vocab_size_per_layer_input": 256)", "vocab_size_per_layer_input");
     refused("gemma4moe-tiny", R"("top_k_experts": 2)", R"("top_k_experts": 9)", "top_k_experts");
+    refused("gemma4moe-tiny", R"("0": {"head_dim": 64})", R"("0": {"head_dim": 32})",
+            "per_layer_config.0.head_dim");
     refused("gpt-oss-tiny", R"("swiglu_limit": 7.0)", R"("swiglu_limit": 5.0)", "swiglu_limit");
     refused("gpt-oss-tiny", R"(["sliding_attention",)", R"(["full_attention",)", "layer_types");
     refused("gpt-oss-tiny", R"("quantization_config": null)",

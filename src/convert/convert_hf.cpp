@@ -358,7 +358,8 @@ void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& na
         std::vector<uint32_t> kv;
         for (const bool conv : c.conv_layers) kv.push_back(conv ? 0 : c.n_head_kv);
         w.set_array_u32(a + "attention.head_count_kv", kv);
-    } else if (c.arch == "gemma4" && c.k_eq_v) {  // the full layers' own KV head count
+    } else if (c.arch == "gemma4" && (c.k_eq_v || c.n_head_kv_full != c.n_head_kv)) {
+        // The full layers' own KV head count.
         std::vector<uint32_t> kv;
         for (const bool swa : c.swa_layers) kv.push_back(swa ? c.n_head_kv : c.n_head_kv_full);
         w.set_array_u32(a + "attention.head_count_kv", kv);

@@ -384,10 +384,11 @@ void read_lfm2(const Fields& f, HfConfig& c) {
     }
 }
 
-// Gemma 4's per-layer attention shape: per_layer_config (newer transformers) may give the full
-// layers' head_dim and num_key_value_heads; every full layer must agree, as GGUF holds one value.
-std::optional<uint32_t> gemma4_full_layer_value(const Fields& f, const HfConfig& c,
-                                                const char* key) {
+// Gemma 4's per-layer attention shape: per_layer_config (newer transformers) may give a layer's
+// head_dim and num_key_value_heads. GGUF holds one value per kind: every full layer must agree,
+// and a sliding layer may only restate `swa_value`. Returns the full layers' value, if given.
+std::optional<uint32_t> gemma4_full_layer_value(const Fields& f, const HfConfig& c, const char* key,
+                                                uint32_t swa_value) {
     const json* plc = f.get("per_layer_config");
     if (!plc) return std::nullopt;
     if (!plc->is_object()) f.bad("per_layer_config", "is not an object of layer numbers");
@@ -402,7 +403,15 @@ std::optional<uint32_t> gemma4_full_layer_value(const Fields& f, const HfConfig&
         if (!cfg.is_object()) f.bad("per_layer_config", fmt::format("[{}] is not an object", il));
         const Fields lf(cfg, f.file(), fmt::format("per_layer_config.{}.", il));
         const auto v = lf.opt_count(key, 1, 4096);
-        if (!v || c.swa_layers[il]) continue;
+        if (!v) continue;
+        if (c.swa_layers[il]) {
+            if (*v != swa_value) {
+                lf.unsupported(key, fmt::format("= {} differs from the sliding layers' {}: GGUF "
+                                                "has one value for every sliding layer",
+                                                *v, swa_value));
+            }
+            continue;
+        }
         if (value && *v != *value) {
             lf.unsupported(key, fmt::format("= {} differs from another full layer's {}: GGUF has "
                                             "one value for every full layer",
@@ -416,7 +425,8 @@ std::optional<uint32_t> gemma4_full_layer_value(const Fields& f, const HfConfig&
 // Gemma 4 (gemma4_text, or text_config of gemma4), with transformers' defaults: layer_types
 // (sliding_attention / full_attention; by default a full layer every sixth), heads of head_dim on
 // the sliding layers and of global_head_dim on the full ones, which reuse their keys as values
-// (and have num_global_key_value_heads KV heads) with attention_k_eq_v; RoPE per layer kind from
+// (and have num_global_key_value_heads KV heads) with attention_k_eq_v, or both from
+// per_layer_config where newer transformers write it; RoPE per layer kind from
 // rope_parameters, the full layers' "proportional" (partial) RoPE written as rope_freqs, as
 // llama.cpp's converter does; KV sharing of the last num_kv_shared_layers layers; per-layer
 // embeddings (hidden_size_per_layer_input); double-wide MLPs on the sharing layers; the MoE block
@@ -445,7 +455,7 @@ void read_gemma4(const Fields& f, HfConfig& c) {
         for (uint32_t i = 0; i < c.n_layer; ++i) c.swa_layers[i] = (i + 1) % 6 != 0;
     }
     c.swa_layers.back() = false;  // transformers forces the last layer to full attention
-    c.head_dim = gemma4_full_layer_value(f, c, "head_dim")
+    c.head_dim = gemma4_full_layer_value(f, c, "head_dim", c.head_dim_swa)
                      .value_or(f.count_or("global_head_dim", 512, 2, 4096));
     c.head_dim_given = true;
     if (c.head_dim % 2 != 0 || c.head_dim_swa % 2 != 0) {
@@ -454,16 +464,18 @@ void read_gemma4(const Fields& f, HfConfig& c) {
                                       c.head_dim_swa, c.head_dim));
     }
     c.k_eq_v = f.flag("attention_k_eq_v", false);
-    c.n_head_kv_full = c.n_head_kv;
-    if (c.k_eq_v) {
-        c.n_head_kv_full =
-            gemma4_full_layer_value(f, c, "num_key_value_heads")
-                .value_or(f.count_or("num_global_key_value_heads", c.n_head_kv, 1, c.n_head));
-        if (c.n_head % c.n_head_kv_full != 0) {
-            f.bad("num_global_key_value_heads",
-                  fmt::format("= {} does not divide num_attention_heads = {}", c.n_head_kv_full,
-                              c.n_head));
-        }
+    // The full layers' KV heads: per_layer_config's, else num_global_key_value_heads, which
+    // transformers applies only with attention_k_eq_v.
+    const std::optional<uint32_t> kv_full =
+        gemma4_full_layer_value(f, c, "num_key_value_heads", c.n_head_kv);
+    c.n_head_kv_full = kv_full.value_or(
+        c.k_eq_v ? f.count_or("num_global_key_value_heads", c.n_head_kv, 1, c.n_head)
+                 : c.n_head_kv);
+    if (c.n_head_kv_full == 0 || c.n_head % c.n_head_kv_full != 0) {
+        f.bad(kv_full ? "per_layer_config" : "num_global_key_value_heads",
+              fmt::format("gives {} KV heads to the full layers, which does not divide "
+                          "num_attention_heads = {}",
+                          c.n_head_kv_full, c.n_head));
     }
     c.n_kv_shared = f.count_or("num_kv_shared_layers", 0, 0, UINT32_MAX);
     if (c.n_kv_shared >= c.n_layer) {
