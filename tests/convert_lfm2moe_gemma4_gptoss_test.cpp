@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/fp16.h"
 #include "convert/convert.h"
+#include "convert/hf_config.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "support/hf_model.h"
@@ -525,6 +526,95 @@ TEST(ConvertLfm2MoeGemma4GptOss, GptOssMxfp4ExpertsAreKeptAsTheyAre) {
     EXPECT_LT(err, 0.5 * test::rel_rms(dense.data(), want.data(), want.size()));
     std::filesystem::remove_all(dir);
     std::remove(out.c_str());
+}
+
+// Gemma 4 E2B's config.json (its published shape: text_config beside vision and audio configs,
+// null num_global_key_value_heads, EOS as a list) reads as the catalogue row gemma-4-e2b says.
+TEST(ConvertLfm2MoeGemma4GptOss, Gemma4E2bConfigReadsAsPublished) {
+    std::string types;
+    for (int i = 0; i < 35; ++i) {
+        types += fmt::format("{}\"{}_attention\"", i ? ", " : "", i % 5 == 4 ? "full" : "sliding");
+    }
+    const std::string json = fmt::format(
+        R"({{"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+        "tie_word_embeddings": true, "eos_token_id": [1, 106], "text_config": {{
+        "model_type": "gemma4_text", "hidden_size": 1536, "num_hidden_layers": 35,
+        "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+        "global_head_dim": 512, "num_global_key_value_heads": null, "attention_k_eq_v": false,
+        "sliding_window": 512, "vocab_size": 262144, "vocab_size_per_layer_input": 262144,
+        "hidden_size_per_layer_input": 256, "num_kv_shared_layers": 20,
+        "use_double_wide_mlp": true, "intermediate_size": 6144, "max_position_embeddings": 131072,
+        "rms_norm_eps": 1e-6, "hidden_activation": "gelu_pytorch_tanh",
+        "final_logit_softcapping": 30.0, "bos_token_id": 2, "eos_token_id": 1,
+        "layer_types": [{}], "rope_parameters": {{
+        "full_attention": {{"partial_rotary_factor": 0.25, "rope_theta": 1000000.0,
+        "rope_type": "proportional"}}, "sliding_attention": {{"rope_theta": 10000.0,
+        "rope_type": "default"}}}}}}, "vision_config": {{"model_type": "gemma4_vision"}},
+        "audio_config": {{"model_type": "gemma4_audio"}}}})",
+        types);
+    const convert::HfConfig c = convert::parse_hf_config(
+        {reinterpret_cast<const uint8_t*>(json.data()), json.size()}, "config.json");
+    EXPECT_EQ(c.arch, "gemma4");
+    EXPECT_EQ(c.tensor_prefix, "model.language_model.");
+    EXPECT_EQ(c.head_dim_swa, 256u);
+    EXPECT_EQ(c.head_dim, 512u);
+    EXPECT_EQ(c.n_head_kv_full, 1u);
+    EXPECT_FALSE(c.k_eq_v);
+    EXPECT_EQ(c.n_kv_shared, 20u);
+    EXPECT_EQ(c.n_embd_per_layer, 256u);
+    ASSERT_EQ(c.n_ff_per_layer.size(), 35u);
+    EXPECT_EQ(c.n_ff_per_layer[14], 6144u);
+    EXPECT_EQ(c.n_ff_per_layer[15], 12288u);
+    ASSERT_EQ(c.swa_layers.size(), 35u);
+    EXPECT_FALSE(c.swa_layers[4]);
+    EXPECT_TRUE(c.swa_layers[5]);
+    EXPECT_EQ(c.n_rot, 512u);
+    EXPECT_EQ(c.n_rot_swa, 256u);
+    EXPECT_EQ(c.n_rot_full_pairs, 64u);  // a quarter of 512 dims, in pairs
+    EXPECT_EQ(c.rope_theta, 1e6);
+    EXPECT_EQ(c.rope_local_base, 1e4);
+    EXPECT_EQ(c.final_softcap, 30.0);
+    EXPECT_TRUE(c.tie_word_embeddings);
+    EXPECT_EQ(c.n_expert, 0u);
+    EXPECT_EQ(c.eos_token_id, std::optional<uint32_t>(1));
+}
+
+// gpt-oss-20b's config.json (MXFP4 quantization_config, YaRN, alternating layer_types) reads
+// as the catalogue row gpt-oss-20b says.
+TEST(ConvertLfm2MoeGemma4GptOss, GptOss20bConfigReadsAsPublished) {
+    std::string types;
+    for (int i = 0; i < 24; ++i) {
+        types += fmt::format("{}\"{}_attention\"", i ? ", " : "", i % 2 ? "full" : "sliding");
+    }
+    const std::string json = fmt::format(
+        R"({{"architectures": ["GptOssForCausalLM"], "attention_bias": true,
+        "eos_token_id": 200002, "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu",
+        "hidden_size": 2880, "initial_context_length": 4096, "intermediate_size": 2880,
+        "layer_types": [{}], "max_position_embeddings": 131072, "model_type": "gpt_oss",
+        "num_attention_heads": 64, "num_experts_per_tok": 4, "num_hidden_layers": 24,
+        "num_key_value_heads": 8, "num_local_experts": 32, "pad_token_id": 199999,
+        "quantization_config": {{"modules_to_not_convert": ["model.layers.*.self_attn",
+        "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}},
+        "rms_norm_eps": 1e-05, "rope_scaling": {{"beta_fast": 32.0, "beta_slow": 1.0,
+        "factor": 32.0, "original_max_position_embeddings": 4096, "rope_type": "yarn",
+        "truncate": false}}, "rope_theta": 150000, "sliding_window": 128, "swiglu_limit": 7.0,
+        "tie_word_embeddings": false, "vocab_size": 201088}})",
+        types);
+    const convert::HfConfig c = convert::parse_hf_config(
+        {reinterpret_cast<const uint8_t*>(json.data()), json.size()}, "config.json");
+    EXPECT_EQ(c.arch, "gpt-oss");
+    EXPECT_EQ(c.n_expert, 32u);
+    EXPECT_EQ(c.n_expert_used, 4u);
+    EXPECT_EQ(c.n_ff_expert, 2880u);
+    EXPECT_EQ(c.head_dim, 64u);
+    EXPECT_EQ(c.n_head_kv, 8u);
+    EXPECT_EQ(c.sliding_window, 128u);
+    EXPECT_TRUE(c.qkv_bias);
+    EXPECT_FALSE(c.tie_word_embeddings);
+    EXPECT_EQ(c.rope_scaling.kind, convert::RopeScalingKind::yarn);
+    EXPECT_EQ(c.rope_scaling.factor, 32.0);
+    EXPECT_EQ(c.rope_scaling.original_context, 4096u);
+    EXPECT_EQ(c.rope_theta, 150000.0);
 }
 
 TEST(ConvertLfm2MoeGemma4GptOss, BadConfigsNameTheField) {
