@@ -454,7 +454,15 @@ void read_gemma4(const Fields& f, HfConfig& c) {
     } else {
         for (uint32_t i = 0; i < c.n_layer; ++i) c.swa_layers[i] = (i + 1) % 6 != 0;
     }
-    c.swa_layers.back() = false;  // transformers forces the last layer to full attention
+    if (c.swa_layers.back()) {  // transformers forces the last layer to full attention
+        c.swa_layers.back() = false;
+        if (f.has("layer_types")) {
+            c.warnings.push_back(
+                fmt::format("layer_types[{}] = \"sliding_attention\": the last "
+                            "layer attends fully, as transformers makes it",
+                            c.n_layer - 1));
+        }
+    }
     c.head_dim = gemma4_full_layer_value(f, c, "head_dim", c.head_dim_swa)
                      .value_or(f.count_or("global_head_dim", 512, 2, 4096));
     c.head_dim_given = true;
