@@ -252,6 +252,16 @@ TEST(ConvertTokenizer, DetectsThePreTokenizerFromItsSplitExpression) {
     EXPECT_EQ(cv::vocab_from_tokenizer_json(bytes_of(split_tokenizer(llama3)), "t").pre,
               "llama-bpe");
     EXPECT_EQ(cv::vocab_from_tokenizer_json(bytes_of(split_tokenizer(qwen2)), "t").pre, "qwen2");
+    // o200k, as gpt-oss's tokenizer.json spells it.
+    const std::string o200k =
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+("
+        "?i:'s|'t|"
+        "'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}"
+        "\\p{Lm}"
+        "\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+        "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*["
+        "\\r\\n]+|\\s+(?!\\S)|\\s+";
+    EXPECT_EQ(cv::vocab_from_tokenizer_json(bytes_of(split_tokenizer(o200k)), "t").pre, "gpt-4o");
     const auto unknown = bytes_of(split_tokenizer("\\p{L}+|\\p{N}"));
     try {
         cv::vocab_from_tokenizer_json(unknown, "tok.json");

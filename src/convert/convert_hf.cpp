@@ -182,38 +182,6 @@ void build_moe(TensorBuilder& b, Checkpoint& ck, const HfConfig& c, const std::s
     }
 }
 
-// LFM2, as llama.cpp's converter maps it: operator_norm before the mixer; a convolution layer's
-// in_proj (B, C, X), depthwise kernel [channels, 1, L] squeezed to [L, channels] (F32) and
-// out_proj; an attention layer's q/k/v, out_proj and per-head q/k layernorms (no permutation:
-// NeoX RoPE); the FFN's w1 (gate), w3 (up), w2 (down); the final norm is embedding_norm, written
-// as token_embd_norm. token_embd was added by the caller; the output is tied.
-void build_lfm2(TensorBuilder& b, const HfConfig& c) {
-    const uint64_t E = c.n_embd, hd = c.head_dim, L = c.shortconv_l_cache;
-    const uint64_t n_q = uint64_t(c.n_head) * hd, n_kv = uint64_t(c.n_head_kv) * hd;
-    for (uint32_t i = 0; i < c.n_layer; ++i) {
-        const std::string hf = fmt::format("{}layers.{}.", c.tensor_prefix, i);
-        const std::string g = fmt::format("blk.{}.", i);
-        b.add(g + "attn_norm.weight", hf + "operator_norm.weight", {E});
-        if (c.conv_layers[i]) {
-            b.add(g + "shortconv.in_proj.weight", hf + "conv.in_proj.weight", {3 * E, E});
-            b.add_rows(g + "shortconv.conv.weight", hf + "conv.conv.weight", {E, 1, L}, {E, L}, {});
-            b.add(g + "shortconv.out_proj.weight", hf + "conv.out_proj.weight", {E, E});
-        } else {
-            b.add(g + "attn_q.weight", hf + "self_attn.q_proj.weight", {n_q, E});
-            b.add(g + "attn_k.weight", hf + "self_attn.k_proj.weight", {n_kv, E});
-            b.add(g + "attn_v.weight", hf + "self_attn.v_proj.weight", {n_kv, E});
-            b.add(g + "attn_q_norm.weight", hf + "self_attn.q_layernorm.weight", {hd});
-            b.add(g + "attn_k_norm.weight", hf + "self_attn.k_layernorm.weight", {hd});
-            b.add(g + "attn_output.weight", hf + "self_attn.out_proj.weight", {E, n_q});
-        }
-        b.add(g + "ffn_norm.weight", hf + "ffn_norm.weight", {E});
-        b.add(g + "ffn_gate.weight", hf + "feed_forward.w1.weight", {c.n_ff, E});
-        b.add(g + "ffn_up.weight", hf + "feed_forward.w3.weight", {c.n_ff, E});
-        b.add(g + "ffn_down.weight", hf + "feed_forward.w2.weight", {E, c.n_ff});
-    }
-    b.add("token_embd_norm.weight", c.tensor_prefix + "embedding_norm.weight", {E});
-}
-
 void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
     const uint64_t E = c.n_embd, V = c.vocab_size;
     const bool p1 = c.norm_plus_one;
@@ -228,9 +196,23 @@ void build_tensors(TensorBuilder& b, Checkpoint& ck, const HfConfig& c) {
     }
     const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
     const bool qwen35 = c.arch == "qwen35" || c.arch == "qwen35moe";
-    if (c.arch == "lfm2") {
-        build_lfm2(b, c);
+    if (c.arch == "lfm2" || c.arch == "lfm2moe") {
+        build_lfm2(b, ck, c);
         ck.take("lm_head.weight");  // tied
+        return;
+    }
+    if (c.arch == "gpt-oss") {
+        build_gptoss(b, ck, c);
+        b.add("output.weight", "lm_head.weight", {V, E});  // never tied
+        return;
+    }
+    if (c.arch == "gemma4") {
+        build_gemma4(b, c);
+        if (c.tie_word_embeddings) {
+            ck.take("lm_head.weight");
+        } else {
+            b.add("output.weight", "lm_head.weight", {V, E});
+        }
         return;
     }
     for (uint32_t i = 0; i < c.n_layer; ++i) {
@@ -327,8 +309,31 @@ void write_arch_hparams(gguf::GgufWriter& w, const HfConfig& c) {
         w.set_u32(a + "full_attention_interval", c.full_attn_interval);
         w.set_array_i32(a + "rope.dimension_sections", c.rope_sections);
     }
-    if (c.arch == "lfm2") w.set_u32(a + "shortconv.l_cache", c.shortconv_l_cache);
-    if (c.sliding_window > 0 && c.arch != "phi3") {  // gemma2, gemma3
+    if (c.arch == "lfm2" || c.arch == "lfm2moe") {
+        w.set_u32(a + "shortconv.l_cache", c.shortconv_l_cache);
+    }
+    if (c.arch == "lfm2moe") {
+        w.set_u32(a + "leading_dense_block_count", c.n_layer_dense_lead);
+        w.set_u32(a + "expert_gating_func", 2);  // sigmoid
+    }
+    if (c.arch == "gemma4") {
+        w.set_f32(a + "rope.freq_base_swa", float(c.rope_local_base));
+        if (c.final_softcap > 0) w.set_f32(a + "final_logit_softcapping", float(c.final_softcap));
+        w.set_u32(a + "attention.sliding_window", c.sliding_window);
+        w.set_array_bool(a + "attention.sliding_window_pattern", c.swa_layers);
+        w.set_u32(a + "attention.shared_kv_layers", c.n_kv_shared);
+        w.set_u32(a + "embedding_length_per_layer_input", c.n_embd_per_layer);
+        w.set_u32(a + "attention.key_length_swa", c.head_dim_swa);
+        w.set_u32(a + "attention.value_length_swa", c.head_dim_swa);
+        w.set_u32(a + "rope.dimension_count_swa", c.n_rot_swa);
+    } else if (c.arch == "gpt-oss") {
+        // Every second layer slides: llama.cpp's graph fixes the pattern; no key for it.
+        w.set_u32(a + "attention.sliding_window", c.sliding_window);
+        if (c.rope_scaling.kind == RopeScalingKind::yarn) {
+            w.set_f32(a + "rope.scaling.yarn_beta_fast", float(c.yarn_beta_fast));
+            w.set_f32(a + "rope.scaling.yarn_beta_slow", float(c.yarn_beta_slow));
+        }
+    } else if (c.sliding_window > 0 && c.arch != "phi3") {  // gemma2, gemma3
         w.set_u32(a + "attention.sliding_window", c.sliding_window);
         w.set_u32(a + "attention.sliding_window_pattern", c.sliding_window_pattern);
     }
@@ -343,11 +348,20 @@ void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& na
     w.set_u32(a + "context_length", c.n_ctx_train);
     w.set_u32(a + "embedding_length", c.n_embd);
     w.set_u32(a + "block_count", c.n_layer);
-    if (c.n_ff > 0) w.set_u32(a + "feed_forward_length", c.n_ff);
+    if (!c.n_ff_per_layer.empty()) {  // gemma4's double-wide MLPs
+        w.set_array_u32(a + "feed_forward_length", c.n_ff_per_layer);
+    } else if (c.n_ff > 0) {
+        w.set_u32(a + "feed_forward_length", c.n_ff);
+    }
     w.set_u32(a + "attention.head_count", c.n_head);
     if (!c.conv_layers.empty()) {  // lfm2: 0 KV heads marks a convolution layer
         std::vector<uint32_t> kv;
         for (const bool conv : c.conv_layers) kv.push_back(conv ? 0 : c.n_head_kv);
+        w.set_array_u32(a + "attention.head_count_kv", kv);
+    } else if (c.arch == "gemma4" && (c.k_eq_v || c.n_head_kv_full != c.n_head_kv)) {
+        // The full layers' own KV head count.
+        std::vector<uint32_t> kv;
+        for (const bool swa : c.swa_layers) kv.push_back(swa ? c.n_head_kv : c.n_head_kv_full);
         w.set_array_u32(a + "attention.head_count_kv", kv);
     } else {
         w.set_u32(a + "attention.head_count_kv", c.arch == "deepseek2" ? 1 : c.n_head_kv);
@@ -381,8 +395,12 @@ void write_hparams(gguf::GgufWriter& w, const HfConfig& c, const std::string& na
         if (c.n_ff_shared_expert > 0) {
             w.set_u32(a + "expert_shared_feed_forward_length", c.n_ff_shared_expert);
         }
-        // qwen35moe always renormalises; llama.cpp's converter writes no key for it.
-        if (c.arch != "qwen35moe") w.set_bool(a + "expert_weights_norm", c.expert_weights_norm);
+        // qwen35moe, lfm2moe, gemma4 and gpt-oss always renormalise; llama.cpp's converter
+        // writes no key.
+        if (c.arch != "qwen35moe" && c.arch != "lfm2moe" && c.arch != "gemma4" &&
+            c.arch != "gpt-oss") {
+            w.set_bool(a + "expert_weights_norm", c.expert_weights_norm);
+        }
     }
     w.set_u32("general.file_type", file_type_of(out));
     w.set_u32("general.quantization_version", 2);
@@ -468,16 +486,22 @@ ConvertResult convert_hf(const std::string& dir, const std::string& out_path,
             layer >= c.n_layer && layer < c.n_layer + c.n_nextn_layers) {
             return true;
         }
-        // Qwen3.5's vision encoder and MTP layer: not part of the language model memwall runs.
-        const bool extra = (c.arch == "qwen35" || c.arch == "qwen35moe") &&
-                           (n.starts_with("model.visual.") || n.starts_with("mtp.") ||
-                            n.starts_with("model.mtp."));
-        skipped += extra;
-        return extra;
+        // Qwen3.5's vision encoder and MTP layer, Gemma 4's vision and audio encoders: not part
+        // of the language model memwall runs.
+        const bool qwen35_extra = (c.arch == "qwen35" || c.arch == "qwen35moe") &&
+                                  (n.starts_with("model.visual.") || n.starts_with("mtp.") ||
+                                   n.starts_with("model.mtp."));
+        const bool gemma4_extra =
+            c.arch == "gemma4" &&
+            (n.starts_with("model.vision_tower.") || n.starts_with("model.audio_tower.") ||
+             n.starts_with("model.embed_vision.") || n.starts_with("model.embed_audio."));
+        skipped += qwen35_extra || gemma4_extra;
+        return qwen35_extra || gemma4_extra;
     });
     if (skipped > 0) {
         result.warnings.push_back(fmt::format(
-            "{} tensors of the vision encoder and the MTP layers are not converted", skipped));
+            "{} tensors of the vision or audio encoders and the MTP layers are not converted",
+            skipped));
     }
     if (!unused.empty()) {
         std::string list;

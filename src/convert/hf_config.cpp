@@ -40,6 +40,10 @@ constexpr ModelType kModelTypes[] = {
     {"qwen3_5", "qwen35", false, false},
     {"qwen3_5_moe", "qwen35moe", false, true},
     {"lfm2", "lfm2", false, false},
+    {"lfm2_moe", "lfm2moe", false, true},
+    {"gemma4_text", "gemma4", false, false},
+    {"gemma4", "gemma4", false, false},
+    {"gpt_oss", "gpt-oss", false, true},
     {"smollm3", "smollm3", true, false},
 };
 
@@ -106,14 +110,17 @@ RopeScalingConfig read_rope_scaling(const Fields& top, uint32_t n_ctx_train, boo
 }
 
 void read_moe(const Fields& f, HfConfig& c) {
-    if (c.model_type == "mixtral") {
+    if (c.model_type == "mixtral" || c.model_type == "gpt_oss") {
         c.n_expert = f.count("num_local_experts", 1, 1024);
         c.n_ff_expert = c.n_ff;
-        c.expert_weights_norm = true;  // Mixtral renormalises its top-k weights
+        // Mixtral renormalises its top-k weights; gpt-oss's softmax over the chosen experts'
+        // logits is the same.
+        c.expert_weights_norm = true;
     } else {
         c.n_expert = f.count("num_experts", 1, 1024);
         c.n_ff_expert = f.count("moe_intermediate_size", 1, 1u << 20);
-        c.expert_weights_norm = f.flag("norm_topk_prob", c.arch == "qwen35moe");
+        c.expert_weights_norm =
+            f.flag("norm_topk_prob", c.arch == "qwen35moe" || c.arch == "lfm2moe");
         // Every layer must be a MoE layer: memwall's qwen MoE graphs have no dense layers.
         const uint32_t step = f.opt_count("decoder_sparse_step", 0, 4096).value_or(1);
         if (step != 1) {
@@ -141,7 +148,7 @@ void read_moe(const Fields& f, HfConfig& c) {
 const char* supported_hf_model_types() {
     return "llama, mistral, mixtral, qwen2, qwen3, qwen2_moe, qwen3_moe, granite, cohere, gemma2, "
            "gemma3_text, phi3, deepseek_v2, deepseek_v3, qwen3_5, qwen3_5_text, qwen3_5_moe, "
-           "qwen3_5_moe_text, lfm2, smollm3";
+           "qwen3_5_moe_text, lfm2, lfm2_moe, smollm3, gemma4, gemma4_text, gpt_oss";
 }
 
 HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name) {
@@ -155,9 +162,11 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     const auto model_type = top.text("model_type");
     if (!model_type) top.missing("model_type");
     c.model_type = *model_type;
-    // The multimodal Qwen3.5 configs keep the language model's fields in text_config (its
-    // tensors under model.language_model.); the vision tower is not converted.
-    const bool multimodal = c.model_type == "qwen3_5" || c.model_type == "qwen3_5_moe";
+    // The multimodal Qwen3.5 and Gemma 4 configs keep the language model's fields in
+    // text_config (its tensors under model.language_model.); the vision (and audio) towers are
+    // not converted.
+    const bool multimodal =
+        c.model_type == "qwen3_5" || c.model_type == "qwen3_5_moe" || c.model_type == "gemma4";
     const json* text = multimodal ? top.get("text_config") : nullptr;
     if (multimodal && (!text || !text->is_object())) top.missing("text_config");
     const Fields f(text ? *text : root, name, text ? "text_config." : "");
@@ -193,12 +202,19 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
             }
         }
     }
-    if (top.has("quantization_config")) {
+    if (c.arch == "gpt-oss" && top.has("quantization_config")) {
+        // gpt-oss ships its experts in MXFP4 (blocks + scales), which GGUF keeps as they are.
+        const Fields q(*top.get("quantization_config"), name, "quantization_config.");
+        if (const auto m = q.text("quant_method"); m != "mxfp4") {
+            q.unsupported("quant_method", fmt::format("= {} is not supported for gpt_oss (mxfp4)",
+                                                      m ? "\"" + *m + "\"" : "null"));
+        }
+    } else if (top.has("quantization_config")) {
         top.unsupported("quantization_config",
                         "is present: pre-quantized checkpoints (GPTQ, AWQ, FP8, ...) are not "
                         "supported; convert the original weights");
     }
-    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3";
+    const bool gemma = c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "gemma4";
     const bool deepseek = c.arch == "deepseek2";
     // Gemma's MLP is GELU (tanh approximation), written as hidden_activation by newer
     // transformers; every other architecture here is SiLU.
@@ -210,6 +226,12 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     if (f.flag("mlp_bias", false)) f.unsupported("mlp_bias", "= true is not supported");
     if (c.model_type == "qwen2" || c.model_type == "qwen2_moe") {
         c.qkv_bias = true;  // Qwen2 and Qwen2-MoE always have Q/K/V biases
+    } else if (c.arch == "gpt-oss") {
+        // gpt-oss's Q, K, V and output biases, which memwall's gpt-oss graph adds.
+        if (!f.flag("attention_bias", true)) {
+            f.unsupported("attention_bias", "= false is not supported for gpt_oss");
+        }
+        c.qkv_bias = true;
     } else if (f.flag("attention_bias", false)) {
         // The output projection gets a bias too, which memwall's graph does not have.
         f.unsupported("attention_bias", "= true is not supported (an output projection bias)");
@@ -249,14 +271,17 @@ HfConfig parse_hf_config(std::span<const uint8_t> bytes, const std::string& name
     }
     c.n_ff = f.opt_count("intermediate_size", 1, 1u << 20).value_or(0);
     if (c.n_ff == 0 && !deepseek && c.arch != "lfm2" &&  // lfm2: block_ff_dim (read_lfm2)
-        (!type->moe || c.model_type == "mixtral" || c.model_type == "qwen2_moe")) {
+        (!type->moe || c.model_type == "mixtral" || c.model_type == "qwen2_moe" ||
+         c.model_type == "gpt_oss")) {
         f.missing("intermediate_size");
     }
     c.n_ctx_train = f.opt_count("max_position_embeddings", 1, 1u << 24).value_or(2048);
     c.rms_norm_eps = f.number("rms_norm_eps", 1e-6, 0.0, 0.5);
     c.rope_theta = f.number("rope_theta", 10000.0, 1.0 + 1e-9, 1e12);
     c.rope_scaling = read_rope_scaling(f, c.n_ctx_train, c.arch == "phi3");
-    c.tie_word_embeddings = f.flag("tie_word_embeddings", top.flag("tie_word_embeddings", false));
+    // Gemma 4's configs leave it out: transformers' default there is tied.
+    c.tie_word_embeddings =
+        f.flag("tie_word_embeddings", top.flag("tie_word_embeddings", c.arch == "gemma4"));
 
     if (f.flag("use_sliding_window", false)) {
         f.unsupported("use_sliding_window", "= true: sliding-window attention is not supported");

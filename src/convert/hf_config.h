@@ -83,9 +83,25 @@ struct HfConfig {
     // checkpoints, "model.language_model." (beside model.visual.*, which is not converted).
     std::string tensor_prefix = "model.";
 
-    // lfm2 (LFM2): gated short-convolution layers (layer_types "conv") among GQA layers.
+    // lfm2 / lfm2moe (LFM2): gated short-convolution layers (layer_types "conv") among GQA
+    // layers; lfm2moe's first n_layer_dense_lead layers have a dense FFN.
     std::vector<bool> conv_layers;   // per layer: a short convolution
     uint32_t shortconv_l_cache = 0;  // conv_L_cache
+
+    // gemma4 (Gemma 4): sliding layers with heads of head_dim_swa and n_head_kv KV heads, full
+    // layers with heads of head_dim (global_head_dim) and n_head_kv_full KV heads, keys reused as
+    // values there with k_eq_v; the last n_kv_shared layers reuse an earlier layer's K/V;
+    // per-layer embeddings of n_embd_per_layer (0: none); the MoE block beside the dense MLP.
+    std::vector<bool> swa_layers;  // per layer: sliding-window attention
+    uint32_t head_dim_swa = 0, n_rot_swa = 0, n_head_kv_full = 0;
+    bool k_eq_v = false;
+    uint32_t n_kv_shared = 0;
+    uint32_t n_embd_per_layer = 0;
+    std::vector<uint32_t> n_ff_per_layer;  // empty: n_ff everywhere (else use_double_wide_mlp)
+    uint32_t n_rot_full_pairs = 0;         // the full layers' rotated pairs (proportional RoPE)
+
+    // gpt-oss: YaRN's correction range (rope_scaling.beta_fast / beta_slow), written as keys.
+    double yarn_beta_fast = 32.0, yarn_beta_slow = 1.0;
 
     // Mixture of experts (n_expert == 0: dense).
     uint32_t n_expert = 0;

@@ -1,8 +1,10 @@
-// config.json fields of granite, cohere (command-r), gemma2, gemma3_text, phi3 and deepseek_v2/v3:
-// what each block does beyond llama's, read with the defaults transformers uses, and refused
-// where memwall's graph (and llama.cpp's, whose GGUF keys are written) would compute something
-// else than the original model.
+// config.json fields of granite, cohere (command-r), gemma2, gemma3_text, phi3, deepseek_v2/v3,
+// qwen3_5, lfm2 / lfm2_moe, smollm3, gemma4 and gpt_oss: what each block does beyond llama's,
+// read with the defaults transformers uses, and refused where memwall's graph (and llama.cpp's,
+// whose GGUF keys are written) would compute something else than the original model.
+#include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "convert/hf_config.h"
 #include "convert/hf_fields.h"
@@ -306,6 +308,29 @@ void read_qwen35(const Fields& f, HfConfig& c) {
     }
 }
 
+// LFM2-MoE: the dense FFN of the first num_dense_layers layers is intermediate_size wide (not
+// adjusted); the experts are routed as llama.cpp's lfm2moe graph (and memwall's) fixes it:
+// sigmoid scores plus the selection bias expert_bias, the top-k weights renormalised, unscaled.
+void read_lfm2moe(const Fields& f, HfConfig& c) {
+    if (!f.has("intermediate_size")) f.missing("intermediate_size");
+    c.n_layer_dense_lead = f.count_or("num_dense_layers", 2, 0, c.n_layer);
+    c.sigmoid_gating = true;
+    c.head_dim_given = true;  // written as attention.key_length / value_length, as llama.cpp does
+    if (!f.flag("use_expert_bias", true)) {
+        f.unsupported("use_expert_bias",
+                      "= false is not supported (lfm2moe selects with the bias)");
+    }
+    if (!c.expert_weights_norm) {
+        f.unsupported("norm_topk_prob",
+                      "= false is not supported (lfm2moe renormalises the top-k weights)");
+    }
+    if (const double s = f.number("routed_scaling_factor", 1.0, 0.0, 1e6); s != 1.0) {
+        f.unsupported(
+            "routed_scaling_factor",
+            fmt::format("= {} is not supported (lfm2moe leaves the weights unscaled)", s));
+    }
+}
+
 // LFM2 (Liquid): layer_types ("conv" / "full_attention"), or the older full_attn_idxs; the FFN
 // width as llama.cpp's converter derives it (block_ff_dim, else intermediate_size; with
 // block_auto_adjust_ff_dim: 2/3 of it, times block_ffn_dim_multiplier, rounded up to
@@ -316,15 +341,19 @@ void read_lfm2(const Fields& f, HfConfig& c) {
     if (!c.tie_word_embeddings) f.unsupported("tie_embedding", "= false is not supported");
     if (f.flag("conv_bias", false)) f.unsupported("conv_bias", "= true is not supported");
     c.shortconv_l_cache = f.count("conv_L_cache", 1, 64);
-    const char* ff_key = f.has("block_ff_dim") ? "block_ff_dim" : "intermediate_size";
-    uint64_t ff = f.count(ff_key, 1, 1u << 20);
-    if (f.flag("block_auto_adjust_ff_dim", false)) {
-        ff = 2 * ff / 3;
-        ff = uint64_t(f.number("block_ffn_dim_multiplier", 1.0, 1e-3, 1e3) * double(ff));
-        const uint64_t multiple = f.count_or("block_multiple_of", 256, 1, 1u << 16);
-        ff = (ff + multiple - 1) / multiple * multiple;
+    if (c.arch == "lfm2moe") {
+        read_lfm2moe(f, c);
+    } else {
+        const char* ff_key = f.has("block_ff_dim") ? "block_ff_dim" : "intermediate_size";
+        uint64_t ff = f.count(ff_key, 1, 1u << 20);
+        if (f.flag("block_auto_adjust_ff_dim", false)) {
+            ff = 2 * ff / 3;
+            ff = uint64_t(f.number("block_ffn_dim_multiplier", 1.0, 1e-3, 1e3) * double(ff));
+            const uint64_t multiple = f.count_or("block_multiple_of", 256, 1, 1u << 16);
+            ff = (ff + multiple - 1) / multiple * multiple;
+        }
+        c.n_ff = uint32_t(ff);
     }
-    c.n_ff = uint32_t(ff);
     c.conv_layers.assign(c.n_layer, false);
     if (const json* types = f.get("layer_types")) {
         if (!types->is_array() || types->size() != c.n_layer) {
@@ -352,6 +381,226 @@ void read_lfm2(const Fields& f, HfConfig& c) {
         }
     } else {
         f.missing("layer_types");
+    }
+}
+
+// Gemma 4's per-layer attention shape: per_layer_config (newer transformers) may give a layer's
+// head_dim and num_key_value_heads. GGUF holds one value per kind: every full layer must agree,
+// and a sliding layer may only restate `swa_value`. Returns the full layers' value, if given.
+std::optional<uint32_t> gemma4_full_layer_value(const Fields& f, const HfConfig& c, const char* key,
+                                                uint32_t swa_value) {
+    const json* plc = f.get("per_layer_config");
+    if (!plc) return std::nullopt;
+    if (!plc->is_object()) f.bad("per_layer_config", "is not an object of layer numbers");
+    std::optional<uint32_t> value;
+    for (const auto& [layer, cfg] : plc->items()) {
+        uint32_t il = 0;
+        const auto [end, ec] = std::from_chars(layer.data(), layer.data() + layer.size(), il);
+        if (ec != std::errc() || end != layer.data() + layer.size() || il >= c.n_layer) {
+            f.bad("per_layer_config",
+                  fmt::format("names layer \"{}\", not one below {}", layer, c.n_layer));
+        }
+        if (!cfg.is_object()) f.bad("per_layer_config", fmt::format("[{}] is not an object", il));
+        const Fields lf(cfg, f.file(), fmt::format("per_layer_config.{}.", il));
+        const auto v = lf.opt_count(key, 1, 4096);
+        if (!v) continue;
+        if (c.swa_layers[il]) {
+            if (*v != swa_value) {
+                lf.unsupported(key, fmt::format("= {} differs from the sliding layers' {}: GGUF "
+                                                "has one value for every sliding layer",
+                                                *v, swa_value));
+            }
+            continue;
+        }
+        if (value && *v != *value) {
+            lf.unsupported(key, fmt::format("= {} differs from another full layer's {}: GGUF has "
+                                            "one value for every full layer",
+                                            *v, *value));
+        }
+        value = v;
+    }
+    return value;
+}
+
+// Gemma 4 (gemma4_text, or text_config of gemma4), with transformers' defaults: layer_types
+// (sliding_attention / full_attention; by default a full layer every sixth), heads of head_dim on
+// the sliding layers and of global_head_dim on the full ones, which reuse their keys as values
+// (and have num_global_key_value_heads KV heads) with attention_k_eq_v, or both from
+// per_layer_config where newer transformers write it; RoPE per layer kind from
+// rope_parameters, the full layers' "proportional" (partial) RoPE written as rope_freqs, as
+// llama.cpp's converter does; KV sharing of the last num_kv_shared_layers layers; per-layer
+// embeddings (hidden_size_per_layer_input); double-wide MLPs on the sharing layers; the MoE block
+// (enable_moe_block). RMSNorm weights are used as stored (no 1 + w).
+void read_gemma4(const Fields& f, HfConfig& c) {
+    c.head_dim_swa = f.count_or("head_dim", 256, 2, 4096);
+    c.n_ctx_train = f.count_or("max_position_embeddings", 131072, 1, 1u << 24);
+    c.sliding_window = f.count_or("sliding_window", 512, 1, UINT32_MAX);
+    c.final_softcap = f.number("final_logit_softcapping", 0.0, 0.0, 1e9);
+    c.swa_layers.assign(c.n_layer, false);
+    if (const json* types = f.get("layer_types")) {
+        if (!types->is_array() || types->size() != c.n_layer) {
+            f.bad("layer_types",
+                  fmt::format("is not an array of num_hidden_layers = {} strings", c.n_layer));
+        }
+        for (uint32_t i = 0; i < c.n_layer; ++i) {
+            const json& t = (*types)[i];
+            if (t != "sliding_attention" && t != "full_attention") {
+                f.unsupported("layer_types", fmt::format("[{}] = {} is not supported "
+                                                         "(sliding_attention or full_attention)",
+                                                         i, json_brief(t)));
+            }
+            c.swa_layers[i] = t == "sliding_attention";
+        }
+    } else {
+        for (uint32_t i = 0; i < c.n_layer; ++i) c.swa_layers[i] = (i + 1) % 6 != 0;
+    }
+    if (c.swa_layers.back()) {  // transformers forces the last layer to full attention
+        c.swa_layers.back() = false;
+        if (f.has("layer_types")) {
+            c.warnings.push_back(
+                fmt::format("layer_types[{}] = \"sliding_attention\": the last "
+                            "layer attends fully, as transformers makes it",
+                            c.n_layer - 1));
+        }
+    }
+    c.head_dim = gemma4_full_layer_value(f, c, "head_dim", c.head_dim_swa)
+                     .value_or(f.count_or("global_head_dim", 512, 2, 4096));
+    c.head_dim_given = true;
+    if (c.head_dim % 2 != 0 || c.head_dim_swa % 2 != 0) {
+        f.bad("head_dim", fmt::format("gives an odd head size ({} sliding, {} full), which RoPE "
+                                      "cannot rotate",
+                                      c.head_dim_swa, c.head_dim));
+    }
+    c.k_eq_v = f.flag("attention_k_eq_v", false);
+    // The full layers' KV heads: per_layer_config's, else num_global_key_value_heads, which
+    // transformers applies only with attention_k_eq_v.
+    const std::optional<uint32_t> kv_full =
+        gemma4_full_layer_value(f, c, "num_key_value_heads", c.n_head_kv);
+    c.n_head_kv_full = kv_full.value_or(
+        c.k_eq_v ? f.count_or("num_global_key_value_heads", c.n_head_kv, 1, c.n_head)
+                 : c.n_head_kv);
+    if (c.n_head_kv_full == 0 || c.n_head % c.n_head_kv_full != 0) {
+        f.bad(kv_full ? "per_layer_config" : "num_global_key_value_heads",
+              fmt::format("gives {} KV heads to the full layers, which does not divide "
+                          "num_attention_heads = {}",
+                          c.n_head_kv_full, c.n_head));
+    }
+    c.n_kv_shared = f.count_or("num_kv_shared_layers", 0, 0, UINT32_MAX);
+    if (c.n_kv_shared >= c.n_layer) {
+        f.bad("num_kv_shared_layers",
+              fmt::format("= {} is not below num_hidden_layers = {}: no layer would compute K/V",
+                          c.n_kv_shared, c.n_layer));
+    }
+    // A sharing layer reads the K/V of the last earlier layer of its kind: there must be one.
+    const uint32_t first_shared = c.n_layer - c.n_kv_shared;
+    for (uint32_t i = first_shared; i < c.n_layer; ++i) {
+        bool found = false;
+        for (uint32_t j = 0; j < first_shared; ++j) found |= c.swa_layers[j] == c.swa_layers[i];
+        if (!found) {
+            f.bad("num_kv_shared_layers",
+                  fmt::format("= {}: layer {} ({}) shares the K/V of an earlier layer of its kind, "
+                              "but layers 0-{} have none",
+                              c.n_kv_shared, i, c.swa_layers[i] ? "sliding" : "full",
+                              first_shared - 1));
+        }
+    }
+    // transformers' default is 256 (per-layer embeddings on); the big models write 0 or null.
+    c.n_embd_per_layer = f.is_null("hidden_size_per_layer_input")
+                             ? 0
+                             : f.count_or("hidden_size_per_layer_input", 256, 0, 1u << 16);
+    if (c.n_embd_per_layer > 0) {
+        const uint32_t v = f.count_or("vocab_size_per_layer_input", 262144, 1, 1u << 24);
+        if (v != c.vocab_size) {
+            f.unsupported("vocab_size_per_layer_input",
+                          fmt::format("= {} differs from vocab_size = {}: GGUF's per-layer "
+                                      "embedding table has a row per token",
+                                      v, c.vocab_size));
+        }
+    }
+    if (f.flag("use_double_wide_mlp", false) && c.n_kv_shared > 0) {
+        for (uint32_t i = 0; i < c.n_layer; ++i) {
+            c.n_ff_per_layer.push_back(i < first_shared ? c.n_ff : 2 * c.n_ff);
+        }
+    }
+    if (f.flag("enable_moe_block", false)) {
+        c.n_expert = f.count("num_experts", 1, 1024);
+        c.n_expert_used = f.count("top_k_experts", 1, c.n_expert);
+        c.n_ff_expert = f.count("moe_intermediate_size", 1, 1u << 20);
+        c.expert_weights_norm = true;  // Gemma 4's router always renormalises
+    }
+    if (const auto bidir = f.text("use_bidirectional_attention"); bidir && *bidir == "all") {
+        f.unsupported("use_bidirectional_attention",
+                      "= \"all\" (an embedding model) is not supported: memwall's attention is "
+                      "causal");
+    }
+
+    // rope_parameters: {"sliding_attention": {...}, "full_attention": {...}}.
+    const json* rope = f.get("rope_parameters");
+    if (rope && !rope->is_object()) f.bad("rope_parameters", "is not an object");
+    static const json kNone = json::object();
+    const auto kind = [&](const char* name) -> Fields {
+        const json* k = rope ? Fields(*rope, f.file(), "rope_parameters.").get(name) : nullptr;
+        if (k && !k->is_object())
+            f.bad("rope_parameters", fmt::format("[{}] is not an object", name));
+        return Fields(k ? *k : kNone, f.file(), fmt::format("rope_parameters.{}.", name));
+    };
+    const Fields swa = kind("sliding_attention");
+    const Fields full = kind("full_attention");
+    if (const auto t = swa.text("rope_type"); t && *t != "default") {
+        swa.unsupported("rope_type", fmt::format("= \"{}\" is not supported (default)", *t));
+    }
+    if (const auto t = full.text("rope_type").value_or("proportional"); t != "proportional") {
+        full.unsupported("rope_type", fmt::format("= \"{}\" is not supported (proportional)", t));
+    }
+    c.rope_local_base = swa.number("rope_theta", 10000.0, 1.0 + 1e-9, 1e12);
+    c.rope_theta = full.number("rope_theta", 1e6, 1.0 + 1e-9, 1e12);
+    const double p_swa = swa.number("partial_rotary_factor", 1.0, 1e-6, 1.0);
+    c.n_rot_swa = uint32_t(p_swa * c.head_dim_swa);
+    if (c.n_rot_swa == 0 || c.n_rot_swa % 2 != 0) {
+        swa.bad("partial_rotary_factor",
+                fmt::format("= {} gives {} rotated dims of a head of {}", p_swa,
+                            p_swa * c.head_dim_swa, c.head_dim_swa));
+    }
+    const double p_full = full.number("partial_rotary_factor", 0.25, 1e-6, 1.0);
+    c.n_rot_full_pairs = uint32_t(c.head_dim * p_full / 2);
+    if (c.n_rot_full_pairs == 0) {
+        full.bad("partial_rotary_factor",
+                 fmt::format("= {} rotates no pair of a head of {}", p_full, c.head_dim));
+    }
+    // The full layers rotate all head_dim dims in GGUF; rope_freqs stops the unrotated pairs.
+    c.n_rot = c.head_dim;
+}
+
+// gpt-oss: sliding-window attention on the even layers (as llama.cpp's gpt-oss graph, and
+// memwall's, fix it), the clamped SwiGLU at transformers' limit 7, YaRN RoPE.
+void read_gptoss(const Fields& f, HfConfig& c) {
+    c.sliding_window = f.count_or("sliding_window", 128, 1, UINT32_MAX);
+    if (const json* types = f.get("layer_types")) {
+        if (!types->is_array() || types->size() != c.n_layer) {
+            f.bad("layer_types",
+                  fmt::format("is not an array of num_hidden_layers = {} strings", c.n_layer));
+        }
+        for (uint32_t i = 0; i < c.n_layer; ++i) {
+            const char* want = i % 2 == 0 ? "sliding_attention" : "full_attention";
+            if ((*types)[i] != want) {
+                f.unsupported("layer_types",
+                              fmt::format("[{}] = {}: only sliding_attention on the even layers "
+                                          "and full_attention on the odd ones is supported",
+                                          i, json_brief((*types)[i])));
+            }
+        }
+    }
+    if (const double limit = f.number("swiglu_limit", 7.0, 0.0, 1e9); limit != 7.0) {
+        f.unsupported("swiglu_limit",
+                      fmt::format("= {} is not supported (the GGUF graph clamps at 7)", limit));
+    }
+    const RopeScalingKind kind = c.rope_scaling.kind;
+    if (kind == RopeScalingKind::yarn) {
+        const Fields rs(*f.get("rope_scaling"), f.file(), "rope_scaling.");
+        c.yarn_beta_fast = rs.number("beta_fast", 32.0, -1e6, 1e6);
+        c.yarn_beta_slow = rs.number("beta_slow", 1.0, -1e6, 1e6);
+    } else if (kind != RopeScalingKind::none) {
+        f.unsupported("rope_scaling", "is not supported for gpt_oss (only yarn)");
     }
 }
 
@@ -393,8 +642,12 @@ void read_arch_fields(const Fields& f, HfConfig& c) {
         read_deepseek(f, c);
     } else if (c.arch == "qwen35" || c.arch == "qwen35moe") {
         read_qwen35(f, c);
-    } else if (c.arch == "lfm2") {
+    } else if (c.arch == "lfm2" || c.arch == "lfm2moe") {
         read_lfm2(f, c);
+    } else if (c.arch == "gemma4") {
+        read_gemma4(f, c);
+    } else if (c.arch == "gpt-oss") {
+        read_gptoss(f, c);
     } else if (c.arch == "smollm3") {
         read_smollm3(f, c);
     }

@@ -120,7 +120,8 @@ class Fields {
 struct HfConfig;
 
 // The fields of the architectures beyond llama and qwen (granite, cohere, gemma2, gemma3_text,
-// phi3, deepseek_v2/v3), read after the common ones (hf_config_arch.cpp).
+// phi3, deepseek_v2/v3, qwen3_5, lfm2, lfm2_moe, smollm3, gemma4, gpt_oss), read after the
+// common ones (hf_config_arch.cpp).
 void read_arch_fields(const Fields& f, HfConfig& c);
 
 }  // namespace mw::convert

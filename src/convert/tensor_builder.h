@@ -1,7 +1,8 @@
 // The tensors of a Hugging Face checkpoint (its safetensors shards, mapped) and the GGUF tensor
 // list built from them, shared by the converter's architecture builders (convert_hf.cpp,
-// convert_qwen35.cpp). Every missing or misshapen tensor is collected, so that one error lists
-// them all, and every tensor of the checkpoint must be used.
+// convert_qwen35.cpp, convert_lfm2.cpp, convert_gemma4.cpp, convert_gptoss.cpp). Every missing or
+// misshapen tensor is collected, so that one error lists them all, and every tensor of the
+// checkpoint must be used.
 #pragma once
 
 #include <algorithm>
@@ -177,10 +178,13 @@ class Checkpoint {
                 case safetensors::Dtype::F64:
                     t.dtype = SourceDtype::F64;
                     break;
+                case safetensors::Dtype::U8:
+                    t.dtype = SourceDtype::U8;
+                    break;
                 default:
                     fail(ErrorKind::unsupported,
                          "{}: tensor \"{}\" has dtype {}; memwall converts F32, F16, BF16 and F64 "
-                         "tensors",
+                         "tensors (and gpt-oss's U8 MXFP4 blocks)",
                          path, info.name, safetensors::dtype_name(info.dtype));
             }
             const auto [it, inserted] = tensors_.emplace(info.name, std::move(t));
@@ -274,6 +278,23 @@ class TensorBuilder {
         if (t.parts.size() == hf_names.size()) outputs_.push_back(std::move(t));
     }
 
+    // A tensor of `type` whose bytes fn writes from the sources (each of its shape, U8 allowed):
+    // packed data repacked as it is, not re-encoded. out_shape in HF order.
+    void add_raw(const std::string& gguf_name, GgmlType type,
+                 const std::vector<uint64_t>& out_shape,
+                 const std::vector<std::pair<std::string, std::vector<uint64_t>>>& sources,
+                 std::function<void(const std::vector<SourceTensor>&, uint8_t*)> fn) {
+        std::vector<SourceTensor> srcs;
+        for (const auto& [name, shape] : sources) {
+            if (const SourceTensor* src = find(name, shape, true)) srcs.push_back(*src);
+        }
+        if (srcs.size() != sources.size()) return;
+        OutputTensor t = output(gguf_name, out_shape);
+        t.type = type;
+        t.raw = [srcs = std::move(srcs), fn = std::move(fn)](uint8_t* dst) { fn(srcs, dst); };
+        outputs_.push_back(std::move(t));
+    }
+
     void add_values(const std::string& gguf_name, std::vector<float> values) {
         OutputTensor t = output(gguf_name, {values.size()});
         t.values = std::move(values);
@@ -299,10 +320,18 @@ class TensorBuilder {
     const std::vector<OutputTensor>& outputs() const { return outputs_; }
 
   private:
-    const SourceTensor* find(const std::string& hf_name, const std::vector<uint64_t>& shape) {
+    const SourceTensor* find(const std::string& hf_name, const std::vector<uint64_t>& shape,
+                             bool packed = false) {
         const SourceTensor* src = ck_.take(hf_name);
         if (!src) {
             missing_.push_back(hf_name);
+            return nullptr;
+        }
+        if ((src->dtype == SourceDtype::U8) != packed) {
+            problems_.push_back(fmt::format("{} (in {}) has dtype {}, expected {}", hf_name,
+                                            fs::path(src->file).filename().string(),
+                                            source_dtype_name(src->dtype),
+                                            packed ? "U8 (packed blocks)" : "F32, F16 or BF16"));
             return nullptr;
         }
         if (src->shape != shape) {
@@ -334,5 +363,17 @@ class TensorBuilder {
 // in the tiled order).
 void build_qwen35_mixer(TensorBuilder& b, const HfConfig& c, const std::string& hf,
                         const std::string& gguf, uint32_t layer);
+
+// LFM2 and LFM2-MoE (convert_lfm2.cpp): every layer and the final norm; token_embd is the
+// caller's.
+void build_lfm2(TensorBuilder& b, Checkpoint& ck, const HfConfig& c);
+
+// gpt-oss (convert_gptoss.cpp): every layer and the final norm; token_embd and the output are
+// the caller's.
+void build_gptoss(TensorBuilder& b, Checkpoint& ck, const HfConfig& c);
+
+// Gemma 4 (convert_gemma4.cpp): rope_freqs, the per-layer embeddings, every layer and the final
+// norm; token_embd and the output are the caller's.
+void build_gemma4(TensorBuilder& b, const HfConfig& c);
 
 }  // namespace mw::convert

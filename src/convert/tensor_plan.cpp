@@ -85,6 +85,8 @@ size_t source_dtype_size(SourceDtype d) {
             return 2;
         case SourceDtype::F64:
             return 8;
+        case SourceDtype::U8:
+            return 1;
     }
     return 4;
 }
@@ -99,6 +101,8 @@ const char* source_dtype_name(SourceDtype d) {
             return "BF16";
         case SourceDtype::F64:
             return "F64";
+        case SourceDtype::U8:
+            return "U8";
     }
     return "?";
 }
@@ -138,6 +142,9 @@ void SourceTensor::decode_row(uint64_t r, float* out) const {
                 out[i] = float(d);
             }
             break;
+        case SourceDtype::U8:  // TensorBuilder lets packed data reach raw writers only
+            fail(ErrorKind::unsupported, "{}: tensor {} is U8 (packed data), not numbers", file,
+                 name);
     }
 }
 
@@ -162,6 +169,10 @@ GgmlType choose_type(OutType out, const std::string& name, size_t n_dims, uint64
 }
 
 void add_output_tensor(gguf::GgufWriter& w, const OutputTensor& t) {
+    if (t.raw) {
+        w.add_tensor(t.name, t.type, t.ne, t.raw);
+        return;
+    }
     const TypeTraits* traits = type_traits(t.type);
     const QuantizeRowFn encode = file_quantizer(t.type);
     if (!traits || !encode) {

@@ -28,8 +28,9 @@ GgmlType ggml_type_of(OutType type);
 // general.file_type (llama_ftype) of a file whose matrices are `type`.
 uint32_t file_type_of(OutType type);
 
-// Element types the converter reads.
-enum class SourceDtype { F32, F16, BF16, F64 };
+// Element types the converter reads. U8: packed data (gpt-oss's MXFP4 blocks and scales), which
+// only a raw writer reads.
+enum class SourceDtype { F32, F16, BF16, F64, U8 };
 size_t source_dtype_size(SourceDtype dtype);
 const char* source_dtype_name(SourceDtype dtype);
 
@@ -58,8 +59,10 @@ struct OutputTensor {
     // ... or values computed by the converter (small tensors: permuted biases, rope_freqs) ...
     std::vector<float> values;
     // ... or computed while the file is written (large transforms: a transpose), into
-    // n_elements() floats, so that only one such tensor is in memory at a time.
+    // n_elements() floats, so that only one such tensor is in memory at a time ...
     std::function<void(float*)> compute;
+    // ... or its bytes in `type` written directly (packed data repacked, not re-encoded).
+    std::function<void(uint8_t*)> raw;
 
     uint64_t n_elements() const;
 };
