@@ -19,6 +19,7 @@
 #include "plan/planner.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
+#include "support/model_inputs.h"
 #include "support/test_support.h"
 #include "synth/synth.h"
 
@@ -242,14 +243,9 @@ TEST(Synth, DeviceModelPresetsAtAScaledDownShapeRun) {
         if (!o.spec->conv_layers.empty()) {
             EXPECT_EQ(hp.n_recurrent_layers(), 4u);
         }
-        const std::vector<uint8_t> bytes = test::read_file(path);
-        const gguf::GgufFile header = gguf::GgufFile::parse(bytes, id, {.header_only = true});
-        const ModelFacts facts = model_facts(header, "Q4_K_M");
-        ASSERT_TRUE(facts.runnable) << facts.note;
-        RunSettings run;
-        run.n_ctx = 64;
-        run.n_threads = 2;
-        const MemoryPlan plan = plan_memory(facts, run);
+        const test::PlannedFile planned = test::plan_file(path, "Q4_K_M", 64);
+        ASSERT_TRUE(planned.facts.runnable) << planned.facts.note;
+        const MemoryPlan& plan = planned.plan;
         Context batch(*m, ci_context()), steps(*m, ci_context());
         if (o.spec->conv_layers.empty()) {
             EXPECT_EQ(plan.kv_bytes, batch.kv_bytes());
