@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Shared by the bench/*.sh scripts that put memwall beside llama.cpp: one measurement of each,
-# and the statistics of the per-round ratios. Source it; needs awk and python3.
+# Shared by the bench scripts that put memwall beside llama.cpp: one measurement of each, and the
+# statistics of the rounds (median, spread) and of the per-round ratios. Source it; needs awk and
+# python3.
 
 # "pp tg" tokens/s of one llama-bench run: llama_speed BIN_DIR MODEL THREADS PP TG REPS
 llama_speed() {
@@ -32,4 +33,10 @@ PY
 median() {
     printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) printf "%.2f", v[(NR + 1) / 2];
         else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# "median spread" (spread: max - min) of a list of numbers.
+stats() {
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+        m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f %.2f\n", m, v[NR] - v[1] }'
 }

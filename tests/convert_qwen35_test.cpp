@@ -11,16 +11,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "base/error.h"
-#include "base/fp16.h"
 #include "convert/convert.h"
-#include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "support/hf_model.h"
 #include "support/test_support.h"
@@ -30,22 +25,6 @@ namespace {
 
 // The reference models' DeltaNet shape.
 constexpr uint32_t kKeyHeads = 2, kValueHeads = 4, kHeadDim = 64, kKernel = 4, kEmbd = 256;
-
-std::vector<double> values_of(const gguf::TensorInfo& t) {
-    std::vector<double> v(t.n_elements);
-    for (uint64_t i = 0; i < t.n_elements; ++i) {
-        if (t.type == uint32_t(GgmlType::F32)) {
-            float f;
-            std::memcpy(&f, t.data + 4 * i, 4);
-            v[i] = f;
-        } else {
-            uint16_t h;
-            std::memcpy(&h, t.data + 2 * i, 2);
-            v[i] = fp16_to_f32(h);
-        }
-    }
-    return v;
-}
 
 // HF's grouped value head g (key head g / r, its (g % r)-th value head) is GGUF's tiled head
 // (g % r) * n_k + g / r.
@@ -64,10 +43,7 @@ void regroup_rows(std::vector<double>& m, uint64_t cols, uint64_t first, uint64_
     }
 }
 
-struct HfTensor {
-    std::vector<uint64_t> shape;
-    std::vector<double> values;
-};
+using test::HfTensor;
 
 // The Hugging Face tensors of a reference GGUF file, under `prefix` ("model." or
 // "model.language_model.").
@@ -76,9 +52,8 @@ std::map<std::string, HfTensor> hf_tensors(const gguf::GgufFile& f, const std::s
     const uint64_t key = kKeyHeads * kHeadDim, value = kValueHeads * kHeadDim;
     for (const gguf::TensorInfo& t : f.tensors()) {
         const std::string n(t.name);
-        std::vector<double> v = values_of(t);
-        std::vector<uint64_t> shape;  // HF order: outermost first
-        for (uint32_t d = t.n_dims; d-- > 0;) shape.push_back(t.ne[d]);
+        std::vector<double> v = test::gguf_values(t);
+        const std::vector<uint64_t> shape = test::hf_shape(t);
         const auto minus_one = [&v] {
             for (double& x : v) x = double(float(x - 1.0));
         };
@@ -214,13 +189,6 @@ std::string write_folder(const std::string& model, bool moe) {
         tensors["model.visual.patch_embed.proj.weight"] = {{4, 3}, std::vector<double>(12, 0.5)};
         tensors["mtp.fc.weight"] = {{2, 2}, std::vector<double>(4, 0.25)};
     }
-    std::vector<test::SafetensorsEntry> entries;
-    for (const auto& [name, t] : tensors) {
-        entries.push_back({name, "F32", t.shape, test::encode_values(t.values, "F32")});
-    }
-    const std::string dir = test::temp_dir() + "/" + model + "-hf";
-    std::filesystem::create_directories(dir);
-    test::write_binary_file(dir + "/model.safetensors", test::safetensors_bytes(entries));
     const std::string config =
         moe ? fmt::format(R"({{"architectures": ["Qwen3_5MoeForCausalLM"],
                            "model_type": "qwen3_5_moe_text", {}}})",
@@ -229,17 +197,7 @@ std::string write_folder(const std::string& model, bool moe) {
                            "model_type": "qwen3_5", "tie_word_embeddings": true,
                            "text_config": {{{}}}}})",
                           text_config(false));
-    test::write_text_file(dir + "/config.json", config);
-    test::write_hf_tokenizer(dir);
-    return dir;
-}
-
-std::string describe(const gguf::Value& v) {
-    if (v.type == gguf::ValueType::string) return std::string(v.str);
-    if (v.type != gguf::ValueType::array) return fmt::format("{}", v.as_f64());
-    std::string out = "[";
-    for (uint64_t i = 0; i < v.count; ++i) out += fmt::format("{} ", v.elem_f64(i));
-    return out + "]";
+    return test::write_hf_checkpoint(model + "-hf", tensors, config);
 }
 
 TEST(ConvertQwen35, RoundTripGivesTheReferenceTensorsKeysAndLogits) {
@@ -255,40 +213,12 @@ TEST(ConvertQwen35, RoundTripGivesTheReferenceTensorsKeysAndLogits) {
             EXPECT_EQ(r.warnings.size(), 1u) << "the vision and MTP tensors left out";
         }
 
-        const std::string ref_path = test::shared_path("reference/models/" + model + "-F16.gguf");
-        const std::vector<uint8_t> ref_bytes = test::read_file(ref_path);
-        const std::vector<uint8_t> got_bytes = test::read_file(out);
-        const gguf::GgufFile ref = gguf::GgufFile::parse(ref_bytes, model);
-        const gguf::GgufFile got = gguf::GgufFile::parse(got_bytes, out);
-        EXPECT_EQ(got.tensors().size(), ref.tensors().size());
-        for (const gguf::TensorInfo& t : ref.tensors()) {
-            const gguf::TensorInfo* g = got.find_tensor(t.name);
-            ASSERT_NE(g, nullptr) << t.name;
-            EXPECT_EQ(g->type, t.type) << t.name;
-            EXPECT_EQ(g->n_dims, t.n_dims) << t.name;
-            for (uint32_t d = 0; d < t.n_dims; ++d) EXPECT_EQ(g->ne[d], t.ne[d]) << t.name;
-            // Every value back (the norms through w - 1 + 1 in F32: to rounding).
-            const std::vector<double> a = values_of(t), b = values_of(*g);
-            double worst = 0;
-            for (size_t i = 0; i < a.size(); ++i) {
-                worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1.0, std::abs(a[i])));
-            }
-            EXPECT_LT(worst, 1e-6) << t.name;
-        }
-        for (const gguf::KeyValue& kv : ref.metadata()) {
-            if (!kv.key.starts_with(arch + ".")) continue;
-            const gguf::Value* v = got.find(kv.key);
-            ASSERT_NE(v, nullptr) << kv.key;
-            EXPECT_EQ(describe(*v), describe(kv.value)) << kv.key;
-        }
-        const std::vector<int32_t> tokens = {1, 57, 300, 12, 499, 7, 211, 88, 402, 33};
-        const std::vector<float> want = test::memwall_logits(ref_path, tokens);
-        const std::vector<float> have = test::memwall_logits(out, tokens);
-        ASSERT_EQ(want.size(), have.size());
-        // A = -exp(A_log) and the norms come back to within an ulp, not bit for bit; the SIMD
-        // sets' F16-rounded activations and the MoE's routing amplify that (5e-4 on avx2 and
-        // avx512, 0 on the scalar set). The wrong value-head order would be ~1.
-        EXPECT_LT(test::rel_rms(want.data(), have.data(), want.size()), 1e-3);
+        // A = -exp(A_log) and the norms (w - 1 + 1 in F32) come back to within an ulp, not bit
+        // for bit; the SIMD sets' F16-rounded activations and the MoE's routing amplify that in
+        // the logits (5e-4 on avx2 and avx512, 0 on the scalar set). The wrong value-head order
+        // would be ~1.
+        test::expect_round_trip(test::shared_path("reference/models/" + model + "-F16.gguf"), out,
+                                arch, {.values = 1e-6, .logits = 1e-3});
     }
 }
 
@@ -297,17 +227,7 @@ TEST(ConvertQwen35, BadConfigsNameTheField) {
     const std::string config = test::read_text(dir + "/config.json");
     const auto refused = [&](const std::string& from, const std::string& to,
                              const std::string& word) {
-        std::string c = config;
-        const size_t at = c.find(from);
-        ASSERT_NE(at, std::string::npos) << from;
-        c.replace(at, from.size(), to);
-        test::write_text_file(dir + "/config.json", c);
-        try {
-            convert::convert_hf(dir, dir + ".gguf", {});
-            ADD_FAILURE() << "expected an error naming " << word;
-        } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
-        }
+        test::expect_config_refused(dir, config, from, to, word);
     };
     refused("\"linear_num_value_heads\": 4", "\"linear_num_value_heads\": 3",
             "linear_num_value_heads");

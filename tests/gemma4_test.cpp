@@ -113,14 +113,10 @@ TEST(Gemma4, KvCacheHoldsRowsOnlyForLayersWithTheirOwnKv) {
 TEST(Gemma4, PlanCountsOnlyTheLayersWithTheirOwnKv) {
     for (const char* path : {kDense, kMoe}) {
         SCOPED_TRACE(path);
-        const std::vector<uint8_t> bytes = test::read_file(test::shared_path(path));
-        const gguf::GgufFile header = gguf::GgufFile::parse(bytes, path, {.header_only = true});
-        const ModelFacts facts = model_facts(header, "F16");
+        const test::PlannedFile planned = test::plan_file(test::shared_path(path), "F16", 512);
+        const ModelFacts& facts = planned.facts;
         ASSERT_TRUE(facts.runnable) << facts.note;
-        RunSettings run;
-        run.n_ctx = 512;
-        run.n_threads = 2;
-        const MemoryPlan plan = plan_memory(facts, run);
+        const MemoryPlan& plan = planned.plan;
         const auto m = test::load_shared(path);
         Context ctx(*m, test::small_context());
         EXPECT_EQ(plan.kv_bytes, ctx.kv_bytes());

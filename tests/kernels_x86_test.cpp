@@ -7,12 +7,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/fp16.h"
 #include "support/random_blocks.h"
+#include "support/test_support.h"
 #include "tensor/kernels.h"
 #include "tensor/quants.h"
 #include "tensor/types.h"
@@ -60,6 +62,45 @@ const GgmlType kWeightTypes[] = {
 // Float types are summed in float by the kernels and in double by the reference.
 double relative_tolerance(const TypeTraits& t) {
     return t.is_quantized ? 2e-6 : 2e-5;
+}
+
+// One matmul call (`matmul`: a table's matmul or a GEMM kernel) on n_tok random tokens over rows
+// [r0, r1) of the n_rows x n_cols matrix m, checked against the reference dot product. The
+// activations' stride is a row plus act_pad bytes, the outputs' ldy is n_rows + y_pad, and the
+// outputs of the rows outside [r0, r1) must keep their sentinel.
+void check_matmul(const std::function<void(const MatmulArgs&)>& matmul, const TypeTraits& w,
+                  const std::vector<uint8_t>& m, int64_t n_cols, int64_t n_rows, int64_t r0,
+                  int64_t r1, int64_t n_tok, size_t act_pad, int64_t y_pad, std::mt19937& rng) {
+    const TypeTraits& ref = row_of(reference_type_traits(), w.type);
+    const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
+    const size_t rb = row_bytes(w, n_cols);
+    const size_t act_stride = row_bytes(act, n_cols) + act_pad;
+    std::vector<uint8_t> xq(act_stride * size_t(n_tok));
+    for (int64_t t = 0; t < n_tok; ++t) {
+        const auto x = random_floats(size_t(n_cols), rng);
+        act.from_float(x.data(), xq.data() + act_stride * size_t(t), n_cols);
+    }
+    const int64_t ldy = n_rows + y_pad;
+    const float sentinel = 12345.0f;
+    std::vector<float> y(size_t(ldy * n_tok), sentinel);
+    matmul(MatmulArgs{m.data(), rb, n_cols, r0, r1, xq.data(), act_stride, n_tok, y.data(), ldy});
+    for (int64_t t = 0; t < n_tok; ++t) {
+        const uint8_t* xr = xq.data() + act_stride * size_t(t);
+        for (int64_t r = 0; r < ldy; ++r) {
+            const float got = y[size_t(t * ldy + r)];
+            if (r < r0 || r >= r1) {
+                ASSERT_EQ(got, sentinel) << w.name << " wrote row " << r;
+                continue;
+            }
+            const uint8_t* wr = m.data() + rb * size_t(r);
+            const float want = ref.vec_dot(n_cols, wr, xr);
+            const double scale = abs_products(w, wr, act, xr, n_cols);
+            ASSERT_NEAR(got, want, relative_tolerance(w) * scale + 1e-30)
+                << w.name << " cols=" << n_cols << " tokens=" << n_tok << " row " << r << " token "
+                << t;
+            ASSERT_FALSE(std::isnan(got)) << w.name;
+        }
+    }
 }
 
 class X86Kernels : public ::testing::TestWithParam<x86::Isa> {
@@ -150,45 +191,29 @@ TEST_P(X86Kernels, MatmulMatchesReference) {
     struct Shape {
         int64_t blocks, n_rows, r0, r1;
     };
+#ifdef MW_TEST_SANITIZED
+    // Under the sanitizers (~4x slower) a third of the work: the row ranges off the tiles, one,
+    // two and three blocks (many blocks: MatmulLongRows), both paths, and with 29 tokens whole
+    // panels and a part on every set.
+    const Shape shapes[] = {{1, 5, 0, 5}, {3, 40, 3, 38}, {2, 70, 5, 67}};
+    const int64_t token_counts[] = {1, 2, 3, 4, 5, 7, 9, 12, 13, 16, 24, 29};
+#else
     const Shape shapes[] = {{1, 5, 0, 5}, {3, 40, 3, 38}, {9, 35, 1, 35}, {2, 70, 5, 67}};
     const int64_t token_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13, 16, 23, 24, 29, 37};
+#endif
     for (GgmlType type : kWeightTypes) {
         const TypeTraits& w = row_of(table_, type);
-        const TypeTraits& ref = row_of(reference_type_traits(), type);
-        const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
+        const auto matmul = [&w](const MatmulArgs& a) {
+            w.matmul(a.w, a.w_row_bytes, a.n_cols, a.r0, a.r1, a.act, a.act_stride, a.n_tokens, a.y,
+                     a.ldy);
+        };
         for (const Shape& s : shapes) {
             const int64_t n_cols = s.blocks * (w.is_quantized ? w.block_size : 37);
             const auto m = test::random_weight_rows(w, s.n_rows, n_cols, rng);
-            const size_t rb = row_bytes(w, n_cols);
+            // Activations with a stride larger than a row, outputs with ldy > n_rows.
             for (int64_t n_tok : token_counts) {
-                // Activations with a stride larger than a row, outputs with ldy > n_rows.
-                const size_t act_stride = row_bytes(act, n_cols) + 64;
-                std::vector<uint8_t> xq(act_stride * size_t(n_tok));
-                for (int64_t t = 0; t < n_tok; ++t) {
-                    const auto x = random_floats(size_t(n_cols), rng);
-                    act.from_float(x.data(), xq.data() + act_stride * size_t(t), n_cols);
-                }
-                const int64_t ldy = s.n_rows + 3;
-                const float sentinel = 12345.0f;
-                std::vector<float> y(size_t(ldy * n_tok), sentinel);
-                w.matmul(m.data(), rb, n_cols, s.r0, s.r1, xq.data(), act_stride, n_tok, y.data(),
-                         ldy);
-                for (int64_t t = 0; t < n_tok; ++t) {
-                    const uint8_t* xr = xq.data() + act_stride * size_t(t);
-                    for (int64_t r = 0; r < ldy; ++r) {
-                        const float got = y[size_t(t * ldy + r)];
-                        if (r < s.r0 || r >= s.r1) {
-                            ASSERT_EQ(got, sentinel) << w.name << " wrote row " << r;
-                            continue;
-                        }
-                        const uint8_t* wr = m.data() + rb * size_t(r);
-                        const float want = ref.vec_dot(n_cols, wr, xr);
-                        const double scale = abs_products(w, wr, act, xr, n_cols);
-                        ASSERT_NEAR(got, want, relative_tolerance(w) * scale + 1e-30)
-                            << w.name << " cols=" << n_cols << " tokens=" << n_tok << " row " << r
-                            << " token " << t;
-                    }
-                }
+                ASSERT_NO_FATAL_FAILURE(
+                    check_matmul(matmul, w, m, n_cols, s.n_rows, s.r0, s.r1, n_tok, 64, 3, rng));
             }
         }
     }
@@ -263,12 +288,9 @@ TEST_P(X86Kernels, TableTypesPrefillMatchesReference) {
         {1, 1, 0, 1}, {3, 7, 0, 7}, {2, 17, 1, 17}, {9, 41, 3, 40}, {4, 70, 5, 67}};
     for (const Kernel& k : kernels) {
         const TypeTraits& w = row_of(table_, k.type);
-        const TypeTraits& ref = row_of(reference_type_traits(), k.type);
-        const TypeTraits& act = row_of(reference_type_traits(), w.vec_dot_type);
         for (const Shape& s : shapes) {
             const int64_t n_cols = s.blocks * w.block_size;
             auto m = test::random_weight_rows(w, s.n_rows, n_cols, rng);
-            const size_t rb = row_bytes(w, n_cols);
             if (k.type == GgmlType::MXFP4) {
                 // Exponents 0..149 (2^-128 subnormal to 2^21; larger ones overflow the float
                 // products of the reference as well), 0 and 1 in every row.
@@ -276,34 +298,8 @@ TEST_P(X86Kernels, TableTypesPrefillMatchesReference) {
                     m[b * sizeof(BlockMXFP4)] = uint8_t(b % 4 < 2 ? b % 4 : b * 37 % 150);
             }
             for (int64_t n_tok = 1; n_tok <= 17; ++n_tok) {
-                const size_t act_stride = row_bytes(act, n_cols) + 32;
-                std::vector<uint8_t> xq(act_stride * size_t(n_tok));
-                for (int64_t t = 0; t < n_tok; ++t) {
-                    const auto x = random_floats(size_t(n_cols), rng);
-                    act.from_float(x.data(), xq.data() + act_stride * size_t(t), n_cols);
-                }
-                const int64_t ldy = s.n_rows + 1;
-                const float sentinel = 12345.0f;
-                std::vector<float> y(size_t(ldy * n_tok), sentinel);
-                k.fn(MatmulArgs{m.data(), rb, n_cols, s.r0, s.r1, xq.data(), act_stride, n_tok,
-                                y.data(), ldy});
-                for (int64_t t = 0; t < n_tok; ++t) {
-                    const uint8_t* xr = xq.data() + act_stride * size_t(t);
-                    for (int64_t r = 0; r < ldy; ++r) {
-                        const float got = y[size_t(t * ldy + r)];
-                        if (r < s.r0 || r >= s.r1) {
-                            ASSERT_EQ(got, sentinel) << w.name << " wrote row " << r;
-                            continue;
-                        }
-                        const uint8_t* wr = m.data() + rb * size_t(r);
-                        const float want = ref.vec_dot(n_cols, wr, xr);
-                        const double scale = abs_products(w, wr, act, xr, n_cols);
-                        ASSERT_NEAR(got, want, relative_tolerance(w) * scale + 1e-30)
-                            << w.name << " cols=" << n_cols << " tokens=" << n_tok << " row " << r
-                            << " token " << t;
-                        ASSERT_FALSE(std::isnan(got)) << w.name;
-                    }
-                }
+                ASSERT_NO_FATAL_FAILURE(
+                    check_matmul(k.fn, w, m, n_cols, s.n_rows, s.r0, s.r1, n_tok, 32, 1, rng));
             }
         }
     }

@@ -21,6 +21,7 @@
 #include "plan/model_spec.h"
 #include "plan/planner.h"
 #include "plan/quant_mix.h"
+#include "support/hf_model.h"
 #include "support/test_support.h"
 
 namespace mw {
@@ -60,15 +61,6 @@ ModelSpec tiny_spec(bool moe) {
     return s;
 }
 
-// A key's value as text (numbers, strings, numeric arrays), to compare two files.
-std::string describe(const gguf::Value& v) {
-    if (v.type == gguf::ValueType::string) return std::string(v.str);
-    if (v.type != gguf::ValueType::array) return fmt::format("{}", v.as_f64());
-    std::string out = "[";
-    for (uint64_t i = 0; i < v.count; ++i) out += fmt::format("{} ", v.elem_f64(i));
-    return out + "]";
-}
-
 struct Layout {
     std::map<std::string, std::string> tensors;  // name -> "ne type"
     std::map<std::string, std::string> keys;     // arch keys -> value
@@ -81,7 +73,8 @@ Layout layout_of(const gguf::GgufFile& f, const std::string& arch) {
                                                      t.n_dims, ggml_layout(t.type)->name);
     }
     for (const gguf::KeyValue& kv : f.metadata()) {
-        if (kv.key.starts_with(arch + ".")) l.keys[std::string(kv.key)] = describe(kv.value);
+        if (kv.key.starts_with(arch + "."))
+            l.keys[std::string(kv.key)] = test::describe_value(kv.value);
     }
     return l;
 }

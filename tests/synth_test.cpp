@@ -19,6 +19,7 @@
 #include "plan/planner.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
+#include "support/model_inputs.h"
 #include "support/test_support.h"
 #include "synth/synth.h"
 
@@ -82,6 +83,30 @@ TEST(Synth, SmallPresetRunsAndIsDeterministic) {
     std::remove(b.c_str());
 }
 
+// The scaled-down models' context: 64 positions on 2 threads.
+ContextParams ci_context() {
+    ContextParams p;
+    p.n_ctx = 64;
+    p.n_threads = 2;
+    return p;
+}
+
+// A fixed 24-token prompt decoded in one batch by `batch` and token by token by `steps`: the last
+// logits of both are finite and agree to `tolerance` (rel_rms).
+void expect_batch_matches_steps(Context& batch, Context& steps, uint32_t n_vocab,
+                                double tolerance) {
+    std::vector<int32_t> tokens;
+    for (int32_t i = 0; i < 24; ++i) tokens.push_back(3 + (i * 37) % 1000);
+    batch.decode(tokens.data(), uint32_t(tokens.size()), false);
+    for (const int32_t t : tokens) steps.decode(&t, 1, false);
+    const float *a = batch.logits(-1), *b = steps.logits(-1);
+    ASSERT_TRUE(a && b);
+    for (uint32_t i = 0; i < n_vocab; ++i) {
+        ASSERT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i])) << "logit " << i;
+    }
+    EXPECT_LT(test::rel_rms(a, b, n_vocab), tolerance);
+}
+
 // A preset's layout at a CI size: the Qwen3.5 presets with 256-wide layers, 4 layers (3 DeltaNet
 // + 1 attention), a 1024-token vocabulary, written at Q4_K_M, load and run: a prompt in one
 // batch (DeltaNet's chunked form) and the same tokens one by one (its recurrent form) give the
@@ -116,19 +141,8 @@ TEST(Synth, Qwen35AtAScaledDownShapeRuns) {
         write_synth_model(o, path);
         const auto m = LoadedModel::load(path, LoadOptions{});
         EXPECT_EQ(m->model.hp.n_recurrent_layers(), 3u);
-        std::vector<int32_t> tokens;
-        for (int32_t i = 0; i < 24; ++i) tokens.push_back(3 + (i * 37) % 1000);
-        ContextParams p;
-        p.n_ctx = 64;
-        p.n_threads = 2;
-        Context batch(*m, p), steps(*m, p);
-        batch.decode(tokens.data(), uint32_t(tokens.size()), false);
-        for (const int32_t t : tokens) steps.decode(&t, 1, false);
-        const uint32_t n = m->model.hp.n_vocab;
-        const float *a = batch.logits(-1), *b = steps.logits(-1);
-        ASSERT_TRUE(a && b);
-        for (uint32_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i]));
-        EXPECT_LT(test::rel_rms(a, b, n), 0.02);
+        Context batch(*m, ci_context()), steps(*m, ci_context());
+        expect_batch_matches_steps(batch, steps, m->model.hp.n_vocab, 0.02);
         std::remove(path.c_str());
     }
 }
@@ -160,19 +174,8 @@ TEST(Synth, GptOssAtAScaledDownShapeRuns) {
     const gguf::GgufFile f = gguf::GgufFile::parse(bytes, "gptoss", {.header_only = true});
     EXPECT_EQ(GgmlType(f.find_tensor("blk.0.ffn_gate_exps.weight")->type), GgmlType::MXFP4);
     EXPECT_EQ(GgmlType(f.find_tensor("blk.0.attn_q.weight")->type), GgmlType::Q8_0);
-    std::vector<int32_t> tokens;
-    for (int32_t i = 0; i < 24; ++i) tokens.push_back(3 + (i * 37) % 1000);
-    ContextParams p;
-    p.n_ctx = 64;
-    p.n_threads = 2;
-    Context batch(*m, p), steps(*m, p);
-    batch.decode(tokens.data(), uint32_t(tokens.size()), false);
-    for (const int32_t t : tokens) steps.decode(&t, 1, false);
-    const uint32_t n = m->model.hp.n_vocab;
-    const float *a = batch.logits(-1), *b = steps.logits(-1);
-    ASSERT_TRUE(a && b);
-    for (uint32_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i]));
-    EXPECT_LT(test::rel_rms(a, b, n), 0.02);
+    Context batch(*m, ci_context()), steps(*m, ci_context());
+    expect_batch_matches_steps(batch, steps, m->model.hp.n_vocab, 0.02);
     std::remove(path.c_str());
 }
 
@@ -240,35 +243,19 @@ TEST(Synth, DeviceModelPresetsAtAScaledDownShapeRun) {
         if (!o.spec->conv_layers.empty()) {
             EXPECT_EQ(hp.n_recurrent_layers(), 4u);
         }
-        const std::vector<uint8_t> bytes = test::read_file(path);
-        const gguf::GgufFile header = gguf::GgufFile::parse(bytes, id, {.header_only = true});
-        const ModelFacts facts = model_facts(header, "Q4_K_M");
-        ASSERT_TRUE(facts.runnable) << facts.note;
-        RunSettings run;
-        run.n_ctx = 64;
-        run.n_threads = 2;
-        const MemoryPlan plan = plan_memory(facts, run);
-        std::vector<int32_t> tokens;
-        for (int32_t i = 0; i < 24; ++i) tokens.push_back(3 + (i * 37) % 1000);
-        ContextParams p;
-        p.n_ctx = 64;
-        p.n_threads = 2;
-        Context batch(*m, p), steps(*m, p);
+        const test::PlannedFile planned = test::plan_file(path, "Q4_K_M", 64);
+        ASSERT_TRUE(planned.facts.runnable) << planned.facts.note;
+        const MemoryPlan& plan = planned.plan;
+        Context batch(*m, ci_context()), steps(*m, ci_context());
         if (o.spec->conv_layers.empty()) {
             EXPECT_EQ(plan.kv_bytes, batch.kv_bytes());
         } else {  // the convolution state: counted per sequence, allocated on first use
             EXPECT_GT(plan.state_bytes, 0u);
             EXPECT_GE(plan.kv_bytes + plan.state_bytes, batch.kv_bytes());
         }
-        batch.decode(tokens.data(), uint32_t(tokens.size()), false);
-        for (const int32_t t : tokens) steps.decode(&t, 1, false);
-        const uint32_t n = hp.n_vocab;
-        const float *a = batch.logits(-1), *b = steps.logits(-1);
-        ASSERT_TRUE(a && b);
-        for (uint32_t i = 0; i < n; ++i) ASSERT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i]));
         // Experts: batch and step quantize activations apart, and a near-tie in a random router
         // can pick another expert.
-        EXPECT_LT(test::rel_rms(a, b, n), o.spec->n_expert > 0 ? 0.05 : 0.02);
+        expect_batch_matches_steps(batch, steps, hp.n_vocab, o.spec->n_expert > 0 ? 0.05 : 0.02);
         std::remove(path.c_str());
     }
 }

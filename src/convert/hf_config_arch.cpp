@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 #include "convert/hf_config.h"
 #include "convert/hf_fields.h"
@@ -35,6 +36,29 @@ void read_cohere(const Fields& f, HfConfig& c) {
         f.unsupported("use_qk_norm",
                       "= true is not supported (Command R+'s per-head LayerNorm of Q and K)");
     }
+}
+
+// layer_types of a model with two kinds of layer: true for each `yes` layer, false for each `no`
+// one; another kind, or a list that is not one string a layer, is refused. nullopt without
+// layer_types.
+std::optional<std::vector<bool>> two_kind_layers(const Fields& f, uint32_t n_layer, const char* yes,
+                                                 const char* no) {
+    const json* types = f.get("layer_types");
+    if (!types) return std::nullopt;
+    if (!types->is_array() || types->size() != n_layer) {
+        f.bad("layer_types",
+              fmt::format("is not an array of num_hidden_layers = {} strings", n_layer));
+    }
+    std::vector<bool> kinds(n_layer);
+    for (uint32_t i = 0; i < n_layer; ++i) {
+        const json& t = (*types)[i];
+        if (t != yes && t != no) {
+            f.unsupported("layer_types", fmt::format("[{}] = {} is not supported ({} or {})", i,
+                                                     json_brief(t), yes, no));
+        }
+        kinds[i] = t == yes;
+    }
+    return kinds;
 }
 
 // The layers' attention kinds of Gemma as a pattern: every pattern-th layer is global.
@@ -255,20 +279,8 @@ void read_qwen35(const Fields& f, HfConfig& c) {
     for (uint32_t i = 0; i < c.n_layer; ++i) {
         c.recurrent_layers[i] = (i + 1) % c.full_attn_interval != 0;
     }
-    if (const json* types = f.get("layer_types")) {
-        if (!types->is_array() || types->size() != c.n_layer) {
-            f.bad("layer_types",
-                  fmt::format("is not an array of num_hidden_layers = {} strings", c.n_layer));
-        }
-        for (uint32_t i = 0; i < c.n_layer; ++i) {
-            const json& t = (*types)[i];
-            if (t != "linear_attention" && t != "full_attention") {
-                f.unsupported("layer_types", fmt::format("[{}] = {} is not supported "
-                                                         "(linear_attention or full_attention)",
-                                                         i, json_brief(t)));
-            }
-            c.recurrent_layers[i] = t == "linear_attention";
-        }
+    if (auto kinds = two_kind_layers(f, c.n_layer, "linear_attention", "full_attention")) {
+        c.recurrent_layers = std::move(*kinds);
     }
     const json* rope = f.get("rope_parameters");
     if (rope && !rope->is_object()) f.bad("rope_parameters", "is not an object");
@@ -355,20 +367,8 @@ void read_lfm2(const Fields& f, HfConfig& c) {
         c.n_ff = uint32_t(ff);
     }
     c.conv_layers.assign(c.n_layer, false);
-    if (const json* types = f.get("layer_types")) {
-        if (!types->is_array() || types->size() != c.n_layer) {
-            f.bad("layer_types",
-                  fmt::format("is not an array of num_hidden_layers = {} strings", c.n_layer));
-        }
-        for (uint32_t i = 0; i < c.n_layer; ++i) {
-            const json& t = (*types)[i];
-            if (t != "conv" && t != "full_attention") {
-                f.unsupported("layer_types", fmt::format("[{}] = {} is not supported (conv or "
-                                                         "full_attention)",
-                                                         i, json_brief(t)));
-            }
-            c.conv_layers[i] = t == "conv";
-        }
+    if (auto kinds = two_kind_layers(f, c.n_layer, "conv", "full_attention")) {
+        c.conv_layers = std::move(*kinds);
     } else if (const json* idxs = f.get("full_attn_idxs")) {
         if (!idxs->is_array()) f.bad("full_attn_idxs", "is not an array of layer numbers");
         c.conv_layers.assign(c.n_layer, true);

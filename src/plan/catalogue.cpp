@@ -82,6 +82,14 @@ ModelSpec from_row(const DenseRow& r) {
     return s;
 }
 
+// A MoE model's experts: n of width ff, `used` per token, shared ones of total width ff_shared.
+void set_experts(ModelSpec& s, uint32_t n, uint32_t used, uint32_t ff, uint32_t ff_shared = 0) {
+    s.n_expert = n;
+    s.n_expert_used = used;
+    s.n_ff_expert = ff;
+    s.n_ff_shared = ff_shared;
+}
+
 // The settings of each family that its GGUF files carry as keys (windows, scales, RoPE variants),
 // from the models' config.json files.
 void add_family_settings(ModelSpec& s) {
@@ -156,10 +164,7 @@ ModelSpec from_qwen35_row(const Qwen35Row& r) {
     s.ssm_head_dim = 128;
     s.ssm_k_heads = 16;
     s.ssm_v_heads = r.ssm_v_heads;
-    s.n_expert = r.n_expert;
-    s.n_expert_used = r.n_expert_used;
-    s.n_ff_expert = r.n_ff_expert;
-    s.n_ff_shared = r.n_ff_shared;
+    set_experts(s, r.n_expert, r.n_expert_used, r.n_ff_expert, r.n_ff_shared);
     return s;
 }
 
@@ -209,9 +214,7 @@ ModelSpec from_gemma4_row(const Gemma4Row& r) {
     s.rope_freq_base_swa = 10000.0f;
     s.rope_freqs = true;  // the full layers' proportional RoPE
     s.final_softcap = 30.0f;
-    s.n_expert = r.n_expert;
-    s.n_expert_used = r.n_expert_used;
-    s.n_ff_expert = r.n_ff_expert;
+    set_experts(s, r.n_expert, r.n_expert_used, r.n_ff_expert);
     return s;
 }
 
@@ -239,9 +242,7 @@ ModelSpec gpt_oss_20b() {
     ModelSpec s = from_row({"gpt-oss-20b", "gpt-oss-20b", "gpt-oss", 20.9, 201088, 131072, 2880, 24,
                             64, 8, 64, 2880, false});
     s.rope_freq_base = 150000.0f;
-    s.n_expert = 32;
-    s.n_expert_used = 4;
-    s.n_ff_expert = 2880;
+    set_experts(s, 32, 4, 2880);
     s.n_swa = 128;
     s.yarn_factor = 32.0f;
     s.yarn_orig_ctx = 4096;
@@ -255,27 +256,20 @@ std::vector<ModelSpec> build_catalogue() {
     // Qwen3-30B-A3B: 128 experts of width 768, 8 used per token.
     ModelSpec q3moe = from_row({"qwen3-30b-a3b", "Qwen3 30B-A3B", "qwen3moe", 30.5, 151936, 40960,
                                 2048, 48, 32, 4, 128, 6144, false});
-    q3moe.n_expert = 128;
-    q3moe.n_expert_used = 8;
-    q3moe.n_ff_expert = 768;
+    set_experts(q3moe, 128, 8, 768);
     all.push_back(q3moe);
 
     // Mixtral 8x7B: 8 experts of the Mistral 7B FFN, 2 used per token.
     ModelSpec mixtral = from_row({"mixtral-8x7b", "Mixtral 8x7B", "llama", 46.7, 32000, 32768, 4096,
                                   32, 32, 8, 128, 14336, false});
-    mixtral.n_expert = 8;
-    mixtral.n_expert_used = 2;
-    mixtral.n_ff_expert = 14336;
+    set_experts(mixtral, 8, 2, 14336);
     all.push_back(mixtral);
 
     // DeepSeek-V2-Lite: latent attention (the cache holds a 512-wide latent plus 64 RoPE dims),
     // 64 routed experts (6 used) and 2 shared ones; the first layer is dense.
     ModelSpec dsv2 = from_row({"deepseek-v2-lite", "DeepSeek-V2-Lite", "deepseek2", 15.7, 102400,
                                163840, 2048, 27, 16, 16, 128, 10944, false});
-    dsv2.n_expert = 64;
-    dsv2.n_expert_used = 6;
-    dsv2.n_ff_expert = 1408;
-    dsv2.n_ff_shared = 2 * 1408;
+    set_experts(dsv2, 64, 6, 1408, 2 * 1408);
     dsv2.n_leading_dense = 1;
     dsv2.kv_lora_rank = 512;
     dsv2.qk_rope_dim = 64;
@@ -294,9 +288,7 @@ std::vector<ModelSpec> build_catalogue() {
     ModelSpec lfm2moe = lfm2_spec({"lfm2-8b-a1b", "LFM2 8B-A1B", "lfm2moe", 8.34, 65536, 128000,
                                    2048, 24, 32, 8, 64, 7168, true},
                                   {2, 6, 10, 14, 18, 21});
-    lfm2moe.n_expert = 32;
-    lfm2moe.n_expert_used = 4;
-    lfm2moe.n_ff_expert = 1792;
+    set_experts(lfm2moe, 32, 4, 1792);
     lfm2moe.n_leading_dense = 2;
     all.push_back(lfm2moe);
     all.push_back(gpt_oss_20b());

@@ -1,17 +1,23 @@
 #include "support/hf_model.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <stdexcept>
 
+#include "base/error.h"
 #include "base/fp16.h"
+#include "convert/convert.h"
+#include "format/ggml_types.h"
 #include "memwall.h"
+#include "support/test_support.h"
 
 namespace mw::test {
 namespace {
@@ -498,6 +504,109 @@ std::vector<float> memwall_logits(const std::string& path, const std::vector<int
     mw_context_free(ctx);
     mw_model_free(model);
     return out;
+}
+
+std::vector<double> gguf_values(const gguf::TensorInfo& t) {
+    std::vector<double> v(t.n_elements);
+    for (uint64_t i = 0; i < t.n_elements; ++i) {
+        if (t.type == uint32_t(GgmlType::F32)) {
+            float f;
+            std::memcpy(&f, t.data + 4 * i, 4);
+            v[i] = f;
+        } else {
+            uint16_t h;
+            std::memcpy(&h, t.data + 2 * i, 2);
+            v[i] = fp16_to_f32(h);
+        }
+    }
+    return v;
+}
+
+std::vector<uint64_t> hf_shape(const gguf::TensorInfo& t) {
+    std::vector<uint64_t> shape;
+    for (uint32_t d = t.n_dims; d-- > 0;) shape.push_back(t.ne[d]);
+    return shape;
+}
+
+std::string describe_value(const gguf::Value& v) {
+    if (v.type == gguf::ValueType::string) return std::string(v.str);
+    if (v.type != gguf::ValueType::array) return fmt::format("{}", v.as_f64());
+    std::string out = "[";
+    for (uint64_t i = 0; i < v.count; ++i) out += fmt::format("{} ", v.elem_f64(i));
+    return out + "]";
+}
+
+std::string write_hf_checkpoint(const std::string& name,
+                                const std::map<std::string, HfTensor>& tensors,
+                                const std::string& config_json) {
+    std::vector<SafetensorsEntry> entries;
+    for (const auto& [tensor, t] : tensors) {
+        entries.push_back({tensor, "F32", t.shape, encode_values(t.values, "F32")});
+    }
+    const std::string dir = temp_dir() + "/" + name;
+    std::filesystem::create_directories(dir);
+    write_binary_file(dir + "/model.safetensors", safetensors_bytes(entries));
+    write_text_file(dir + "/config.json", config_json);
+    write_hf_tokenizer(dir);
+    return dir;
+}
+
+void expect_round_trip(const std::string& ref_path, const std::string& got_path,
+                       const std::string& arch, const RoundTripTolerance& tolerance) {
+    const std::vector<uint8_t> ref_bytes = read_file(ref_path);
+    const std::vector<uint8_t> got_bytes = read_file(got_path);
+    const gguf::GgufFile ref = gguf::GgufFile::parse(ref_bytes, ref_path);
+    const gguf::GgufFile got = gguf::GgufFile::parse(got_bytes, got_path);
+    EXPECT_EQ(got.tensors().size(), ref.tensors().size());
+    for (const gguf::TensorInfo& t : ref.tensors()) {
+        const gguf::TensorInfo* g = got.find_tensor(t.name);
+        ASSERT_NE(g, nullptr) << t.name;
+        EXPECT_EQ(g->type, t.type) << t.name;
+        ASSERT_EQ(g->n_dims, t.n_dims) << t.name;
+        for (uint32_t d = 0; d < t.n_dims; ++d) EXPECT_EQ(g->ne[d], t.ne[d]) << t.name;
+        const std::vector<double> a = gguf_values(t), b = gguf_values(*g);
+        if (tolerance.values == 0) {
+            EXPECT_EQ(b, a) << t.name;
+            continue;
+        }
+        ASSERT_EQ(b.size(), a.size()) << t.name;
+        double worst = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+            worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(1.0, std::abs(a[i])));
+        }
+        EXPECT_LT(worst, tolerance.values) << t.name;
+    }
+    for (const gguf::KeyValue& kv : ref.metadata()) {
+        if (!kv.key.starts_with(arch + ".")) continue;
+        const gguf::Value* v = got.find(kv.key);
+        ASSERT_NE(v, nullptr) << kv.key;
+        EXPECT_EQ(describe_value(*v), describe_value(kv.value)) << kv.key;
+    }
+    const std::vector<int32_t> tokens = {1, 57, 300, 12, 499, 7, 211, 88, 402, 33};
+    const std::vector<float> want = memwall_logits(ref_path, tokens);
+    const std::vector<float> have = memwall_logits(got_path, tokens);
+    ASSERT_EQ(want.size(), have.size());
+    if (tolerance.logits == 0) {
+        EXPECT_EQ(std::memcmp(want.data(), have.data(), want.size() * sizeof(float)), 0);
+    } else {
+        EXPECT_LT(rel_rms(want.data(), have.data(), want.size()), tolerance.logits);
+    }
+}
+
+void expect_config_refused(const std::string& dir, const std::string& config_json,
+                           const std::string& from, const std::string& to,
+                           const std::string& word) {
+    std::string c = config_json;
+    const size_t at = c.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    c.replace(at, from.size(), to);
+    write_text_file(dir + "/config.json", c);
+    try {
+        convert::convert_hf(dir, dir + ".gguf", {});
+        ADD_FAILURE() << "expected an error naming " << word << " for " << to;
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace mw::test

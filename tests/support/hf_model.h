@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "format/gguf.h"
+
 namespace mw::test {
 
 struct HfSpec {
@@ -87,5 +89,47 @@ std::vector<float> memwall_logits(const std::string& gguf_path, const std::vecto
 
 void write_text_file(const std::string& path, const std::string& text);
 void write_binary_file(const std::string& path, const std::vector<uint8_t>& bytes);
+
+// --- Round trips of a reference GGUF file through a Hugging Face checkpoint -------------------
+// The converter tests that write shared/reference/models/<model>-F16.gguf back as a checkpoint
+// (with the inverse of the architecture's mapping, which each test states itself), convert it and
+// compare with the reference:
+//   std::map<std::string, HfTensor> t;  // per GGUF tensor: t[hf_name] = {hf_shape(ti), v}
+//   const std::string dir = write_hf_checkpoint(model + "-hf", t, config_json);
+//   convert::convert_hf(dir, dir + ".gguf", {});
+//   expect_round_trip(ref_path, dir + ".gguf", arch, tolerance);
+//   expect_config_refused(dir, config_json, "\"field\": 4", "\"field\": 0", "field");
+
+// Every value of an F32 or F16 tensor.
+std::vector<double> gguf_values(const gguf::TensorInfo& t);
+// A GGUF tensor's shape in Hugging Face order (outermost first).
+std::vector<uint64_t> hf_shape(const gguf::TensorInfo& t);
+// A key's value as text (numbers, strings, numeric arrays), to compare two files.
+std::string describe_value(const gguf::Value& v);
+
+// A checkpoint tensor: shape outermost first, values row-major.
+struct HfTensor {
+    std::vector<uint64_t> shape;
+    std::vector<double> values;
+};
+// Writes the tensors as one F32 model.safetensors, config.json (the text as given) and the
+// tokenizer of write_hf_tokenizer into temp_dir()/name; returns that folder.
+std::string write_hf_checkpoint(const std::string& name,
+                                const std::map<std::string, HfTensor>& tensors,
+                                const std::string& config_json);
+
+// How close a converted file must be to the reference: 0 is bit for bit.
+struct RoundTripTolerance {
+    double values = 0;  // per tensor, max |a - b| / max(1, |a|)
+    double logits = 0;  // rel_rms of memwall's logits over a fixed 10-token batch
+};
+// Test failures unless the file at got has the reference's tensors (names, types, shapes,
+// values), every key under "<arch>." with the same value, and memwall's logits of the two agree.
+void expect_round_trip(const std::string& ref_path, const std::string& got_path,
+                       const std::string& arch, const RoundTripTolerance& tolerance = {});
+// Writes config_json with `from` replaced by `to` into dir/config.json and expects converting dir
+// to fail with an error whose text contains `word` (dir/config.json keeps the edited text).
+void expect_config_refused(const std::string& dir, const std::string& config_json,
+                           const std::string& from, const std::string& to, const std::string& word);
 
 }  // namespace mw::test

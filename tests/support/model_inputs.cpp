@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "format/gguf.h"
 #include "memwall.h"
 #include "support/test_support.h"
 
@@ -48,6 +49,19 @@ void expect_finite_logits(const std::string& path, int n_checked) {
         }
     mw_context_free(ctx);
     mw_model_free(model);
+}
+
+PlannedFile plan_file(const std::string& path, const std::string& quant, uint32_t n_ctx) {
+    PlannedFile p;
+    p.bytes = read_file(path);
+    const gguf::GgufFile header = gguf::GgufFile::parse(p.bytes, path, {.header_only = true});
+    p.facts = model_facts(header, quant);
+    if (!p.facts.runnable) return p;
+    RunSettings run;
+    run.n_ctx = n_ctx;
+    run.n_threads = 2;
+    p.plan = plan_memory(p.facts, run);
+    return p;
 }
 
 }  // namespace mw::test

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/planner.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 
@@ -23,6 +24,15 @@ std::vector<int32_t> book_tokens(const LoadedModel& m, size_t start, size_t n, s
 
 // A 512-token context on 2 threads for `n_seq` sequences.
 ContextParams small_context(uint32_t n_seq = 1);
+
+// The GGUF file at `path` as the planner sees it: the facts of its header (`quant`: the file's
+// label) and, when it is runnable, the plan of one context of n_ctx tokens on 2 threads.
+struct PlannedFile {
+    std::vector<uint8_t> bytes;  // the file: facts.model points into it
+    ModelFacts facts;
+    MemoryPlan plan;
+};
+PlannedFile plan_file(const std::string& path, const std::string& quant, uint32_t n_ctx);
 
 // Loads the GGUF at `path` through the C API, decodes five tokens of ids below 512 and expects the
 // first `n_checked` logits of the last one finite (GoogleTest failures name the file).
