@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 namespace mw::test {
@@ -56,12 +58,47 @@ std::string read_text(const std::string& path) {
     return ss.str();
 }
 
+namespace {
+
+// The temporary directories this process made, removed with their contents when it exits: a
+// whole suite wrote gigabytes of model files that stayed in /tmp. Only the process that made
+// them removes them (a forked child that exits must not), and MEMWALL_KEEP_TEST_TMP=1 keeps
+// them for a post-mortem.
+class TempDirs {
+public:
+    void add(std::string dir) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        dirs_.push_back(std::move(dir));
+    }
+    ~TempDirs() {
+        const char* keep = std::getenv("MEMWALL_KEEP_TEST_TMP");
+        if (::getpid() != owner_ || (keep && std::string(keep) == "1")) return;
+        for (const std::string& dir : dirs_) {
+            std::error_code ignored;
+            std::filesystem::remove_all(dir, ignored);
+        }
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::string> dirs_;
+    const pid_t owner_ = ::getpid();
+};
+
+TempDirs& temp_dirs() {
+    static TempDirs dirs;
+    return dirs;
+}
+
+}  // namespace
+
 std::string temp_dir() {
     const char* base = std::getenv("TMPDIR");
     std::string templ = std::string(base && *base ? base : "/tmp") + "/memwall-test-XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back('\0');
     if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+    temp_dirs().add(buf.data());
     return buf.data();
 }
 

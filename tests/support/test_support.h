@@ -24,7 +24,8 @@ std::string shared_dir();
 std::string shared_path(const std::string& relative);
 std::vector<uint8_t> read_file(const std::string& path);
 std::string read_text(const std::string& path);
-// A fresh temporary directory for this test (removed by the OS later).
+// A fresh temporary directory for this test, removed with its contents when the test process
+// exits (MEMWALL_KEEP_TEST_TMP=1 keeps it).
 std::string temp_dir();
 // sqrt(sum (a - b)^2 / sum b^2) over n values: how far a is from the reference b.
 double rel_rms(const float* a, const float* b, size_t n);
