@@ -118,7 +118,8 @@ void add_chat_command(CLI::App& app) {
         o.kv.apply(cp);
         refuse_unsupported_spec(o.spec, o.model);
         if (o.model.mem_budget.empty())
-            check_fit_or_fail(o.model.path, cp, o.force, o.spec.plan_draft(), o.spec.draft_max);
+            check_fit_or_fail(o.model.path, cp, o.force, o.spec.plan_draft(), o.spec.draft_max,
+                              o.spec.plan_mtp());
         opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);
         if (cp.n_ctx > 0)

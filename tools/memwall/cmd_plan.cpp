@@ -176,11 +176,12 @@ void add_plan_command(CLI::App& app) {
 }
 
 mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force,
-                         const std::string& draft_path, int draft_max) {
+                         const std::string& draft_path, int draft_max, bool mtp) {
     mw_fit fit;
-    const mw_status st = draft_path.empty() ? mw_check_fit(path.c_str(), &params, &fit)
-                                            : mw_check_fit_draft(path.c_str(), draft_path.c_str(),
-                                                                 draft_max, &params, &fit);
+    const mw_status st = mtp ? mw_check_fit_mtp(path.c_str(), std::max(1, draft_max), &params, &fit)
+                         : draft_path.empty() ? mw_check_fit(path.c_str(), &params, &fit)
+                                              : mw_check_fit_draft(path.c_str(), draft_path.c_str(),
+                                                                   draft_max, &params, &fit);
     if (st != MW_OK) fail_status(st, "cannot load the model");
     if (fit.verdict == MW_FIT_NO) {
         if (!force) {

@@ -81,7 +81,7 @@ void add_run_command(CLI::App& app) {
         // Before allocating; under --mem-budget the library's budget arithmetic refuses instead.
         const mw_fit plan = o.model.mem_budget.empty()
                                 ? check_fit_or_fail(o.model.path, cp, o.force, o.spec.plan_draft(),
-                                                    o.spec.draft_max)
+                                                    o.spec.draft_max, o.spec.plan_mtp())
                                 : mw_fit{};
         opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);

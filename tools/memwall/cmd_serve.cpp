@@ -188,7 +188,7 @@ void add_serve_command(CLI::App& app) {
         // (Under --mem-budget the library's budget arithmetic refuses instead.)
         const mw_fit fit = o.model.mem_budget.empty()
                                ? check_fit_or_fail(o.model.path, cp, o.force, o.spec.plan_draft(),
-                                                   o.spec.draft_max)
+                                                   o.spec.draft_max, o.spec.plan_mtp())
                                : mw_fit{};
         // Speculation's flags are checked and its draft model loaded (it must pair with the
         // model: checked when the server is created) before the model.

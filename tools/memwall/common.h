@@ -242,9 +242,9 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
 // anything is allocated. Fails with the numbers and the nearest configurations that fit unless
 // `force` (then warns); warns when the fit is tight. Returns the plan.
 // draft_path: a draft model for speculative decoding (up to draft_max tokens a pass), counted
-// with the target.
+// with the target; mtp: the file's own MTP head drafts (its memory counted in the target's).
 mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force,
-                         const std::string& draft_path = "", int draft_max = 8);
+                         const std::string& draft_path = "", int draft_max = 8, bool mtp = false);
 // The memory of a run as the allocator and the OS report it, beside the plan's prediction.
 void print_memory_report(const mw_perf& perf, const mw_fit& plan);
 
