@@ -19,6 +19,8 @@
 #include "base/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
+#include "model/kv_cache.h"
+#include "plan/planner.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
 #include "runtime/mtp.h"
@@ -34,9 +36,12 @@ namespace {
 // A copy of `base` (a qwen35 / qwen35moe tiny reference model: 4 layers, the fourth full
 // attention) with one MTP block as blk.4: the attention layer's tensors, and a random eh_proj
 // (F32, std `gain` / sqrt(2 n_embd)), enorm and hnorm (1 + 0.1 N(0, 1)); with `head_norm`, its
-// own shared_head_norm.
+// own shared_head_norm. An `echo` head instead passes hnorm(h) through (eh_proj the identity on
+// it, the block's attention output and FFN down projections zero, every norm 1): its logits are
+// the target's at the position before, so it drafts the pending token again, and the drafts are
+// accepted wherever the target's greedy text repeats a token.
 std::string mtp_file(const std::string& base, const std::string& name, bool head_norm,
-                     float gain = 1.0f) {
+                     float gain = 1.0f, bool echo = false) {
     static std::vector<std::vector<uint8_t>> keep;  // the source bytes the copies point into
     keep.push_back(test::read_file(test::shared_path(base)));
     const gguf::GgufFile f = gguf::GgufFile::parse(keep.back(), base);
@@ -48,6 +53,14 @@ std::string mtp_file(const std::string& base, const std::string& name, bool head
         w.remove(arch + ".attention.recurrent_layers");  // the interval pattern: 3 of 4
         for (const gguf::TensorInfo& t : f.tensors()) {
             if (t.name.rfind("blk.3.", 0) != 0) continue;
+            const std::string role(t.name.substr(6));
+            if (echo && (role.rfind("attn_output", 0) == 0 || role.rfind("ffn_down", 0) == 0)) {
+                const size_t bytes = t.n_bytes;
+                w.add_tensor("blk.4." + role, GgmlType(t.type),
+                             std::vector<uint64_t>(t.ne, t.ne + std::max(1u, t.n_dims)),
+                             [bytes](uint8_t* dst) { std::memset(dst, 0, bytes); });
+                continue;
+            }
             w.add_tensor("blk.4." + std::string(t.name.substr(6)), GgmlType(t.type),
                          std::vector<uint64_t>(t.ne, t.ne + std::max(1u, t.n_dims)),
                          std::span<const uint8_t>(t.data, t.n_bytes));
@@ -63,6 +76,20 @@ std::string mtp_file(const std::string& base, const std::string& name, bool head
                 std::memcpy(dst, data->data(), data->size() * sizeof(float));
             };
         };
+        if (echo) {
+            w.add_tensor("blk.4.nextn.eh_proj.weight", GgmlType::F32, {2 * n_embd, n_embd},
+                         [n_embd](uint8_t* dst) {
+                             std::vector<float> m(2 * n_embd * n_embd, 0.0f);
+                             for (uint64_t r = 0; r < n_embd; ++r)
+                                 m[r * 2 * n_embd + n_embd + r] = 1;
+                             std::memcpy(dst, m.data(), m.size() * sizeof(float));
+                         });
+            for (const char* norm : {"enorm", "hnorm", "shared_head_norm"}) {
+                w.add_tensor(fmt::format("blk.4.nextn.{}.weight", norm), GgmlType::F32, {n_embd},
+                             random({n_embd}, 1.0f, 0.0f));
+            }
+            return;
+        }
         w.add_tensor("blk.4.nextn.eh_proj.weight", GgmlType::F32, {2 * n_embd, n_embd},
                      random({2 * n_embd, n_embd}, 0.0f, gain / std::sqrt(2.0f * n_embd)));
         w.add_tensor("blk.4.nextn.enorm.weight", GgmlType::F32, {n_embd},
@@ -92,6 +119,25 @@ int32_t argmax(const float* l, uint32_t n) {
 struct GenRun {
     std::vector<int32_t> tokens;
     SpecStats stats;
+    size_t n_drafts = 0;       // drafts proposed
+    size_t first_pending = 0;  // of them, those whose first token was the pending one
+};
+
+// Counts the drafts whose first token repeats the pending token (what the echo head drafts).
+class Recording final : public Drafter {
+  public:
+    Recording(std::unique_ptr<Drafter> inner, GenRun& run) : inner_(std::move(inner)), run_(run) {}
+    const char* name() const override { return "mtp"; }
+    void propose(std::span<const int32_t> context, uint32_t n_max, Draft& out) override {
+        inner_->propose(context, n_max, out);
+        if (out.tokens.empty()) return;
+        ++run_.n_drafts;
+        if (out.tokens[0] == context.back()) ++run_.first_pending;
+    }
+
+  private:
+    std::unique_ptr<Drafter> inner_;
+    GenRun& run_;
 };
 
 // Greedy: n tokens after the prompt, stopping at a full context (no shift over a recurrent
@@ -109,13 +155,14 @@ GenRun generate(const LoadedModel& m, const std::vector<int32_t>& prompt, uint32
     sp.temperature = 0.0f;
     Sampler sampler(sp);
     for (int32_t t : prompt) sampler.accept(t);
+    GenRun r;
     std::unique_ptr<Speculator> spec;
     if (head) {
         SpecParams p;
         p.draft_max = k;
-        spec = std::make_unique<Speculator>(ctx, 0, make_batch_member_drafter(head, 0), p);
+        spec = std::make_unique<Speculator>(
+            ctx, 0, std::make_unique<Recording>(make_batch_member_drafter(head, 0), r), p);
     }
-    GenRun r;
     int32_t pending = sampler.sample(ctx.logits(-1), n_vocab);
     sampler.accept(pending);
     r.tokens.push_back(pending);
@@ -139,6 +186,7 @@ GenRun generate(const LoadedModel& m, const std::vector<int32_t>& prompt, uint32
 struct MtpCase {
     const char* base;
     bool head_norm;
+    bool echo = false;  // the echo head (mtp_file): some drafts are accepted
 };
 
 class MtpGreedy : public testing::TestWithParam<MtpCase> {};
@@ -147,9 +195,10 @@ class MtpGreedy : public testing::TestWithParam<MtpCase> {};
 // a context of 80 that fills (the prompt's 24 tokens, then the drafts cut to the room left).
 TEST_P(MtpGreedy, DraftsGiveThePlainGreedyText) {
     const MtpCase& c = GetParam();
-    std::string name = std::string("mtp-") + c.base;
+    std::string name = std::string(c.echo ? "mtp-echo-" : "mtp-") + c.base;
     std::replace(name.begin(), name.end(), '/', '-');
-    const auto m = LoadedModel::load(mtp_file(c.base, name, c.head_norm), LoadOptions{});
+    const auto m =
+        LoadedModel::load(mtp_file(c.base, name, c.head_norm, 1.0f, c.echo), LoadOptions{});
     ASSERT_EQ(m->model.nextn.size(), 1u) << m->model.nextn_error;
     EXPECT_NE(m->desc.find("1 MTP layer"), std::string::npos) << m->desc;
     const auto prompt = test::book_tokens(*m, 3000, 24, 1200, 1);
@@ -163,11 +212,27 @@ TEST_P(MtpGreedy, DraftsGiveThePlainGreedyText) {
         EXPECT_GT(r.stats.passes, 0);
         EXPECT_EQ(r.stats.generated, int64_t(plain.tokens.size()) - 1);
         EXPECT_LE(r.stats.accepted, r.stats.drafted);
-        std::printf("[ mtp ] %s k=%u: %lld passes + %lld plain steps, %lld drafted, %lld accepted\n",
-                    c.base, k, static_cast<long long>(r.stats.passes),
-                    static_cast<long long>(r.stats.plain_steps),
-                    static_cast<long long>(r.stats.drafted),
-                    static_cast<long long>(r.stats.accepted));
+        if (c.echo) {
+            // The echo head's first draft is the target's choice at the position before the
+            // pending token, i.e. the pending token itself: only when the head pairs it with
+            // the target's hidden state of the last accepted position (a near tie may round
+            // the other way in the head's products).
+            EXPECT_GE(double(r.first_pending), 0.9 * double(r.n_drafts))
+                << r.first_pending << " of " << r.n_drafts;
+            // And it is accepted wherever the target's text repeats a token.
+            size_t repeats = 0;
+            for (size_t i = 1; i < plain.tokens.size(); ++i)
+                repeats += plain.tokens[i] == plain.tokens[i - 1];
+            if (repeats > 0) {
+                EXPECT_GT(r.stats.accepted, 0);
+            }
+        }
+        std::printf(
+            "[ mtp ] %s%s k=%u: %lld passes + %lld plain steps, %lld drafted, %lld accepted, "
+            "first draft = pending in %zu of %zu\n",
+            c.base, c.echo ? " (echo)" : "", k, static_cast<long long>(r.stats.passes),
+            static_cast<long long>(r.stats.plain_steps), static_cast<long long>(r.stats.drafted),
+            static_cast<long long>(r.stats.accepted), r.first_pending, r.n_drafts);
     }
     // Started after the prompt was read: the head fills the prompt's positions with h = 0;
     // worse drafts, the same text.
@@ -180,13 +245,15 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(MtpCase{"reference/models/qwen35-tiny-F16.gguf", false},
                     MtpCase{"reference/models/qwen35-tiny-Q4_K_M.gguf", true},
                     MtpCase{"reference/models/qwen35moe-tiny-F16.gguf", true},
-                    MtpCase{"reference/models/qwen35moe-tiny-Q4_K_M.gguf", false}),
+                    MtpCase{"reference/models/qwen35moe-tiny-Q4_K_M.gguf", false},
+                    MtpCase{"reference/models/qwen35-tiny-F16.gguf", true, true},
+                    MtpCase{"reference/models/qwen35moe-tiny-Q4_K_M.gguf", true, true}),
     [](const testing::TestParamInfo<MtpCase>& p) {
         std::string name = p.param.base;
         name = name.substr(name.rfind('/') + 1);
         name = name.substr(0, name.find(".gguf"));
         std::replace(name.begin(), name.end(), '-', '_');
-        return name;
+        return p.param.echo ? name + "_echo" : name;
     });
 
 // Keeps the target's final hidden state of every position of sequence 0.
@@ -327,10 +394,10 @@ struct Ref64 {
         for (size_t i = 0; i < nff; ++i) act[i] = gt[i] / (1.0 + std::exp(-gt[i])) * up[i];
         const auto dn = matvec(w.get("blk.4.ffn_down.weight"), act, E);
         for (size_t i = 0; i < E; ++i) x[i] += dn[i];
-        const auto g = rms(x, 0, E,
-                           w.get(own_head_norm ? "blk.4.nextn.shared_head_norm.weight"
-                                               : "output_norm.weight"),
-                           eps);
+        const auto g =
+            rms(x, 0, E,
+                w.get(own_head_norm ? "blk.4.nextn.shared_head_norm.weight" : "output_norm.weight"),
+                eps);
         const bool tied = w.f.find_tensor("output.weight") == nullptr;
         auto logits = matvec(w.get(tied ? "token_embd.weight" : "output.weight"), g, hp.n_vocab);
         return {logits, g};
@@ -397,8 +464,8 @@ TEST(MtpReference, DraftLogitsMatchAFloat64Forward) {
             std::printf("[ mtp ] draft %u: rel_rms %.2e against fp64\n", i, rel);
             std::vector<double> sorted(logits);
             std::sort(sorted.rbegin(), sorted.rend());
-            const int32_t top = int32_t(std::max_element(logits.begin(), logits.end()) -
-                                        logits.begin());
+            const int32_t top =
+                int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
             if (sorted[0] - sorted[1] > 0.05 * (std::abs(sorted[0]) + 1)) {
                 EXPECT_EQ(draft.tokens[i], top);
             }
@@ -429,9 +496,10 @@ TEST(MtpReference, HeadFollowsRollbacksAndChunks) {
     Sampler sampler(sp);
     SpecParams spp;
     spp.draft_max = 6;
-    Speculator spec(ctx, 0, make_batch_member_drafter(
-                                std::shared_ptr<BatchDrafter>(&head, [](BatchDrafter*) {}), 0),
-                    spp);
+    Speculator spec(
+        ctx, 0,
+        make_batch_member_drafter(std::shared_ptr<BatchDrafter>(&head, [](BatchDrafter*) {}), 0),
+        spp);
     int32_t pending = argmax(ctx.logits(-1), m->model.hp.n_vocab);
     std::vector<int32_t> out;
     for (int i = 0; i < 10; ++i) {
@@ -471,8 +539,7 @@ TEST(MtpErrors, FilesWithoutOrWithIncompleteMtpLayersAreClearErrors) {
     const auto m = LoadedModel::load(path, LoadOptions{});
     EXPECT_EQ(m->model.hp.n_layer, 4u);
     EXPECT_TRUE(m->model.nextn.empty());
-    EXPECT_NE(m->desc.find("1 MTP layer (incomplete: not runnable)"), std::string::npos)
-        << m->desc;
+    EXPECT_NE(m->desc.find("1 MTP layer (incomplete: not runnable)"), std::string::npos) << m->desc;
     Context ctx(*m, params(64));
     try {
         MtpDrafter head(ctx, 0.0f);
@@ -484,12 +551,41 @@ TEST(MtpErrors, FilesWithoutOrWithIncompleteMtpLayersAreClearErrors) {
     }
 }
 
+// The plan with --spec-type mtp adds the head's KV cache (one attention layer at the context's
+// size) to the target's, its scratch and a row of logits per drafted token to the compute, and
+// the saved recurrent state speculation keeps; what the drafter allocates stays within it.
+TEST(MtpPlan, CountsTheHeadsCacheScratchAndLogits) {
+    const std::string path = mtp_file("reference/models/qwen35-tiny-F16.gguf", "mtp-plan", false);
+    RunSettings run;
+    run.n_ctx = 512;
+    run.n_threads = 2;
+    const FitCheck plain = check_fit(path, run);
+    run.mtp = true;
+    run.draft_max = 4;
+    const FitCheck mtp = check_fit(path, run);
+    const auto m = LoadedModel::load(path, LoadOptions{});
+    const Model head = nextn_model(m->model);
+    EXPECT_EQ(mtp.memory.kv_bytes - plain.memory.kv_bytes,
+              KvCache::bytes_needed(head.hp, 512, GgmlType::F16, GgmlType::F16));
+    EXPECT_GT(mtp.memory.compute_bytes,
+              plain.memory.compute_bytes + 4ull * m->model.hp.n_vocab * sizeof(float));
+    EXPECT_GT(mtp.memory.state_bytes, plain.memory.state_bytes);
+    EXPECT_EQ(mtp.memory.weights_bytes, plain.memory.weights_bytes);  // in the file already
+    ContextParams cp;
+    cp.n_ctx = 512;
+    cp.n_threads = 2;
+    Context ctx(*m, cp);
+    const MtpDrafter d(ctx, 0.0f);
+    EXPECT_LE(d.bytes(), MtpDrafter::planned_bytes(m->model, 512, 512, 1, GgmlType::F16,
+                                                   GgmlType::F16, ctx.max_threads()));
+}
+
 // The command line: --spec-type mtp runs (greedy text as without it, acceptance reported with
 // --verbose); without MTP layers it is refused before loading.
 TEST(MtpCli, RunWithSpecTypeMtp) {
     const std::string path = mtp_file("reference/models/qwen35-tiny-F16.gguf", "mtp-cli", false);
-    const std::string base = test::cli_path() + " run -m " + path + " -p 'Once upon a time' -n 24 " +
-                             "--temp 0 -c 128 -t 2";
+    const std::string base = test::cli_path() + " run -m " + path +
+                             " -p 'Once upon a time' -n 24 " + "--temp 0 -c 128 -t 2";
     const test::CommandResult plain = test::run_command(base);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
     const test::CommandResult mtp =
@@ -498,10 +594,9 @@ TEST(MtpCli, RunWithSpecTypeMtp) {
     EXPECT_EQ(mtp.out, plain.out);
     EXPECT_NE(mtp.err.find("speculative: MTP head of"), std::string::npos) << mtp.err;
     EXPECT_NE(mtp.err.find("accepted"), std::string::npos) << mtp.err;
-    const test::CommandResult without =
-        test::run_command(test::cli_path() + " run -m " +
-                          test::shared_path("reference/models/qwen35-tiny-F16.gguf") +
-                          " --spec-type mtp -p hi");
+    const test::CommandResult without = test::run_command(
+        test::cli_path() + " run -m " + test::shared_path("reference/models/qwen35-tiny-F16.gguf") +
+        " --spec-type mtp -p hi");
     EXPECT_EQ(without.exit_code, 2);
     EXPECT_NE(without.err.find("has no MTP layers"), std::string::npos) << without.err;
 }

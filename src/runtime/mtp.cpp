@@ -149,7 +149,8 @@ void MtpDrafter::flush() {
                 const uint32_t seq = q_[k].seq;
                 if (runs_.empty() || runs_.back().seq != seq) {
                     if (seq_count_[seq] > 0) {
-                        fail(ErrorKind::invalid_argument, "MTP drafter: sequence {} queued apart", seq);
+                        fail(ErrorKind::invalid_argument, "MTP drafter: sequence {} queued apart",
+                             seq);
                     }
                     runs_.push_back({seq, k - begin, 0, mem_.seq_len(seq)});
                 }
@@ -195,9 +196,8 @@ void MtpDrafter::flush() {
 void MtpDrafter::sync_prefix(uint32_t seq, std::span<const int32_t> tokens, uint32_t limit) {
     std::vector<int32_t>& held = tokens_[seq];
     const size_t n = std::min({held.size(), tokens.size(), size_t(limit)});
-    uint32_t keep =
-        uint32_t(std::mismatch(held.begin(), held.begin() + long(n), tokens.begin()).first -
-                 held.begin());
+    uint32_t keep = uint32_t(
+        std::mismatch(held.begin(), held.begin() + long(n), tokens.begin()).first - held.begin());
     if (keep < held.size()) {
         mem_.truncate(seq, keep);
         held.resize(keep);
@@ -237,9 +237,8 @@ void MtpDrafter::on_chunk(const ForwardBatch& b, const float* hidden) {
             }
             if (len == run.pos0) {
                 for (uint32_t i = 0; i < run.n_tokens; ++i) {
-                    const float* h =
-                        i == 0 ? h_at(seq, int64_t(run.pos0) - 1)
-                               : hidden + size_t(run.first_token + i - 1) * n_embd_;
+                    const float* h = i == 0 ? h_at(seq, int64_t(run.pos0) - 1)
+                                            : hidden + size_t(run.first_token + i - 1) * n_embd_;
                     queue(seq, b.tokens[run.first_token + i], h, false);
                 }
             }

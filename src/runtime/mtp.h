@@ -56,8 +56,7 @@ class MtpDrafter final : public BatchDrafter, public DecodeObserver {
     uint64_t bytes() const;
     // The same before anything is allocated, for the memory plan.
     static uint64_t planned_bytes(const Model& target, uint32_t n_ctx, uint32_t n_batch,
-                                  uint32_t n_seq, GgmlType type_k, GgmlType type_v,
-                                  int n_threads);
+                                  uint32_t n_seq, GgmlType type_k, GgmlType type_v, int n_threads);
 
   private:
     // Tokens queued for one forward pass of the head: each sequence's as one run.
@@ -88,7 +87,7 @@ class MtpDrafter final : public BatchDrafter, public DecodeObserver {
     // After flush(): per queued token with logits, its row; the pass's logits and hidden rows.
     std::vector<int32_t> out_row_;
     std::vector<float> logits_, out_hidden_;  // rows of the tokens with logits
-    std::vector<float> hidden_;                // the pass's hidden states (one batch)
+    std::vector<float> hidden_;               // the pass's hidden states (one batch)
     std::vector<int32_t> tokens_buf_;
     std::vector<ForwardSeq> runs_;
     std::vector<uint32_t> outputs_;
