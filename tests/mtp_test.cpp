@@ -5,12 +5,16 @@
 // logits match a float64 forward pass written here from the block's definition (llama.cpp's
 // graph_mtp); files without MTP layers, or with incomplete ones, are clear errors.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <random>
 #include <string>
@@ -19,6 +23,7 @@
 #include "base/error.h"
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
+#include "memwall.h"
 #include "model/kv_cache.h"
 #include "plan/planner.h"
 #include "runtime/context.h"
@@ -27,6 +32,7 @@
 #include "runtime/speculative.h"
 #include "support/gguf_edit.h"
 #include "support/model_inputs.h"
+#include "support/test_server.h"
 #include "support/test_support.h"
 #include "tensor/types.h"
 
@@ -578,6 +584,54 @@ TEST(MtpPlan, CountsTheHeadsCacheScratchAndLogits) {
     const MtpDrafter d(ctx, 0.0f);
     EXPECT_LE(d.bytes(), MtpDrafter::planned_bytes(m->model, 512, 512, 1, GgmlType::F16,
                                                    GgmlType::F16, ctx.max_threads()));
+}
+
+// Four server slots drafting with the MTP head at once (one head pass per drafted position for
+// all of them, beside prompt chunks) give each request the greedy text a server without
+// speculation gives; the responses count the drafts. The echo head makes some acceptable.
+TEST(MtpServer, FourSlotsGiveThePlainGreedyTexts) {
+    const std::string path =
+        mtp_file("reference/models/qwen35-tiny-F16.gguf", "mtp-server", true, 1.0f, /*echo=*/true);
+    const std::vector<std::string> prompts = {
+        "Once upon a time", "The little dog ran to the park and saw a big red ball. The dog",
+        "Lily wanted to", "One day, a big bird flew over the house. One day, a big"};
+    auto complete = [](const test::Server& s, const std::string& prompt) {
+        int status = 0;
+        const nlohmann::json r = test::post(
+            s, "/v1/completions",
+            nlohmann::json{{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}}.dump(),
+            &status);
+        EXPECT_EQ(status, 200) << r.dump();
+        return r;
+    };
+    std::vector<std::string> plain;
+    {
+        test::Server s(mw_server_default_params(), 4, 512, path);
+        for (const std::string& p : prompts)
+            plain.push_back(complete(s, p)["choices"][0]["text"].get<std::string>());
+    }
+    for (int k : {2, 5}) {
+        SCOPED_TRACE("k=" + std::to_string(k));
+        mw_spec_params spec = mw_spec_default_params();
+        spec.type = MW_SPEC_MTP;
+        spec.draft_max = k;
+        mw_server_params sp = mw_server_default_params();
+        sp.speculative = &spec;
+        test::Server s(sp, 4, 512, path);
+        ASSERT_NE(s.server, nullptr) << mw_last_error();
+        std::vector<std::future<nlohmann::json>> together;
+        for (const std::string& p : prompts) {
+            together.push_back(std::async(std::launch::async, [&, p] { return complete(s, p); }));
+        }
+        int64_t drafted = 0;
+        for (size_t i = 0; i < prompts.size(); ++i) {
+            const nlohmann::json r = together[i].get();
+            EXPECT_EQ(r["choices"][0]["text"].get<std::string>(), plain[i]) << "prompt " << i;
+            drafted += r["timings"].value("draft_n", int64_t(0));
+        }
+        EXPECT_GT(drafted, 0);
+        EXPECT_EQ(mw_server_spec_stats(s.server).n_drafted, drafted);
+    }
 }
 
 // The command line: --spec-type mtp runs (greedy text as without it, acceptance reported with
