@@ -519,6 +519,28 @@ TEST(MtpReference, HeadFollowsRollbacksAndChunks) {
     EXPECT_GT(spec.stats().drafted, 0);
 }
 
+// --draft-p-min: a head whose top probability is below it drafts nothing (1: never sure
+// enough); outside 0..1 it is refused.
+TEST(MtpReference, PMinStopsTheDraft) {
+    const std::string path = mtp_file("reference/models/qwen35-tiny-F16.gguf", "mtp-pmin", false);
+    const auto m = LoadedModel::load(path, LoadOptions{});
+    Context ctx(*m, params(64));
+    EXPECT_THROW(MtpDrafter(ctx, 2.0f), Error);
+    const auto prompt = test::book_tokens(*m, 0, 8, 400, 1);
+    for (float p_min : {0.0f, 1.0f}) {
+        SCOPED_TRACE(p_min);
+        MtpDrafter head(ctx, p_min);
+        ctx.seq_truncate(0, 0);
+        ctx.decode(prompt.data(), uint32_t(prompt.size()), false);
+        std::vector<int32_t> context = prompt;
+        context.push_back(argmax(ctx.logits(-1), m->model.hp.n_vocab));
+        Draft draft;
+        const BatchDrafter::Request req{0, context, 4, &draft};
+        head.propose({&req, 1});
+        EXPECT_EQ(draft.tokens.size(), p_min > 0.0f ? 0u : 4u);
+    }
+}
+
 TEST(MtpErrors, FilesWithoutOrWithIncompleteMtpLayersAreClearErrors) {
     const auto plain = test::load_shared("reference/models/qwen35-tiny-F16.gguf");
     {
