@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 12
+#define MEMWALL_API_VERSION 13
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -349,6 +349,8 @@ typedef enum mw_spec_type {
     MW_SPEC_ORACLE = 3, /* measurement device: proposes oracle_tokens[i] (the target's greedy
                            text, prompt included, from a run without speculation) with
                            probability oracle_p, a wrong token otherwise */
+    MW_SPEC_MTP = 4,    /* API 13: the target's own MTP (next-n) head (Qwen3.5 files that have
+                           one; draft_p_min applies); no draft context */
 } mw_spec_type;
 
 typedef struct mw_spec_params {
@@ -835,6 +837,12 @@ MW_API mw_status mw_check_fit(const char* path, const mw_context_params* params,
  * the target's saved states and logits rows alone. */
 MW_API mw_status mw_check_fit_draft(const char* path, const char* draft_path, int32_t draft_max,
                                     const mw_context_params* params, mw_fit* out);
+/* API 13: the same with the file's own MTP head drafting (MW_SPEC_MTP) up to draft_max tokens a
+ * pass: the head's KV cache (one attention layer), its scratch, the target's hidden states and
+ * a row of logits per drafted token count in the target's figures. A file without an MTP head
+ * plans as mw_check_fit. */
+MW_API mw_status mw_check_fit_mtp(const char* path, int32_t draft_max,
+                                  const mw_context_params* params, mw_fit* out);
 
 /* For bench: the speeds measured on this machine, recorded so that plans for this device use
  * the efficiency this engine reaches here. decode_bytes_per_token: the weight bytes each decode

@@ -261,6 +261,29 @@ mw_status mw_check_fit_draft(const char* path, const char* draft_path, int32_t d
     });
 }
 
+mw_status mw_check_fit_mtp(const char* path, int32_t draft_max, const mw_context_params* params,
+                           mw_fit* out) {
+    if (!path || !out) {
+        mw::set_api_last_error("mw_check_fit_mtp: path or out is NULL");
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    if (draft_max < 1) {
+        mw::set_api_last_error(
+            fmt::format("mw_check_fit_mtp: draft_max {}: give 1 or more tokens", draft_max));
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    std::memset(out, 0, sizeof *out);
+    mw_context_params p;
+    if (!mw::read_params(params, mw_context_default_params(), &p, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
+    return guarded([&] {
+        mw::RunSettings run = mw::run_settings_from(p);
+        run.mtp = true;
+        run.draft_max = uint32_t(draft_max);
+        mw::fit_to_c(mw::check_fit(path, run), out);
+    });
+}
+
 char* mw_device_record_bench(const mw_bench_record* record) {
     return json_result([&] {
         if (!record) mw::fail(mw::ErrorKind::invalid_argument, "mw_device_record_bench: NULL");

@@ -11,6 +11,7 @@
 #include "memwall.h"
 #include "runtime/chat_render.h"
 #include "runtime/context.h"
+#include "runtime/mtp.h"
 #if defined(MEMWALL_SERVER)
 #include "server/http_server.h"
 #endif
@@ -151,7 +152,13 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
                 dp.n_seq_max = srv->ctx->n_seq_max();
                 srv->draft_ctx = std::make_unique<mw::Context>(*draft, dp);
             }
-            if (srv->draft_ctx) {
+            if (sp.type == MW_SPEC_MTP) {
+                // The target's MTP head drafts for every slot together, as a draft model does.
+                o.batch_drafter = std::make_shared<mw::MtpDrafter>(*srv->ctx, sp.draft_p_min);
+                o.make_drafter = [batch = o.batch_drafter](uint32_t slot) {
+                    return mw::make_batch_member_drafter(batch, slot);
+                };
+            } else if (srv->draft_ctx) {
                 if (!(sp.draft_p_min >= 0.0f && sp.draft_p_min <= 1.0f)) {
                     mw::fail(mw::ErrorKind::invalid_argument, "--draft-p-min {}: expected 0..1",
                              sp.draft_p_min);

@@ -7,6 +7,7 @@
 #include "api/api_speculative.h"
 #include "base/error.h"
 #include "memwall.h"
+#include "runtime/mtp.h"
 
 struct mw_speculator {
     std::unique_ptr<mw::Speculator> spec;
@@ -47,6 +48,8 @@ std::unique_ptr<Drafter> make_drafter(Context& t, Context* draft, const mw_spec_
                 fail(ErrorKind::invalid_argument, "--draft-p-min {}: expected 0..1", p.draft_p_min);
             }
             return make_model_drafter(*draft, p.draft_p_min, seq);
+        case MW_SPEC_MTP:
+            return make_batch_member_drafter(std::make_shared<MtpDrafter>(t, p.draft_p_min), seq);
         case MW_SPEC_NGRAM:
             if (p.ngram_size_n < 1 || p.ngram_size_m < 1) {
                 fail(ErrorKind::invalid_argument,

@@ -65,6 +65,7 @@ class Binder {
     }
 
     bool has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
+    const gguf::GgufFile& file() const { return f_; }
 
     void finish(const HParams& hp) const {
         if (missing_.empty() && problems_.empty()) return;

@@ -17,6 +17,7 @@ size_t max_matmul_scratch(const Model& m, uint32_t n) {
     };
     consider(m.output);
     consider(m.ple_model_proj);
+    if (m.nextn_input) consider(m.nextn_input->eh_proj);
     for (const Layer& l : m.layers) {
         for (const LayerMatrixRole& r : kLayerMatrices) consider(l.*r.member);
         for (const LayerStackRole& r : kLayerStacks) consider((l.*r.member).first);
@@ -35,6 +36,7 @@ struct ScratchSizes {
     size_t q_gated, attn_gate, dn_qkv, dn_conv, dn_z, dn_beta, dn_alpha, dn_o, dn_tmp;
     size_t router_logits, moe_in, moe_out, moe_expert, moe_weight, moe_tokens, router_probs;
     size_t ple, ple_gate, ple_tmp, g4;  // gemma4: per-layer inputs, their gate, a row each
+    size_t nextn_in;                    // an MTP head's 2 n_embd inputs per token
     size_t tok_index;                   // sequence and position of each token
     size_t act_bytes;
     size_t attn_seqs;  // AttentionSeq entries
@@ -45,7 +47,7 @@ struct ScratchSizes {
                                 rope_cs_swa + mla_qa + mla_q + mla_kv + head_in + head_out +
                                 q_gated + attn_gate + dn_qkv + dn_conv + dn_z + dn_beta + dn_alpha +
                                 dn_tmp + dn_o + router_logits + moe_in + moe_out + moe_weight +
-                                router_probs + ple + ple_gate + ple_tmp + g4;
+                                router_probs + ple + ple_gate + ple_tmp + g4 + nextn_in;
         return floats * sizeof(float) + (moe_expert + moe_tokens + tok_index) * sizeof(int32_t) +
                act_bytes + attn_seqs * sizeof(AttentionSeq) +
                AttentionScratch::planned_bytes(attention);
@@ -115,6 +117,7 @@ ScratchSizes scratch_sizes(const Model& m, uint32_t max_batch, uint32_t max_seqs
         z.ple_tmp = size_t(std::max(1, n_threads)) * width;
     }
     if (hp.n_embd_per_layer > 0 || hp.moe_with_dense) z.g4 = n * hp.n_embd;
+    if (m.nextn_input) z.nextn_in = n * 2 * hp.n_embd;
     z.tok_index = 2 * n;
     z.router_logits = moe ? n * hp.n_expert : 0;
     z.moe_in = moe ? n * hp.n_embd : 0;
@@ -181,6 +184,7 @@ ForwardScratch::ForwardScratch(const Model& m, uint32_t max_batch, uint32_t n_ct
     ple_gate.resize(z.ple_gate);
     ple_tmp.resize(z.ple_tmp);
     g4.resize(z.g4);
+    nextn_in.resize(z.nextn_in);
     tok_seq.resize(z.tok_index / 2);
     tok_pos.resize(z.tok_index / 2);
     router_logits.resize(z.router_logits);
@@ -204,7 +208,7 @@ uint64_t ForwardScratch::bytes() const {
                             &moe_out, &moe_weight, &router_probs, &q_gated,       &attn_gate,
                             &dn_qkv,  &dn_conv,    &dn_z,         &dn_beta,       &dn_alpha,
                             &dn_o,    &dn_tmp,     &ple,          &ple_gate,      &ple_tmp,
-                            &g4}) {
+                            &g4,      &nextn_in}) {
         floats += vec->size();
     }
     return floats * sizeof(float) +
@@ -226,7 +230,7 @@ void ForwardStep::norm_rows(const float* in, const float* weight, float* out, ui
 }
 
 void forward(const Model& m, SeqMemory& mem, ForwardScratch& s, Parallel& par,
-             const ForwardBatch& b, float* logits) {
+             const ForwardBatch& b, float* logits, float* hidden) {
     const FlushSubnormals flush;  // pool workers flush them too (runtime/thread_pool.cpp)
     const HParams& hp = m.hp;
     const uint32_t n = b.n_tokens;
@@ -274,6 +278,22 @@ void forward(const Model& m, SeqMemory& mem, ForwardScratch& s, Parallel& par,
             rope_cache(m.rope_swa, float(tok_pos[t]), s.rope_cs_swa.data() + size_t(t) * hp.n_rot);
     });
     if (hp.n_embd_per_layer > 0) step.per_layer_inputs();
+    if (const NextnHead* h = m.nextn_input) {
+        // An MTP head: x = eh_proj [enorm(embedding); hnorm(h)] (the embedding first, as
+        // llama.cpp concatenates them).
+        float* in = s.nextn_in.data();
+        step.for_each_token(n, n_embd, [&](uint32_t t) {
+            float* row = in + size_t(t) * 2 * n_embd;
+            rms_norm(x + t * n_embd, h->enorm.data(), row, n_embd, hp.norm_eps);
+            if (b.embd_h) {
+                rms_norm(b.embd_h + size_t(t) * n_embd, h->hnorm.data(), row + n_embd, n_embd,
+                         hp.norm_eps);
+            } else {
+                std::fill(row + n_embd, row + 2 * n_embd, 0.0f);
+            }
+        });
+        step.matmul(h->eh_proj, in, n, x);
+    }
 
     float* attn_out = s.xb2.data();
     float* ffn_out = s.xb3.data();
@@ -317,15 +337,23 @@ void forward(const Model& m, SeqMemory& mem, ForwardScratch& s, Parallel& par,
         });
         if (l.ple_gate.traits || !l.out_scale.empty()) step.gemma4_layer_end(il);
     }
+    if (hidden) step.norm_rows(x, m.output_norm.data(), hidden, n, n_embd);
     if (!logits || b.n_outputs == 0) return;
 
     // Final norm and the language-model head, for the tokens the caller wants; then the logit
     // scale (command-r, granite) and soft-cap (gemma2).
-    step.for_each_token(b.n_outputs, n_embd, [&](uint32_t i) {
-        std::copy(x + b.outputs[i] * n_embd, x + (b.outputs[i] + 1) * n_embd,
-                  s.xb2.data() + i * n_embd);
-    });
-    step.norm_rows(s.xb2.data(), m.output_norm.data(), xb, b.n_outputs, n_embd);
+    if (hidden) {
+        step.for_each_token(b.n_outputs, n_embd, [&](uint32_t i) {
+            std::copy(hidden + b.outputs[i] * n_embd, hidden + (b.outputs[i] + 1) * n_embd,
+                      xb + i * n_embd);
+        });
+    } else {
+        step.for_each_token(b.n_outputs, n_embd, [&](uint32_t i) {
+            std::copy(x + b.outputs[i] * n_embd, x + (b.outputs[i] + 1) * n_embd,
+                      s.xb2.data() + i * n_embd);
+        });
+        step.norm_rows(s.xb2.data(), m.output_norm.data(), xb, b.n_outputs, n_embd);
+    }
     step.matmul(m.output, xb, b.n_outputs, logits);
     const int64_t n_vocab = hp.n_vocab;
     if (hp.logit_scale != 1.0f || hp.final_softcap > 0.0f) {

@@ -40,6 +40,9 @@ struct ForwardBatch {
     uint32_t n_seqs;
     const uint32_t* outputs;
     uint32_t n_outputs;
+    // An MTP head's model (Model::nextn_input): per token, the target's final hidden state that
+    // goes with it (n_tokens x n_embd; null: zeros).
+    const float* embd_h = nullptr;
 };
 
 // Every buffer one forward step needs, planned once for the largest batch (tokens and
@@ -62,7 +65,7 @@ class ForwardScratch {
 
   private:
     friend void forward(const Model&, SeqMemory&, ForwardScratch&, Parallel&, const ForwardBatch&,
-                        float*);
+                        float*, float*);
     friend struct ForwardStep;
     uint32_t max_batch_;
     uint32_t max_seqs_;
@@ -81,6 +84,7 @@ class ForwardScratch {
     // gemma4: the batch's per-layer inputs (n x n_layer x n_embd_per_layer), the branch's gate,
     // one table row per thread, and one more n x n_embd buffer.
     std::vector<float> ple, ple_gate, ple_tmp, g4;
+    std::vector<float> nextn_in;          // an MTP head: [enorm(embedding); hnorm(h)] per token
     std::vector<int32_t> moe_expert;      // per token, the selected experts
     std::vector<float> moe_weight;        // and their weights
     std::vector<int32_t> moe_tokens;      // tokens routed to the current expert
@@ -97,8 +101,9 @@ class ForwardScratch {
 // tokens (n_outputs x n_vocab; none when logits is null). The caller checks that the batch fits the
 // scratch (tokens <= max_batch(), sequences
 // <= max_seqs()) and has reserved the cache rows (KvCache::reserve); it sets the sequences'
-// lengths afterwards.
+// lengths afterwards. `hidden` (n_tokens x n_embd, optional): every token's final hidden state
+// after the output norm, what an MTP head reads.
 void forward(const Model& model, SeqMemory& memory, ForwardScratch& scratch, Parallel& par,
-             const ForwardBatch& batch, float* logits);
+             const ForwardBatch& batch, float* logits, float* hidden = nullptr);
 
 }  // namespace mw

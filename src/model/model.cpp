@@ -47,6 +47,36 @@ void bind_llama_attention(Binder& b, const HParams& hp, uint32_t il, Layer& l, b
     if (!hp.parallel_residual) l.ffn_norm = b.vector(p + "ffn_norm.weight", n_embd);
 }
 
+void bind_layer_ffn(Binder& b, const ArchSpec& arch, const HParams& hp, uint32_t il, Layer& l) {
+    const std::string p = fmt::format("blk.{}.", il);
+    const int64_t n_embd = hp.n_embd;
+    if (!l.moe) {
+        if (arch.bind_dense_ffn) {
+            arch.bind_dense_ffn(b, hp, il, l);
+        } else {
+            l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
+            l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
+            l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
+        }
+    } else {
+        const int64_t ne = hp.n_expert, nf = hp.n_ff_expert;
+        l.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, ne);
+        if (b.has(p + "ffn_gate_up_exps.weight")) {
+            // Fused (gemma4): each expert's rows 0 .. nf are the gate, nf .. 2 nf the up
+            // projection; the two roles are views of the same stack.
+            const ExpertWeights gu = b.experts(p + "ffn_gate_up_exps.weight", n_embd, 2 * nf, ne);
+            l.exp_gate = l.exp_up = gu;
+            l.exp_gate.first.n_rows = l.exp_up.first.n_rows = nf;
+            if (gu.first.data) l.exp_up.first.data += size_t(nf) * gu.first.row_bytes;
+        } else {
+            l.exp_gate = b.experts(p + "ffn_gate_exps.weight", n_embd, nf, ne);
+            l.exp_up = b.experts(p + "ffn_up_exps.weight", n_embd, nf, ne);
+        }
+        l.exp_down = b.experts(p + "ffn_down_exps.weight", nf, n_embd, ne);
+        if (arch.bind_moe_extra) arch.bind_moe_extra(b, hp, il, l);
+    }
+}
+
 Model Model::bind(const gguf::GgufFile& file) {
     Model m;
     m.hp = read_hparams(file);
@@ -92,32 +122,7 @@ Model Model::bind(const gguf::GgufFile& file) {
             bind_llama_attention(b, hp, i, l, /*qk_norm=*/false);
         }
         l.moe = moe && i >= hp.n_layer_dense_lead;
-        if (!l.moe) {
-            if (arch.bind_dense_ffn) {
-                arch.bind_dense_ffn(b, hp, i, l);
-            } else {
-                l.ffn_gate = b.matrix(p + "ffn_gate.weight", n_embd, hp.n_ff);
-                l.ffn_up = b.matrix(p + "ffn_up.weight", n_embd, hp.n_ff);
-                l.ffn_down = b.matrix(p + "ffn_down.weight", hp.n_ff, n_embd);
-            }
-        } else {
-            const int64_t ne = hp.n_expert, nf = hp.n_ff_expert;
-            l.router = b.matrix(p + "ffn_gate_inp.weight", n_embd, ne);
-            if (b.has(p + "ffn_gate_up_exps.weight")) {
-                // Fused (gemma4): each expert's rows 0 .. nf are the gate, nf .. 2 nf the up
-                // projection; the two roles are views of the same stack.
-                const ExpertWeights gu =
-                    b.experts(p + "ffn_gate_up_exps.weight", n_embd, 2 * nf, ne);
-                l.exp_gate = l.exp_up = gu;
-                l.exp_gate.first.n_rows = l.exp_up.first.n_rows = nf;
-                if (gu.first.data) l.exp_up.first.data += size_t(nf) * gu.first.row_bytes;
-            } else {
-                l.exp_gate = b.experts(p + "ffn_gate_exps.weight", n_embd, nf, ne);
-                l.exp_up = b.experts(p + "ffn_up_exps.weight", n_embd, nf, ne);
-            }
-            l.exp_down = b.experts(p + "ffn_down_exps.weight", nf, n_embd, ne);
-            if (arch.bind_moe_extra) arch.bind_moe_extra(b, hp, i, l);
-        }
+        bind_layer_ffn(b, arch, hp, i, l);
     }
     if (arch.bind_model_extra) arch.bind_model_extra(b, m);
     b.finish(hp);
@@ -180,6 +185,38 @@ Model Model::bind(const gguf::GgufFile& file) {
         }
     }
     m.bytes_per_token = per_token;
+    return m;
+}
+
+Model nextn_model(const Model& t, uint32_t index) {
+    if (index >= t.nextn.size()) {
+        fail(ErrorKind::invalid_argument, "the model has {} MTP head(s), not {}", t.nextn.size(),
+             index + 1);
+    }
+    const NextnHead& h = t.nextn[index];
+    Model m;
+    m.hp = t.hp;
+    m.hp.n_layer = 1;
+    m.hp.n_nextn_layers = 0;
+    m.hp.n_layer_dense_lead = 0;
+    m.hp.layer_kinds.clear();  // one full-attention layer
+    m.tok_embd = h.embed.traits ? h.embed : t.tok_embd;
+    m.output = h.head.traits ? h.head : t.output;
+    m.output_norm = h.head_norm.empty() ? t.output_norm : h.head_norm;
+    m.layers = {h.block};
+    m.rope_freq_factors = t.rope_freq_factors;
+    m.rope = t.rope;
+    m.rope.freq_factors = m.rope_freq_factors.empty() ? nullptr : m.rope_freq_factors.data();
+    m.rope_swa = m.rope;
+    m.nextn_input = &h;
+    m.offload = t.offload;  // a shared head placed on the GPU runs there
+    uint64_t bytes = matrix_bytes(m.output) + m.tok_embd.row_bytes + matrix_bytes(h.eh_proj);
+    for (const LayerMatrixRole& r : kLayerMatrices) bytes += matrix_bytes(h.block.*r.member);
+    for (const LayerStackRole& r : kLayerStacks) {
+        if (r.experts && h.block.moe)
+            bytes += matrix_bytes((h.block.*r.member).first) * t.hp.n_expert_used;
+    }
+    m.bytes_per_token = bytes;
     return m;
 }
 

@@ -156,6 +156,20 @@ inline constexpr std::vector<float> Layer::*kLayerVectors[] = {
     &Layer::exp_down_scale,
 };
 
+// A multi-token-prediction (next-n) head (qwen35's MTP block): predicts the token after next from
+// the embedding of the next token and the model's final hidden state at the current one:
+// x = eh_proj [enorm(embed(next)); hnorm(h)], then one full-attention decoder block (with a KV
+// cache of its own), head_norm and the LM head. runtime/mtp.h runs it as a drafter.
+struct NextnHead {
+    Layer block;
+    std::vector<float> enorm, hnorm;
+    WeightMatrix eh_proj;  // 2 n_embd -> n_embd
+    // Its own nextn.embed_tokens, shared_head_head and shared_head_norm; absent (no traits,
+    // empty): the model's token_embd, output and output_norm (as they are when run: repacked).
+    WeightMatrix embed, head;
+    std::vector<float> head_norm;
+};
+
 struct Model {
     HParams hp;
     WeightMatrix tok_embd;
@@ -175,6 +189,13 @@ struct Model {
     // Where ple_embd's rows come from when the table stays on storage (its bytes in the mapping
     // are then never read). Null: read in place.
     PleSource* ple_source = nullptr;
+    // The MTP heads the file has after its layers (hp.n_nextn_layers; bound, never run by the
+    // model's own forward pass).
+    std::vector<NextnHead> nextn;
+    std::string nextn_error;  // why the file's MTP heads could not be bound ("" if they were)
+    // Set in the one-layer model that runs an MTP head (nextn_model): the batch's input rows are
+    // the head's eh_proj of the token embedding and ForwardBatch::embd_h, not the embedding alone.
+    const NextnHead* nextn_input = nullptr;
 
     // The RoPE of layer il (sliding-window layers may differ).
     const RopeParams& rope_of(uint32_t il) const { return hp.swa_layer(il) ? rope_swa : rope; }
@@ -198,6 +219,11 @@ struct Model {
     // reported together in one error.
     static Model bind(const gguf::GgufFile& file);
 };
+
+// The one-layer model that runs `target`'s MTP head `index`: its block as layer 0 (full
+// attention), its embedding, norm and head. Shares the target's weights (and must not outlive
+// it); reads them in place (no GPU, stream or expert cache).
+Model nextn_model(const Model& target, uint32_t index = 0);
 
 // Rewrites in place every weight matrix the installed kernels have a faster layout for
 // (tensor/repack.h) and points its traits at that layout. `bound` is the bytes the model was bound

@@ -16,6 +16,7 @@
 #include "plan/catalogue.h"
 #include "plan/device_cache.h"
 #include "runtime/context.h"
+#include "runtime/mtp.h"
 #include "runtime/ple_reader.h"
 #include "sys/mapped_file.h"
 #include "sys/probe.h"
@@ -457,7 +458,7 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
     m.state_bytes = RecurrentState::bytes_needed(
         f.hp, n_seq,
         RecurrentState::kDefaultCheckpoints +
-            (run.speculative || run.self_drafting || run.draft ? 1 : 0));
+            (run.speculative || run.self_drafting || run.draft || run.mtp ? 1 : 0));
     // A decode step of every sequence keeps a row of logits for each.
     m.compute_bytes = ForwardScratch::planned_bytes(f.model, n_batch, m.n_ctx, n_threads, n_seq) +
                       uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq;
@@ -465,6 +466,15 @@ MemoryPlan plan_memory(const ModelFacts& f, const RunSettings& run) {
                        f.decoded_vector_bytes + uint64_t(f.hp.n_vocab) * kVocabBytesPerToken +
                        f.n_merges * kVocabBytesPerMerge + (f.n_merges ? kBpeFixedBytes : 0) +
                        uint64_t(n_threads) * kThreadBytes;
+    if (run.mtp && !f.model.nextn.empty()) {
+        const Model head = nextn_model(f.model);
+        const uint64_t kv =
+            SeqMemory::bytes_needed(head.hp, m.n_ctx, run.type_k, run.type_v, n_seq, n_batch);
+        m.kv_bytes += kv;
+        m.compute_bytes += MtpDrafter::planned_bytes(f.model, m.n_ctx, n_batch, n_seq, run.type_k,
+                                                     run.type_v, n_threads) -
+                           kv + uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq * run.draft_max;
+    }
     if (run.draft || run.self_drafting)
         m.compute_bytes += uint64_t(f.hp.n_vocab) * sizeof(float) * n_seq * run.draft_max;
     if (run.draft) {

@@ -66,6 +66,9 @@ struct RunSettings {
     // With a draft: tokens drafted per pass at most; a verification pass keeps a row of logits
     // for each of them, in every sequence.
     uint32_t draft_max = 8;
+    // --spec-type mtp: the file's own MTP head drafts up to draft_max tokens a pass: its KV cache
+    // (one attention layer), its scratch and the target's hidden states count too.
+    bool mtp = false;
     // A second model in the process (the draft): the process's own bytes are the first one's.
     bool shares_process = false;
 };

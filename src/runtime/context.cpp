@@ -216,6 +216,7 @@ void Context::decode(std::span<const BatchToken> batch, Mode mode,
     logits_.resize(size_t(rows) * hp.n_vocab);
 
     const auto start = std::chrono::steady_clock::now();
+    mode_ = mode;
     uint64_t experts_read = 0;
     for (uint32_t begin = 0; begin < n;) {
         const uint32_t end = std::min(n, begin + scratch_.max_batch());
@@ -276,8 +277,19 @@ void Context::run_chunk(std::span<const BatchToken> batch, uint32_t begin, uint3
     fb.n_outputs = uint32_t(outputs_.size());
     float* out =
         first_row < 0 ? nullptr : logits_.data() + size_t(first_row) * model_.model.hp.n_vocab;
-    forward(model_.model, mem_, scratch_, pool_, fb, out);
+    const bool observed = observer_ && mode_ != Mode::replay;
+    forward(model_.model, mem_, scratch_, pool_, fb, out, observed ? hidden_.data() : nullptr);
     for (const ForwardSeq& r : runs_) mem_.kv().set_len(r.seq, r.pos0 + r.n_tokens);
+    if (observed) observer_->on_chunk(fb, hidden_.data());
+}
+
+void Context::set_decode_observer(DecodeObserver* observer) {
+    observer_ = observer;
+    if (observer) {
+        hidden_.resize(size_t(scratch_.max_batch()) * model_.model.hp.n_embd);
+    } else {
+        hidden_ = {};
+    }
 }
 
 const float* Context::logits(int32_t i) const {
@@ -346,6 +358,7 @@ void Context::seq_shift(uint32_t seq, uint32_t n_keep, uint32_t n_discard) {
     mem_.discard(seq, n_keep, n_discard, model_.model.rope, model_.model.rope_swa, pool_);
     std::vector<int32_t>& t = seq_tokens_[seq];
     t.erase(t.begin() + n_keep, t.begin() + n_keep + n_discard);
+    if (observer_) observer_->on_shift(seq, n_keep, n_discard);
 }
 
 }  // namespace mw

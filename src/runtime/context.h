@@ -44,6 +44,17 @@ struct Perf {
     uint64_t decode_weight_bytes = 0;
 };
 
+// Sees every forward chunk a context runs, except a rollback's replay of tokens it saw already,
+// with each token's final hidden state (after the output norm; n_tokens x n_embd), and the
+// context shifts. An MTP drafter (runtime/mtp.h) follows its target through it.
+class DecodeObserver {
+  public:
+    virtual ~DecodeObserver() = default;
+    // After the chunk's rows are written (the sequences' lengths include it).
+    virtual void on_chunk(const ForwardBatch& batch, const float* hidden) = 0;
+    virtual void on_shift(uint32_t seq, uint32_t n_keep, uint32_t n_discard) = 0;
+};
+
 class Context {
   public:
     Context(const LoadedModel& model, const ContextParams& params);
@@ -123,6 +134,9 @@ class Context {
     Parallel& parallel() { return pool_; }
     // Shows the input of every matrix product to `observer` (null to stop), e.g. for imatrix.
     void set_matmul_observer(MatmulObserver* observer) { scratch_.observer = observer; }
+    // One observer at a time (null: none); the hidden states cost n_batch x n_embd floats.
+    void set_decode_observer(DecodeObserver* observer);
+    DecodeObserver* decode_observer() const { return observer_; }
     // For -t auto: decode tok/s measured for each thread count tried (empty otherwise).
     const std::vector<std::pair<int, double>>& thread_trials() const { return thread_trials_; }
 
@@ -139,6 +153,9 @@ class Context {
     ForwardScratch scratch_;
     BudgetLease lease_;  // under a memory budget: this context's KV cache and scratch in it
     std::vector<float> logits_;
+    DecodeObserver* observer_ = nullptr;
+    std::vector<float> hidden_;       // the chunk's final hidden states, for the observer
+    Mode mode_ = Mode::normal;        // of the batch being decoded
     std::vector<int32_t> logit_row_;  // per token of the last batch, its logits row or -1
     int32_t last_logit_row_ = -1;
     std::vector<std::vector<int32_t>> seq_tokens_;

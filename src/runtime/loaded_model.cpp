@@ -48,7 +48,7 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
     }
     if (!m.file.lock_error().empty()) m.warning = m.file.lock_error();
     const HParams& hp = m.model.hp;
-    // A hybrid model says how its layers divide; MTP (next-n) blocks are not run.
+    // A hybrid model says how its layers divide; MTP (next-n) heads run only as drafters.
     std::string layers = fmt::format("{} layers", hp.n_layer);
     if (const uint32_t r = hp.n_recurrent_layers(); r > 0) {
         const bool conv = std::find(hp.layer_kinds.begin(), hp.layer_kinds.end(),
@@ -57,8 +57,9 @@ void parse_and_bind(LoadedModel& m, std::span<const uint8_t> bytes, const std::s
                               hp.n_layer - r);
     }
     if (hp.n_nextn_layers > 0)
-        layers += fmt::format(", {} MTP layer{} skipped", hp.n_nextn_layers,
-                              hp.n_nextn_layers > 1 ? "s" : "");
+        layers +=
+            fmt::format(", {} MTP layer{}{}", hp.n_nextn_layers, hp.n_nextn_layers > 1 ? "s" : "",
+                        m.model.nextn.empty() ? " (incomplete: not runnable)" : "");
     m.desc = fmt::format("{}{}{} ({}, {} embd, {:.2f} M params, {}, {:.2f} MiB)", hp.name,
                          hp.name.empty() ? "" : ": ", hp.arch, layers, hp.n_embd,
                          double(m.model.n_params) / 1e6, m.model.type_summary,

@@ -23,7 +23,9 @@ struct Server {
 
     explicit Server(mw_server_params sp, uint32_t n_seq = 4, uint32_t n_ctx = 1024,
                     const std::string& model_path = "models/stories260K.gguf") {
-        const std::string path = mw::test::shared_path(model_path);
+        // A relative path is in ../shared; an absolute one (a test's own file) is taken as is.
+        const std::string path =
+            model_path.starts_with('/') ? model_path : mw::test::shared_path(model_path);
         EXPECT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
         mw_context_params cp = mw_context_default_params();
         cp.n_ctx = n_ctx;

@@ -158,7 +158,7 @@ void add_bench_command(CLI::App& app) {
         bool force = false;
         std::string ctk = "f16", ctv = "f16";
         SustainedOptions sustained;
-        std::string draft_oracle, draft_max = "4";
+        std::string draft_oracle, draft_max = "4", spec_type;
     };
     auto opt = std::make_shared<Options>();
     opt->model.add_to(*cmd);
@@ -188,8 +188,14 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--draft-oracle", opt->draft_oracle,
                     "Measurement device: speculative decoding's speed-up when each drafted token "
                     "is the target's own with probability P (comma-separated list)");
+    cmd->add_option(
+           "--spec-type", opt->spec_type,
+           "Speculative decoding with a real drafter, mtp (the model's MTP head) or ngram: "
+           "acceptance, tokens per pass and speed-up against plain decoding")
+        ->check(CLI::IsMember({"mtp", "ngram"}));
     cmd->add_option("--draft-max", opt->draft_max,
-                    "With --draft-oracle: tokens drafted per pass (comma-separated list)")
+                    "With --draft-oracle or --spec-type: tokens drafted per pass (comma-separated "
+                    "list)")
         ->capture_default_str();
     cmd->callback([opt] {
         const Options& o = *opt;
@@ -215,12 +221,14 @@ void add_bench_command(CLI::App& app) {
         for (std::string item; std::getline(list, item, ',');)
             thread_counts.push_back(parse_threads(item));
         if (thread_counts.empty()) fail_usage("-t: empty list");
-        if (!o.draft_oracle.empty()) {
+        if (!o.draft_oracle.empty() || !o.spec_type.empty()) {
             if (thread_counts.size() > 1 || o.sustained.requested() || o.record) {
-                fail_usage("bench --draft-oracle: one thread count, no --duration or --record");
+                fail_usage(
+                    "bench --draft-oracle / --spec-type: one thread count, no --duration or "
+                    "--record");
             }
             run_spec_bench({o.model, o.n_prompt, o.n_gen, thread_counts[0], o.reps, o.draft_oracle,
-                            o.draft_max, o.csv});
+                            o.spec_type, o.draft_max, o.csv});
             return;
         }
         if (o.sustained.requested()) {

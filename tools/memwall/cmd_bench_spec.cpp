@@ -1,3 +1,5 @@
+// memwall bench --spec-type mtp|ngram runs the same comparison with a real drafter (its
+// acceptance measured; "expected" is what that acceptance would give if independent per token).
 // memwall bench --draft-oracle P: the speed-up speculative decoding gives the engine at a given
 // acceptance, measured on any model (random weights too, where real drafts accept nothing). A
 // measurement device, not a way to decode: each repetition first decodes n tokens greedily
@@ -37,15 +39,16 @@ Pass decode_run(mw_context* ctx, int32_t n_vocab, const std::vector<mw_token>& p
     mw_sampler_params sp = mw_sampler_default_params();
     sp.temperature = 0.0f;
     SamplerPtr sampler(mw_sampler_create(&sp));
-    if (mw_status st = mw_decode(ctx, prompt.data(), int32_t(prompt.size()), false); st != MW_OK)
-        fail_status(st, "bench");
     SpeculatorPtr s;
     if (spec) {
+        // Before the prompt: an MTP head follows the target from its first token.
         mw_speculator* raw = nullptr;
         if (mw_status st = mw_speculator_create(ctx, nullptr, spec, &raw); st != MW_OK)
-            fail_status(st, "bench --draft-oracle");
+            fail_status(st, "bench (speculative decoding)");
         s.reset(raw);
     }
+    if (mw_status st = mw_decode(ctx, prompt.data(), int32_t(prompt.size()), false); st != MW_OK)
+        fail_status(st, "bench");
     Pass r;
     r.text = prompt;
     mw_token tok = mw_sampler_sample(sampler.get(), mw_get_logits(ctx, -1), n_vocab);
@@ -102,10 +105,20 @@ double median(std::vector<double> v) {
 }  // namespace
 
 void run_spec_bench(const SpecBench& b) {
-    const std::vector<double> ps = parse_list(b.oracle, "--draft-oracle");
+    // A real drafter (--spec-type mtp or ngram): one row per draft length, P shown as -1.
+    const bool real = !b.spec_type.empty();
+    if (real && b.spec_type != "mtp" && b.spec_type != "ngram") {
+        fail_usage(
+            fmt::format("bench --spec-type {}: expected mtp or ngram (a draft model: run "
+                        "with -md and --verbose)",
+                        b.spec_type));
+    }
+    if (real && !b.oracle.empty()) fail_usage("bench: --spec-type or --draft-oracle, not both");
+    const std::vector<double> ps =
+        real ? std::vector<double>{-1.0} : parse_list(b.oracle, "--draft-oracle");
     const std::vector<double> ks = parse_list(b.draft_max, "--draft-max");
     for (double p : ps) {
-        if (!(p >= 0.0 && p <= 1.0))
+        if (!real && !(p >= 0.0 && p <= 1.0))
             fail_usage(fmt::format("--draft-oracle {}: expected a probability 0..1", p));
     }
     for (double k : ks) {
@@ -121,9 +134,14 @@ void run_spec_bench(const SpecBench& b) {
                uint32_t(*std::max_element(ks.begin(), ks.end()));
     cp.n_threads = b.threads;
     ContextPtr ctx = create_context(model.get(), cp);
-    fmt::print(stderr,
-               "bench --draft-oracle is a measurement device: the drafter knows the target's own "
-               "greedy text and proposes it with probability P\n");
+    if (real) {
+        fmt::print(stderr, "bench --spec-type {}: the drafter on the model's own greedy text\n",
+                   b.spec_type);
+    } else {
+        fmt::print(stderr,
+                   "bench --draft-oracle is a measurement device: the drafter knows the target's "
+                   "own greedy text and proposes it with probability P\n");
+    }
     if (b.csv) {
         fmt::print(
             "model,threads,n_gen,p,k,acceptance,tokens_per_pass,expected_tokens_per_pass,"
@@ -141,7 +159,9 @@ void run_spec_bench(const SpecBench& b) {
             for (int rep = 0; rep <= b.reps; ++rep) {  // rep 0: warm-up
                 const Pass base = decode_run(ctx.get(), n_vocab, prompt, b.n_gen, nullptr);
                 mw_spec_params sp = mw_spec_default_params();
-                sp.type = MW_SPEC_ORACLE;
+                sp.type = b.spec_type == "mtp"     ? MW_SPEC_MTP
+                          : b.spec_type == "ngram" ? MW_SPEC_NGRAM
+                                                   : MW_SPEC_ORACLE;
                 sp.draft_max = int32_t(k);
                 sp.oracle_p = float(p);
                 sp.oracle_tokens = base.text.data();
@@ -171,7 +191,8 @@ void run_spec_bench(const SpecBench& b) {
                 total.n_drafted ? double(total.n_accepted) / double(total.n_drafted) : 0.0;
             const int64_t steps = total.n_passes + total.n_plain_steps;
             const double per_pass = steps ? double(total.n_generated) / double(steps) : 0.0;
-            const double expected = mw_spec_expected_tokens(p, int32_t(k));
+            // A real drafter: the tokens per pass its measured acceptance would give.
+            const double expected = mw_spec_expected_tokens(real ? acc : p, int32_t(k));
             const double c = cost.empty() ? 0.0 : median(cost);
             const double base_tps = 1000.0 * b.n_gen / median(base_ms);
             const double spec_tps = 1000.0 * b.n_gen / median(spec_ms);

@@ -119,7 +119,7 @@ void add_chat_command(CLI::App& app) {
         refuse_unsupported_spec(o.spec, o.model);
         if (o.model.mem_budget.empty())
             check_fit_or_fail(o.model.path, cp, o.force, o.spec.enabled(), o.spec.plan_draft(),
-                              o.spec.draft_max);
+                              o.spec.draft_max, o.spec.plan_mtp());
         opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);
         if (cp.n_ctx > 0)

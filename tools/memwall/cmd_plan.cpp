@@ -176,10 +176,11 @@ void add_plan_command(CLI::App& app) {
 }
 
 mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force,
-                         bool speculating, const std::string& draft_path, int draft_max) {
+                         bool speculating, const std::string& draft_path, int draft_max, bool mtp) {
     mw_fit fit;
     const mw_status st =
-        speculating
+        mtp ? mw_check_fit_mtp(path.c_str(), std::max(1, draft_max), &params, &fit)
+        : speculating
             ? mw_check_fit_draft(path.c_str(), draft_path.empty() ? nullptr : draft_path.c_str(),
                                  draft_max, &params, &fit)
             : mw_check_fit(path.c_str(), &params, &fit);

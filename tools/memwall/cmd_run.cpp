@@ -79,10 +79,11 @@ void add_run_command(CLI::App& app) {
 
         refuse_unsupported_spec(o.spec, o.model);
         // Before allocating; under --mem-budget the library's budget arithmetic refuses instead.
-        const mw_fit plan = o.model.mem_budget.empty()
-                                ? check_fit_or_fail(o.model.path, cp, o.force, o.spec.enabled(),
-                                                    o.spec.plan_draft(), o.spec.draft_max)
-                                : mw_fit{};
+        const mw_fit plan =
+            o.model.mem_budget.empty()
+                ? check_fit_or_fail(o.model.path, cp, o.force, o.spec.enabled(),
+                                    o.spec.plan_draft(), o.spec.draft_max, o.spec.plan_mtp())
+                : mw_fit{};
         opt->model.verbose = o.verbose;
         ModelPtr model = load_model(o.model);
         const auto tokens = tokenize(model.get(), prompt, true, true);

@@ -186,10 +186,11 @@ void add_serve_command(CLI::App& app) {
         }
         // Refuse or fit, for every slot's context, before anything is allocated.
         // (Under --mem-budget the library's budget arithmetic refuses instead.)
-        const mw_fit fit = o.model.mem_budget.empty()
-                               ? check_fit_or_fail(o.model.path, cp, o.force, o.spec.enabled(),
-                                                   o.spec.plan_draft(), o.spec.draft_max)
-                               : mw_fit{};
+        const mw_fit fit =
+            o.model.mem_budget.empty()
+                ? check_fit_or_fail(o.model.path, cp, o.force, o.spec.enabled(),
+                                    o.spec.plan_draft(), o.spec.draft_max, o.spec.plan_mtp())
+                : mw_fit{};
         // Speculation's flags are checked and its draft model loaded (it must pair with the
         // model: checked when the server is created) before the model.
         const SpecSetup spec = prepare_speculation(o.spec, o.model);

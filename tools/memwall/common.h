@@ -244,10 +244,11 @@ std::vector<std::string> plan_then_run_args(const std::vector<std::string>& args
 // draft_path: a draft model for speculative decoding (up to draft_max tokens a pass), counted
 // with the target.
 // With speculating: the draft model's (draft_path) or, without one, the target's own share of
-// speculation (a saved recurrent state and draft_max logits rows per sequence) count too.
+// speculation (a saved recurrent state and draft_max logits rows per sequence) count too; mtp:
+// the file's own MTP head drafts (its memory counted in the target's).
 mw_fit check_fit_or_fail(const std::string& path, const mw_context_params& params, bool force,
                          bool speculating = false, const std::string& draft_path = "",
-                         int draft_max = 8);
+                         int draft_max = 8, bool mtp = false);
 // The memory of a run as the allocator and the OS report it, beside the plan's prediction.
 void print_memory_report(const mw_perf& perf, const mw_fit& plan);
 

@@ -9,8 +9,8 @@ void SpecOptions::add_to(CLI::App& app) {
                    "Draft model for speculative decoding (-md; the target's vocabulary)");
     app.add_option("--spec-type", type,
                    "Speculative decoding: draft (a draft model, -md), ngram (n-gram lookup in "
-                   "the prompt and the text so far), none (default: draft with -md, else "
-                   "none); mtp (Qwen3.5's MTP layers) is not supported yet")
+                   "the prompt and the text so far), mtp (the model's own MTP head: Qwen3.5 "
+                   "files with nextn layers), none (default: draft with -md, else none)")
         ->check(CLI::IsMember({"draft", "ngram", "ngram-simple", "mtp", "none"}));
     app.add_option("--draft-max,--spec-draft-n-max", draft_max,
                    "Tokens drafted per verification pass at most")
@@ -30,25 +30,20 @@ void SpecOptions::add_to(CLI::App& app) {
 }
 
 void refuse_unsupported_spec(const SpecOptions& o, const ModelOptions& target_options) {
-    if (o.type == "mtp") {
-        // Running the MTP (next-n) block needs the target's last hidden state per position and
-        // the block's own KV cache: not built yet. Say whether this file has the layers.
-        std::string layers = "the model file has no MTP layers either";
-        const ModelPtr header = load_model(target_options, true, true);
-        char arch[64] = "", n[32] = "";
-        if (mw_model_meta(header.get(), "general.architecture", arch, sizeof arch) > 0 &&
-            mw_model_meta(header.get(), fmt::format("{}.nextn_predict_layers", arch).c_str(), n,
-                          sizeof n) > 0 &&
-            std::string(n) != "0") {
-            layers = fmt::format(
-                "{} has {} MTP layer(s) ({}.nextn_predict_layers, the nextn "
-                "tensors): they are skipped at load",
-                target_options.path, n, arch);
-        }
+    if (o.type != "mtp") return;
+    if (!o.draft_model.empty()) fail_usage("-md is for --spec-type draft, not mtp");
+    // The head is the target's own: a file without one is refused before the memory check.
+    const ModelPtr header = load_model(target_options, true, true);
+    char arch[64] = "", n[32] = "";
+    if (mw_model_meta(header.get(), "general.architecture", arch, sizeof arch) <= 0 ||
+        mw_model_meta(header.get(), fmt::format("{}.nextn_predict_layers", arch).c_str(), n,
+                      sizeof n) <= 0 ||
+        std::string(n) == "0") {
         fail_usage(fmt::format(
-            "--spec-type mtp: Qwen3.5's MTP (multi-token prediction, next-n) layers are not "
-            "supported yet as a drafter; {}. Use -md DRAFT.gguf or --spec-type ngram",
-            layers));
+            "--spec-type mtp: {} has no MTP layers ({}.nextn_predict_layers is absent or 0): MTP "
+            "drafting needs a Qwen3.5 file converted with its nextn layers; use -md DRAFT.gguf "
+            "or --spec-type ngram",
+            target_options.path, arch[0] ? arch : "<arch>"));
     }
 }
 
@@ -84,6 +79,12 @@ SpecSetup prepare_speculation(const SpecOptions& o, const ModelOptions& target_o
         s.draft_model = load_model(d, false, true);
         s.label = fmt::format("draft model {} ({}), up to {} tokens", o.draft_model,
                               mw_model_desc(s.draft_model.get()), o.draft_max);
+    } else if (o.type == "mtp") {
+        p.type = MW_SPEC_MTP;
+        if (!(o.p_min >= 0.0f && o.p_min <= 1.0f)) {
+            fail_usage(fmt::format("--draft-p-min {}: expected 0..1", o.p_min));
+        }
+        s.label = fmt::format("MTP head of {}, up to {} tokens", target_options.path, o.draft_max);
     } else {
         if (!o.draft_model.empty()) {
             fail_usage(fmt::format("-md is for --spec-type draft, not {}", o.type));

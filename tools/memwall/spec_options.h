@@ -17,7 +17,7 @@ using SpeculatorPtr = std::unique_ptr<mw_speculator, SpeculatorDeleter>;
 
 struct SpecOptions {
     std::string draft_model;  // -md FILE
-    std::string type;         // --spec-type: draft (with -md), ngram, none
+    std::string type;         // --spec-type: draft (with -md), ngram, mtp, none
     int draft_max = 8;
     int draft_min = 0;
     float p_min = 0.0f;
@@ -29,6 +29,8 @@ struct SpecOptions {
     std::string plan_draft() const {
         return enabled() && (type.empty() || type == "draft") ? draft_model : "";
     }
+    // Whether the plan counts the file's own MTP head.
+    bool plan_mtp() const { return enabled() && type == "mtp"; }
 };
 
 // The parameters the flags give, and the draft model loaded (for mw_chat_params).
@@ -39,8 +41,8 @@ struct SpecSetup {
     std::string label;
 };
 SpecSetup prepare_speculation(const SpecOptions& options, const ModelOptions& target_options);
-// Fails (usage) for a speculation type memwall does not run yet (--spec-type mtp), reading only
-// the target's header; prepare_speculation calls it, run and chat before the memory check.
+// Fails (usage) for --spec-type mtp on a file without MTP layers, reading only the target's
+// header; prepare_speculation calls it, run and chat before the memory check.
 void refuse_unsupported_spec(const SpecOptions& options, const ModelOptions& target_options);
 
 // What a speculator needs alive: the draft model and its context (declared first: the
@@ -70,6 +72,7 @@ struct SpecBench {
     ModelOptions model;
     int n_prompt = 32, n_gen = 128, threads = 0, reps = 3;
     std::string oracle;           // probabilities
+    std::string spec_type;        // mtp or ngram: a real drafter instead of the oracle
     std::string draft_max = "4";  // draft lengths
     bool csv = false;
 };

@@ -70,6 +70,10 @@ std::vector<uint32_t> get_arch_u32_per_layer(const gguf::GgufFile& f, const std:
 // norm unless the block is parallel (hp.parallel_residual).
 void bind_llama_attention(Binder& b, const HParams& hp, uint32_t il, Layer& l, bool qk_norm);
 
+// Layer il's FFN as the architecture binds it: dense, or (l.moe) router, experts and what the
+// architecture adds (model.cpp).
+void bind_layer_ffn(Binder& b, const ArchSpec& arch, const HParams& hp, uint32_t il, Layer& l);
+
 // llama, mistral, granite (scales), smollm3 (NoPE layers) (arch/llama.cpp).
 void read_granite(const gguf::GgufFile& f, HParams& hp);
 void read_smollm3(const gguf::GgufFile& f, HParams& hp);
@@ -101,6 +105,8 @@ void read_command_r(const gguf::GgufFile& f, HParams& hp);
 // qwen35, qwen35moe (arch/qwen35.cpp): hybrid gated DeltaNet + gated attention.
 void read_qwen35(const gguf::GgufFile& f, HParams& hp);
 void bind_qwen35_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l);
+// The MTP (next-n) blocks after the layers (model.nextn; model.nextn_error when incomplete).
+void bind_qwen35_nextn(Binder& b, Model& m);
 
 // lfm2, lfm2moe (arch/lfm2.cpp): gated short-convolution layers among GQA layers.
 void read_lfm2(const gguf::GgufFile& f, HParams& hp);

@@ -33,7 +33,8 @@ void read_qwen35(const gguf::GgufFile& f, HParams& hp) {
              a, *inner, d.n_v_heads, d.head_dim, d.inner());
     }
 
-    // MTP (next-n) blocks come after the ones that run, counted in block_count: skipped.
+    // MTP (next-n) blocks come after the ones that run, counted in block_count: bound as heads
+    // (bind_qwen35_nextn), never run by the model's own pass.
     hp.n_nextn_layers = get_arch_u32(f, a, "nextn_predict_layers").value_or(0);
     check_range(f, "nextn_predict_layers", hp.n_nextn_layers, 0, hp.n_layer - 1);
     const uint32_t n_blocks = hp.n_layer;
@@ -88,6 +89,23 @@ void read_qwen35(const gguf::GgufFile& f, HParams& hp) {
     }
 }
 
+namespace {
+
+// The gated full attention of a layer (or MTP block) with tensor prefix p: attn_q gives per head
+// its query, then its output gate.
+void bind_gated_attention(Binder& b, const HParams& hp, const std::string& p, Layer& l) {
+    const int64_t n_embd = hp.n_embd;
+    const int64_t n_q = int64_t(hp.n_head) * hp.head_dim_k;
+    l.wq = b.matrix(p + "attn_q.weight", n_embd, 2 * n_q);
+    l.wk = b.matrix(p + "attn_k.weight", n_embd, hp.n_embd_k_gqa());
+    l.wv = b.matrix(p + "attn_v.weight", n_embd, hp.n_embd_v_gqa());
+    l.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim_k);
+    l.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim_k);
+    l.wo = b.matrix(p + "attn_output.weight", int64_t(hp.n_head) * hp.head_dim_v, n_embd);
+}
+
+}  // namespace
+
 void bind_qwen35_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l) {
     const std::string p = fmt::format("blk.{}.", il);
     const int64_t n_embd = hp.n_embd;
@@ -107,13 +125,42 @@ void bind_qwen35_mixer(Binder& b, const HParams& hp, uint32_t il, Layer& l) {
         l.wo = b.matrix(p + "ssm_out.weight", inner, n_embd);
         return;
     }
-    const int64_t n_q = int64_t(hp.n_head) * hp.head_dim_k;
-    l.wq = b.matrix(p + "attn_q.weight", n_embd, 2 * n_q);  // per head: query, then gate
-    l.wk = b.matrix(p + "attn_k.weight", n_embd, hp.n_embd_k_gqa());
-    l.wv = b.matrix(p + "attn_v.weight", n_embd, hp.n_embd_v_gqa());
-    l.q_norm = b.vector(p + "attn_q_norm.weight", hp.head_dim_k);
-    l.k_norm = b.vector(p + "attn_k_norm.weight", hp.head_dim_k);
-    l.wo = b.matrix(p + "attn_output.weight", int64_t(hp.n_head) * hp.head_dim_v, n_embd);
+    bind_gated_attention(b, hp, p, l);
+}
+
+void bind_qwen35_nextn(Binder& model_binder, Model& m) {
+    const HParams& hp = m.hp;
+    if (hp.n_nextn_layers == 0) return;
+    // The heads bind apart from the model: a file whose MTP tensors are incomplete still runs,
+    // and --spec-type mtp reports what is missing (m.nextn_error).
+    const gguf::GgufFile& f = model_binder.file();
+    Binder b(f);
+    const ArchSpec& arch = *find_arch_spec(hp.arch);
+    const int64_t n_embd = hp.n_embd, n_vocab = hp.n_vocab;
+    std::vector<NextnHead> heads(hp.n_nextn_layers);
+    for (uint32_t j = 0; j < hp.n_nextn_layers; ++j) {
+        const uint32_t il = hp.n_layer + j;
+        const std::string p = fmt::format("blk.{}.", il);
+        NextnHead& h = heads[j];
+        Layer& l = h.block;
+        l.attn_norm = b.vector(p + "attn_norm.weight", n_embd);
+        l.ffn_norm = b.vector(p + "post_attention_norm.weight", n_embd);
+        bind_gated_attention(b, hp, p, l);
+        l.moe = hp.n_expert > 0;
+        bind_layer_ffn(b, arch, hp, il, l);
+        h.eh_proj = b.matrix(p + "nextn.eh_proj.weight", 2 * n_embd, n_embd);
+        h.enorm = b.vector(p + "nextn.enorm.weight", n_embd);
+        h.hnorm = b.vector(p + "nextn.hnorm.weight", n_embd);
+        h.embed = b.matrix(p + "nextn.embed_tokens.weight", n_embd, n_vocab, false);
+        h.head = b.matrix(p + "nextn.shared_head_head.weight", n_embd, n_vocab, false);
+        h.head_norm = b.vector(p + "nextn.shared_head_norm.weight", n_embd, false);
+    }
+    try {
+        b.finish(hp);
+        m.nextn = std::move(heads);
+    } catch (const Error& e) {
+        m.nextn_error = e.what();
+    }
 }
 
 }  // namespace mw

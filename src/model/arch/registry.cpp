@@ -45,6 +45,7 @@ const std::array kArchSpecs = [] {
     command_r.min_tensors_per_block = 8;  // one norm per block
     ArchSpec qwen35 = neox(llama_like("qwen35", read_qwen35));
     qwen35.bind_mixer = bind_qwen35_mixer;
+    qwen35.bind_model_extra = bind_qwen35_nextn;
     ArchSpec qwen35moe = moe(qwen35);
     qwen35moe.name = "qwen35moe";
     qwen35moe.bind_moe_extra = bind_qwen_shared_expert;
