@@ -433,12 +433,17 @@ void decode_mmla_panel(const MatmulArgs& a, const PanelFormat& f, int64_t r, int
 }
 
 // Signed codes, one float scale per sub-block; the K-shaped types take Q8_K activations. Below
-// kMmlaMinTokens tokens the tiles of matmul_32_mmla / matmul_k_mmla (no panel to fill).
+// kPanelMinTokens the tiles of matmul_32_mmla / matmul_k_mmla, which fill no panel: counted
+// under qemu (bench/arm-insn-count), the panels take fewer instructions from 4 tokens on for
+// IQ4_NL / MXFP4 (0.91x / 0.88x of the tiles' at 4), from 8 for the K-shaped types (IQ4_XS
+// 1.09x at 4, 0.79x at 8; IQ2_XXS 1.17x, 0.75x): their float scale per sub-block of 16 costs more
+// per token than the tiles' integer scales.
 template <class T, bool kKQuant>
 void matmul_rows_mmla(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
                       const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
                       int64_t ldy) {
-    if (n_tokens < kMmlaMinTokens) {
+    constexpr int64_t kPanelMinTokens = kKQuant ? 8 : 4;
+    if (n_tokens < kPanelMinTokens) {
         if constexpr (kKQuant) {
             matmul_k_mmla<T>(w, w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy);
         } else {
