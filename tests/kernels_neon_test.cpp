@@ -256,9 +256,22 @@ TEST_P(KernelsNeonLevel, VecDotAtTheExtremes) {
                 std::vector<uint8_t> x(row_bytes(a, n));
                 a.from_float(xf.data(), x.data(), n);
                 const float want = ref.vec_dot(n, w.data(), x.data());
+                const double bound = tolerance(abs_products(ref, w.data(), x.data(), n));
                 const float got = row(table, type).vec_dot(n, w.data(), x.data());
-                EXPECT_NEAR(got, want, tolerance(abs_products(ref, w.data(), x.data(), n)))
+                EXPECT_NEAR(got, want, bound)
                     << ref.name << " fill " << int(fill) << " sign " << sign;
+                // The prefill tiles (i8mm: SMMLA) on 4 copies of the row x 4 of the token.
+                std::vector<uint8_t> w4, x4;
+                for (int k = 0; k < 4; ++k) {
+                    w4.insert(w4.end(), w.begin(), w.end());
+                    x4.insert(x4.end(), x.begin(), x.end());
+                }
+                float y[16];
+                row(table, type).matmul(w4.data(), w.size(), n, 0, 4, x4.data(), x.size(), 4, y, 4);
+                for (int k = 0; k < 16; ++k) {
+                    EXPECT_NEAR(y[k], want, bound) << ref.name << " matmul fill " << int(fill)
+                                                   << " sign " << sign << " output " << k;
+                }
             }
         }
     }
@@ -336,6 +349,51 @@ TEST_P(KernelsNeonLevel, MatmulOfOneTokenAgreesWithVecDot) {
                     << ref.name << " row " << r << " token " << t;
             }
         }
+    }
+}
+
+// Awkward lengths (1, 2, 3 and 7 blocks) for every tile shape the drivers pick (the i8mm level:
+// 4-token and 2-token SMMLA tiles, a lone token on SDOT), from a row range that starts mid-tile.
+TEST_P(KernelsNeonLevel, MatmulMatchesReferenceAtEveryLength) {
+    const TraitsArray table = kernels_at(GetParam());
+    std::mt19937 rng(43);
+    constexpr int64_t kRows = 7, kTokens = 11;
+    for (GgmlType type : kWeightTypes) {
+        const TypeTraits& ref = reference(type);
+        if (!ref.is_quantized) continue;
+        for (int64_t n : lengths(ref)) {
+            const auto w = test::random_weight_rows(ref, kRows, n, rng);
+            const auto x = random_activations(ref, kTokens, n, rng);
+            const size_t w_stride = row_bytes(ref, n);
+            const size_t a_stride = row_bytes(reference(ref.vec_dot_type), n);
+            for (int64_t n_tokens : {2, 3, 4, 5, 7, 11}) {
+                std::vector<float> y(size_t(kRows * n_tokens));
+                row(table, type)
+                    .matmul(w.data(), w_stride, n, 1, kRows, x.data(), a_stride, n_tokens, y.data(),
+                            kRows);
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    for (int64_t r = 1; r < kRows; ++r) {
+                        const uint8_t* wr = w.data() + size_t(r) * w_stride;
+                        const uint8_t* xt = x.data() + size_t(t) * a_stride;
+                        ASSERT_NEAR(y[size_t(t * kRows + r)], ref.vec_dot(n, wr, xt),
+                                    tolerance(abs_products(ref, wr, xt, n)))
+                            << ref.name << " n=" << n << " row " << r << " token " << t << " of "
+                            << n_tokens;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Every quantized type's matrix kernel belongs to the level: none is left on a lower one (the
+// i8mm level installs its SMMLA prefill for each; vec_dot stays the SDOT one).
+TEST_P(KernelsNeonLevel, EveryQuantizedTypeHasTheLevelsMatmul) {
+    const TraitsArray table = kernels_at(GetParam());
+    for (GgmlType type : kWeightTypes) {
+        const TypeTraits& t = row(table, type);
+        if (!t.is_quantized) continue;
+        EXPECT_STREQ(t.isa, level_name(GetParam())) << t.name;
     }
 }
 

@@ -12,6 +12,13 @@
 // tiles: a group's panel (codes [steps][4 rows][4]) has each pair of steps zipped into
 // [row 0 | row 1] and [row 2 | row 3] x 8 codes, the layout SMMLA multiplies; the packed decode
 // stays the SDOT kernels of install_dotprod.
+//
+// The issue 38 types (IQ4_NL, IQ4_XS, MXFP4, the lattice i-quants, TQ1_0 / TQ2_0) run the same
+// driver and tiles from 4 tokens on, their GGUF rows decoded (decode_iq.h) straight into such
+// panels once per call: signed codes, so no bias, and one float scale per sub-block.
+#include <cstring>
+#include <type_traits>
+
 #include "tensor/arm/dot.h"
 #include "tensor/arm/neon.h"
 #include "tensor/arm/simd.h"
@@ -195,6 +202,10 @@ void matmul_k_mmla(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t
                     w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy);
 }
 
+// Below this many tokens the decode kernels (SDOT, or the GGUF layout's 2-token SMMLA tile);
+// the SMMLA panels from here on.
+constexpr int64_t kMmlaMinTokens = 4;
+
 // ---- Packed layouts: SMMLA tiles over the generic GEMM driver -----------------------------------
 
 using V = simd::V128;
@@ -328,29 +339,127 @@ struct MmlaTiles {
     }
 };
 
-// A packed group as an SMMLA panel: the generic panel, then each pair of steps zipped into
+// A generic panel (codes [steps][4 rows][4]) as an SMMLA panel: each pair of steps zipped into
 // [row 0 | row 1] and [row 2 | row 3] x 8 codes (in place).
-template <int BL, simd::GroupPanelFn kPack>
-void mmla_panel(const MatmulArgs& a, int64_t g, uint8_t* panel, const PanelFormat& f) {
-    kPack(a, g, panel);
-    const size_t stride = simd::panel_stride<V>(f);
-    for (int64_t j = 0; j < a.n_cols / BL; ++j) {
-        uint8_t* codes = panel + size_t(j) * stride;
-        for (int k = 0; k < BL / 8; ++k) {
-            const uint32x4_t s0 = vld1q_u32(reinterpret_cast<const uint32_t*>(codes + 32 * k));
-            const uint32x4_t s1 = vld1q_u32(reinterpret_cast<const uint32_t*>(codes + 32 * k + 16));
-            vst1q_u32(reinterpret_cast<uint32_t*>(codes + 32 * k), vzip1q_u32(s0, s1));
-            vst1q_u32(reinterpret_cast<uint32_t*>(codes + 32 * k + 16), vzip2q_u32(s0, s1));
+template <int BL>
+struct ZipPanel {
+    void operator()(const MatmulArgs& a, const PanelFormat& f, uint8_t* panel) const {
+        const size_t stride = simd::panel_stride<V>(f);
+        for (int64_t j = 0; j < a.n_cols / BL; ++j) {
+            uint8_t* codes = panel + size_t(j) * stride;
+            for (int k = 0; k < BL / 8; ++k) {
+                uint32_t* lo = reinterpret_cast<uint32_t*>(codes + 32 * k);
+                uint32_t* hi = reinterpret_cast<uint32_t*>(codes + 32 * k + 16);
+                const uint32x4_t s0 = vld1q_u32(lo), s1 = vld1q_u32(hi);
+                vst1q_u32(lo, vzip1q_u32(s0, s1));
+                vst1q_u32(hi, vzip2q_u32(s0, s1));
+            }
         }
     }
-}
+};
 
 template <int BL, bool kBias, bool kMin, bool kKQuant, bool kSigned, simd::GroupPanelFn kPack>
 void packed_gemm_mmla(const MatmulArgs& a, const PanelFormat& f) {
     using Tiles = MmlaTiles<BL, kBias, kMin, kKQuant, kSigned>;
     simd::gemm<V, BL, kBias, kMin, kKQuant, simd::TileInts<255, kSigned>>(
-        a, f, [&](int64_t r, int, uint8_t* panel) { mmla_panel<BL, kPack>(a, r / 4, panel, f); },
+        a, f,
+        [&](int64_t r, int, uint8_t* panel) {
+            kPack(a, r / 4, panel);
+            ZipPanel<BL>{}(a, f, panel);
+        },
         true, Tiles{});
+}
+
+// ---- The GGUF layout through panels: the issue 38 types --------------------------------------
+//
+// Their decoders (decode_iq.h: TBL through a code book, grid lookups) give signed bytes, which
+// SMMLA multiplies as they are (offset 0, no bias), and integer sub-block scales, folded into one
+// float scale per sub-block. Each call decodes its rows once, 4 at a time, straight into the
+// SMMLA panel order; the tiles then reuse every decoded byte for all the tokens, where
+// tile_32_mmla / tile_k_mmla decode it again per 4 tokens.
+
+// Elements per sub-block: the K-shaped types' scale groups, else the 32-element block.
+template <class T, bool kKQuant>
+constexpr int sub_block() {
+    if constexpr (kKQuant) {
+        return T::kGroup;
+    } else {
+        return 32;
+    }
+}
+
+// Rows [r, r + nr) (nr <= 4; missing rows repeat the last, their outputs are not stored) as one
+// panel: per sub-block, steps of 8 codes as [row 0 | row 1] and [row 2 | row 3], then the four
+// rows' float scales.
+template <class T, bool kKQuant>
+void decode_mmla_panel(const MatmulArgs& a, const PanelFormat& f, int64_t r, int nr,
+                       uint8_t* panel) {
+    using Block = typename T::Block;
+    using Decoded = std::conditional_t<kKQuant, DecodedK, Decoded32>;
+    constexpr int BL = sub_block<T, kKQuant>();
+    constexpr int kChunks = kKQuant ? 16 : 2;  // 16-code vectors per block
+    constexpr int kSubs = 16 * kChunks / BL;   // sub-blocks per block
+    const size_t stride = simd::panel_stride<V>(f);
+    const Block* rows[4];
+    for (int k = 0; k < 4; ++k) {
+        rows[k] =
+            reinterpret_cast<const Block*>(a.w + size_t(r + (k < nr ? k : nr - 1)) * a.w_row_bytes);
+    }
+    for (int64_t i = 0; i < a.n_cols / (16 * kChunks); ++i) {
+        Decoded d[4];
+        for (int k = 0; k < 4; ++k) T::decode(rows[k][i], d[k]);
+        uint8_t* block = panel + size_t(i * kSubs) * stride;
+        for (int c = 0; c < kChunks; ++c) {
+            // Codes 16c .. 16c + 15 of the block: steps 2m, 2m + 1 of its sub-block.
+            auto* step =
+                reinterpret_cast<int8_t*>(block + size_t(16 * c / BL) * stride + 4 * (16 * c % BL));
+            for (int p = 0; p < 2; ++p) {
+                vst1q_s8(step + 16 * p, interleave_low(d[2 * p].q[c], d[2 * p + 1].q[c]));
+                vst1q_s8(step + 32 + 16 * p, interleave_high(d[2 * p].q[c], d[2 * p + 1].q[c]));
+            }
+        }
+        for (int j = 0; j < kSubs; ++j) {
+            float scale[4];
+            for (int k = 0; k < 4; ++k) {
+                if constexpr (kKQuant) {
+                    scale[k] = d[k].d * float(d[k].scale[j]);
+                } else {
+                    scale[k] = d[k].d;
+                }
+            }
+            std::memcpy(block + size_t(j) * stride + BL * 4, scale, sizeof scale);
+        }
+    }
+}
+
+// Signed codes, one float scale per sub-block; the K-shaped types take Q8_K activations. Below
+// kPanelMinTokens the tiles of matmul_32_mmla / matmul_k_mmla, which fill no panel: counted
+// under qemu (bench/arm-insn-count), the panels take fewer instructions from 4 tokens on for
+// IQ4_NL / MXFP4 (0.91x / 0.88x of the tiles' at 4), from 8 for the K-shaped types (IQ4_XS
+// 1.09x at 4, 0.79x at 8; IQ2_XXS 1.17x, 0.75x): their float scale per sub-block of 16 costs more
+// per token than the tiles' integer scales.
+template <class T, bool kKQuant>
+void matmul_rows_mmla(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
+                      const uint8_t* act, size_t act_stride, int64_t n_tokens, float* y,
+                      int64_t ldy) {
+    constexpr int64_t kPanelMinTokens = kKQuant ? 8 : 4;
+    if (n_tokens < kPanelMinTokens) {
+        if constexpr (kKQuant) {
+            matmul_k_mmla<T>(w, w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy);
+        } else {
+            matmul_32_mmla<T>(w, w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy);
+        }
+        return;
+    }
+    constexpr int BL = sub_block<T, kKQuant>();
+    constexpr PanelFormat f{BL, 0, false, kKQuant, simd::kActQ8_0};
+    const MatmulArgs a{w, w_row_bytes, n_cols, r0, r1, act, act_stride, n_tokens, y, ldy};
+    simd::gemm<V, BL, false, false, kKQuant, simd::TileInts<255, false>>(
+        a, f,
+        [&](int64_t r, int nr, uint8_t* panel) {
+            decode_mmla_panel<T, kKQuant>(a, f, r, nr, panel);
+        },
+        false, MmlaTiles<BL, false, false, kKQuant, false>{});
 }
 
 using P = simd::PackedPanels<V>;
@@ -371,10 +480,6 @@ void mmla_q6_k(const MatmulArgs& a) {
 }
 
 using KernelFn = void (*)(const MatmulArgs&);
-
-// The packed decode (SDOT, as installed by install_dotprod) up to this many tokens; SMMLA from
-// here on.
-constexpr int64_t kMmlaMinTokens = 4;
 
 template <KernelFn gemv, KernelFn gemm>
 void packed_matmul(const uint8_t* w, size_t w_row_bytes, int64_t n_cols, int64_t r0, int64_t r1,
@@ -408,6 +513,20 @@ void install_i8mm(KernelSet& set) {
     set_matmul(table, GgmlType::Q4_K, matmul_k_mmla<Q4_K>);
     set_matmul(table, GgmlType::Q5_K, matmul_k_mmla<Q5_K>);
     set_matmul(table, GgmlType::Q6_K, matmul_k_mmla<Q6_K>);
+    // The issue 38 types: their decoders (decode_iq.h: TBL through a code book, grid lookups)
+    // give signed bytes and integer scales, decoded once per call into SMMLA panels.
+    set_matmul(table, GgmlType::IQ4_NL, matmul_rows_mmla<IQ4_NL, false>);
+    set_matmul(table, GgmlType::MXFP4, matmul_rows_mmla<MXFP4, false>);
+    set_matmul(table, GgmlType::IQ4_XS, matmul_rows_mmla<IQ4_XS, true>);
+    set_matmul(table, GgmlType::TQ1_0, matmul_rows_mmla<TQ1_0, true>);
+    set_matmul(table, GgmlType::TQ2_0, matmul_rows_mmla<TQ2_0, true>);
+    set_matmul(table, GgmlType::IQ2_XXS, matmul_rows_mmla<IQ2_XXS, true>);
+    set_matmul(table, GgmlType::IQ2_XS, matmul_rows_mmla<IQ2_XS, true>);
+    set_matmul(table, GgmlType::IQ2_S, matmul_rows_mmla<IQ2_S, true>);
+    set_matmul(table, GgmlType::IQ3_XXS, matmul_rows_mmla<IQ3_XXS, true>);
+    set_matmul(table, GgmlType::IQ3_S, matmul_rows_mmla<IQ3_S, true>);
+    set_matmul(table, GgmlType::IQ1_S, matmul_rows_mmla<IQ1_S, true>);
+    set_matmul(table, GgmlType::IQ1_M, matmul_rows_mmla<IQ1_M, true>);
 
     using G = simd::PackedGemv<V>;
     for (int k = 0; k < set.n_packed; ++k) {

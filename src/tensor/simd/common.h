@@ -229,7 +229,10 @@ inline void compute_act_side(const PanelFormat& f, const uint8_t* act, size_t ac
                 const uint8_t* block = row + size_t(j) * f.act.block_bytes;
                 const int8_t* q = reinterpret_cast<const int8_t*>(block + f.act.qs_offset);
                 int sum = 0;
-                for (int k = 0; k < 32; ++k) sum += q[k];
+                // Offset 0: the bias is 0, no sums needed (the mins take Q8_1's s, not a sum).
+                if (f.offset != 0) {
+                    for (int k = 0; k < 32; ++k) sum += q[k];
+                }
                 side.bias[t * n_sub + j] = -f.offset * sum;
                 side.dx[t * n_sub + j] = half(load_u16(block));
                 side.min_factor[t * n_sub + j] = f.has_min ? half(load_u16(block + 2)) : 0.0f;
