@@ -268,7 +268,7 @@ TEST(VocabErrors, RandomVocabsAndInputsNeverCrash) {
         for (char& c : s) c = char(rng() % 4 == 0 ? rng() % 256 : 'a' + rng() % 4);
         return s;
     };
-    for (int round = 0; round < 30; ++round) {
+    for (int round = 0; round < 40; ++round) {
         std::vector<std::string> tokens;
         std::set<std::string> seen;
         while (tokens.size() < 60) {
@@ -291,9 +291,9 @@ TEST(VocabErrors, RandomVocabsAndInputsNeverCrash) {
                 }
             }
         }
-        const char* const models[] = {"llama", "gpt2", "bert"};
+        const char* const models[] = {"llama", "gpt2", "bert", "gemma4"};
         gguf::GgufWriter w;
-        w.set_string("tokenizer.ggml.model", models[round % 3]);
+        w.set_string("tokenizer.ggml.model", models[round % 4]);
         w.set_string("tokenizer.ggml.pre", round % 2 ? "qwen2" : "deepseek-llm");
         w.set_array_strings("tokenizer.ggml.tokens", tokens);
         w.set_array_i32("tokenizer.ggml.token_type", types);
