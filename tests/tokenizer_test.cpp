@@ -106,6 +106,8 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, LlamaCppVectors,
 // checkout's models/), skipped otherwise.
 class LlamaCppModelsVectors : public testing::TestWithParam<std::string> {};
 
+bool cleaned_up_by_bpe_detokenizer(std::string_view s);
+
 TEST_P(LlamaCppModelsVectors, IdsMatchLlamaCpp) {
     const char* dir = std::getenv("MEMWALL_LLAMA_MODELS_DIR");
     if (!dir || !*dir) {
@@ -129,6 +131,9 @@ TEST_P(LlamaCppModelsVectors, IdsMatchLlamaCpp) {
             << GetParam() << " string " << i << " \"" << cases[i].text
             << "\"\n got:     " << ids_text(ids) << "\n expected:" << ids_text(cases[i].ids);
         passed += ids == cases[i].ids;
+        // Detokenizing gives the text back, unless the BPE clean-up of spaces changes it.
+        if (GetParam() == "gemma-4" && cleaned_up_by_bpe_detokenizer(cases[i].text)) continue;
+        EXPECT_EQ(vocab.detokenize(ids), cases[i].text) << GetParam() << " string " << i;
     }
     RecordProperty("passed", std::to_string(passed) + "/" + std::to_string(cases.size()));
 }
