@@ -1,8 +1,8 @@
 // libFuzzer target: the tokenizers on arbitrary bytes. The vocabularies are loaded once: the
 // real ones of ../shared (SentencePiece, byte-level BPE with several pre-tokenizers, WordPiece),
 // a small GPT-2 vocabulary under every pre-tokenizer memwall knows, WordPiece without lowercasing,
-// and the tiny test vocabularies. Input: byte 0 picks the vocabulary, byte 1 the flags, the rest
-// is the text.
+// the cut Gemma 4 vocabulary of tests/data and the tiny test vocabularies. Input: byte 0 picks the
+// vocabulary, byte 1 the flags, the rest is the text.
 //
 // A finding is a crash, a sanitizer report, any exception, a token id out of range, more tokens
 // than the text can explain, a piece that cannot be produced, a TokenTextStream whose output is
@@ -104,6 +104,10 @@ void load_vocabs() {
                       w.set_bool("tokenizer.ggml.normalizer.lowercase", false);
                   }));
     }
+    // Gemma 4's tokenizer: the cut of its real vocabulary the tests use.
+    const std::string gemma4 =
+        std::string(MEMWALL_TESTS_DIR) + "/data/tokenizer/gemma4-mini/vocab.gguf";
+    if (fs::exists(gemma4)) add_vocab("gemma4-mini", read_bytes(gemma4));
     for (const auto vocab : {test::TinyVocab::spm, test::TinyVocab::bpe}) {
         gguf::GgufWriter w;
         w.set_string("general.architecture", "llama");

@@ -1,15 +1,18 @@
 // Gemma 4 (issue 41) beyond its reference cases (reference_test.cpp): what the loader reads
 // from gemma4-tiny and gemma4moe-tiny (per-layer head sizes and KV heads, the sliding pattern, KV
 // sharing, per-layer FFN widths, per-layer embeddings), the KV cache that holds rows only for the
-// layers with their own K/V, batched decoding of several sequences against separate runs, and
-// files with inconsistent metadata or missing tensors: clear errors naming the key or tensor.
+// layers with their own K/V, batched decoding of several sequences against separate runs, a file
+// with Gemma 4's own tokenizer ("gemma4"), and files with inconsistent metadata or missing
+// tensors: clear errors naming the key or tensor.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/error.h"
@@ -219,6 +222,93 @@ TEST(Gemma4, CliPleResidentGivesTheSameText) {
     ASSERT_EQ(resident.exit_code, 0) << resident.err;
     EXPECT_FALSE(stored.out.empty());
     EXPECT_EQ(stored.out, resident.out);
+}
+
+// gemma4-tiny with Gemma 4's own tokenizer ("gemma4") in place of its 512-token SentencePiece one:
+// 512 tokens of the cut real vocabulary (tests/data/tokenizer/gemma4-mini) and the merges among
+// them. Real Gemma 4 files carry that tokenizer; the model must load and run with it.
+std::string with_gemma4_tokenizer() {
+    const std::string vocab_path =
+        std::string(MEMWALL_TESTS_DIR) + "/data/tokenizer/gemma4-mini/vocab.gguf";
+    const std::vector<uint8_t> bytes = test::read_file(vocab_path);
+    const gguf::GgufFile vocab = gguf::GgufFile::parse(bytes, vocab_path);
+    const size_t n = 512;  // gemma4-tiny's n_vocab
+    const auto* texts = vocab.get_array("tokenizer.ggml.tokens", gguf::ValueType::string);
+    const auto* scores = vocab.get_array("tokenizer.ggml.scores", gguf::ValueType::f32);
+    const auto* types = vocab.get_array("tokenizer.ggml.token_type", gguf::ValueType::i32);
+    const auto* merges = vocab.get_array("tokenizer.ggml.merges", gguf::ValueType::string);
+    EXPECT_TRUE(texts && scores && types && merges);
+    if (!texts || !scores || !types || !merges || texts->count < n) return {};
+    // The special and byte tokens, then the pieces of the prompt (with spaces as "▁"), then the
+    // shortest texts; ids in their original order.
+    const std::string prompt =
+        "Once\xE2\x96\x81upon\xE2\x96\x81"
+        "a\xE2\x96\x81time";
+    std::vector<size_t> order(texts->count);
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto rank = [&](size_t i) {
+        const bool normal = types->elem_i64(i) == 1;
+        const bool in_prompt = prompt.find(texts->strings[i]) != std::string::npos;
+        return std::make_tuple(normal, !in_prompt, normal ? texts->strings[i].size() : 0, i);
+    };
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+    order.resize(n);
+    std::sort(order.begin(), order.end());
+    std::vector<std::string> tokens;
+    std::vector<float> token_scores;
+    std::vector<int32_t> token_types;
+    std::vector<int64_t> new_id(texts->count, -1);
+    for (const size_t i : order) {
+        new_id[i] = int64_t(tokens.size());
+        tokens.emplace_back(texts->strings[i]);
+        token_scores.push_back(float(scores->elem_f64(i)));
+        token_types.push_back(int32_t(types->elem_i64(i)));
+    }
+    const std::set<std::string, std::less<>> kept(tokens.begin(), tokens.end());
+    std::vector<std::string> kept_merges;
+    for (const std::string_view m : merges->strings) {
+        const size_t space = m.find(' ', 1);
+        const std::string_view a = m.substr(0, space), b = m.substr(space + 1);
+        if (kept.count(a) && kept.count(b) && kept.count(std::string(a) + std::string(b)))
+            kept_merges.emplace_back(m);
+    }
+    EXPECT_GT(kept_merges.size(), 50u);
+    return edited_copy("gemma4-tokenizer", [&](gguf::GgufWriter& w) {
+        w.set_string("tokenizer.ggml.model", "gemma4");
+        w.set_array_strings("tokenizer.ggml.tokens", tokens);
+        w.set_array_f32("tokenizer.ggml.scores", token_scores);
+        w.set_array_i32("tokenizer.ggml.token_type", token_types);
+        w.set_array_strings("tokenizer.ggml.merges", kept_merges);
+        for (const char* key :
+             {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+              "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"}) {
+            w.set_u32(key, uint32_t(new_id.at(size_t(*vocab.get_i64(key)))));
+        }
+        w.remove("tokenizer.ggml.seperator_token_id");
+    });
+}
+
+TEST(Gemma4, RunsWithGemma4sOwnTokenizer) {
+    const std::string path = with_gemma4_tokenizer();
+    ASSERT_FALSE(path.empty());
+    const auto m = LoadedModel::load(path, LoadOptions{});
+    const Vocab& vocab = *m->vocab;
+    EXPECT_EQ(vocab.model(), "gemma4");
+    EXPECT_EQ(vocab.token_text(vocab.bos()), "<bos>");
+    const auto prompt = vocab.tokenize("Once upon a time", vocab.add_bos(), true);
+    // llama.cpp's ids for this file (shared/tools/refgen's refdump, add_special and
+    // parse_special); its 8 greedy tokens were also memwall's: "\xFB>^nel1<channel|>".
+    EXPECT_EQ(prompt,
+              (std::vector<int32_t>{2, 98, 442, 317, 436, 449, 451, 279, 277, 275, 440, 367}));
+    EXPECT_EQ(vocab.detokenize(prompt, true), "Once upon a time");
+    // The logits depend on the ids only: the same as the SentencePiece file's for the same ids.
+    const auto original = LoadedModel::load(test::shared_path(kDense), LoadOptions{});
+    EXPECT_EQ(fresh(*m, prompt), fresh(*original, prompt));
+
+    const auto r = test::run_command(test::cli_path() + " run -m " + path +
+                                     " -p 'Once upon a time' -n 8 --temp 0 --ignore-eos -t 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(r.out.empty());
 }
 
 // llama-quantize gives the per-layer embedding table of a tied Gemma 4 the output's type (Q6_K

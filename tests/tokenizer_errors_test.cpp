@@ -102,6 +102,28 @@ TEST(VocabErrors, UnknownOrUnsupportedModel) {
     expect_error(w, ErrorKind::bad_file, {"tokenizer.ggml.model", "string"});
 }
 
+// Gemma 4's tokenizer: BPE merges are required, BOS is always added (so its id must be set),
+// and the file's pre-tokenizer is ignored (llama.cpp uses Gemma 4's for this model).
+TEST(VocabErrors, Gemma4NeedsMergesAndBos) {
+    gguf::GgufWriter w;
+    w.set_string("tokenizer.ggml.model", "gemma4");
+    w.set_string("tokenizer.ggml.pre", "future-bpe");
+    w.set_array_strings("tokenizer.ggml.tokens", {"<bos>", "a", "b", "ab", "\xE2\x96\x81"});
+    w.set_array_strings("tokenizer.ggml.merges", {"a b"});
+    w.set_u32("tokenizer.ggml.bos_token_id", 0);
+    w.set_bool("tokenizer.ggml.add_bos_token", false);
+    const Vocab v = load(w);
+    EXPECT_EQ(v.pre(), "gemma4");
+    EXPECT_TRUE(v.add_bos());
+    EXPECT_EQ(v.tokenize("ab ab", true, false), (std::vector<int32_t>{0, 3, 4, 3}));
+    EXPECT_EQ(v.detokenize(std::vector<int32_t>{3, 4, 3}), "ab ab");
+    w.remove("tokenizer.ggml.bos_token_id");
+    expect_error(w, ErrorKind::bad_file, {"tokenizer.ggml.bos_token_id", "gemma4", "BOS"});
+    w.set_u32("tokenizer.ggml.bos_token_id", 0);
+    w.remove("tokenizer.ggml.merges");
+    expect_error(w, ErrorKind::bad_file, {"tokenizer.ggml.merges", "missing", "gemma4"});
+}
+
 TEST(VocabErrors, UnknownPreTokenizer) {
     auto w = bpe_writer();
     w.set_string("tokenizer.ggml.pre", "future-bpe");
@@ -209,11 +231,21 @@ TEST(VocabErrors, EveryKnownPreTokenizerSplitsLosslessly) {
         "<|x|> $+<=>^~|` ok'S 'LL \xFF end  ";
     const auto names = tokenizer::known_pre_tokenizers();
     ASSERT_GT(names.size(), 50u);
+    // SentencePiece-style pre-tokenizers (gemma4) take "▁" for a space and <0xXX> bytes.
+    std::vector<std::string> spm_tokens = {"\xE2\x96\x81"};
+    std::vector<int32_t> spm_types = {1};
+    for (int b = 0; b < 256; ++b) {
+        spm_tokens.push_back(fmt::format("<0x{:02X}>", b));
+        spm_types.push_back(6);
+    }
     for (const std::string_view pre : names) {
+        tokenizer::PreTokenizerConfig config;
+        ASSERT_TRUE(tokenizer::pre_tokenizer_config(pre, config));
         gguf::GgufWriter w;
         w.set_string("tokenizer.ggml.model", "gpt2");
         w.set_string("tokenizer.ggml.pre", pre);
-        w.set_array_strings("tokenizer.ggml.tokens", tokens);
+        w.set_array_strings("tokenizer.ggml.tokens", config.spm_style ? spm_tokens : tokens);
+        if (config.spm_style) w.set_array_i32("tokenizer.ggml.token_type", spm_types);
         w.set_array_strings("tokenizer.ggml.merges", {});
         w.set_u32("tokenizer.ggml.bos_token_id", 0);
         const Vocab v = load(w);
@@ -236,7 +268,7 @@ TEST(VocabErrors, RandomVocabsAndInputsNeverCrash) {
         for (char& c : s) c = char(rng() % 4 == 0 ? rng() % 256 : 'a' + rng() % 4);
         return s;
     };
-    for (int round = 0; round < 30; ++round) {
+    for (int round = 0; round < 40; ++round) {
         std::vector<std::string> tokens;
         std::set<std::string> seen;
         while (tokens.size() < 60) {
@@ -259,9 +291,9 @@ TEST(VocabErrors, RandomVocabsAndInputsNeverCrash) {
                 }
             }
         }
-        const char* const models[] = {"llama", "gpt2", "bert"};
+        const char* const models[] = {"llama", "gpt2", "bert", "gemma4"};
         gguf::GgufWriter w;
-        w.set_string("tokenizer.ggml.model", models[round % 3]);
+        w.set_string("tokenizer.ggml.model", models[round % 4]);
         w.set_string("tokenizer.ggml.pre", round % 2 ? "qwen2" : "deepseek-llm");
         w.set_array_strings("tokenizer.ggml.tokens", tokens);
         w.set_array_i32("tokenizer.ggml.token_type", types);

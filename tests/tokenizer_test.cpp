@@ -3,6 +3,8 @@
 // throughput corpus.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -99,6 +101,48 @@ INSTANTIATE_TEST_SUITE_P(Vocabs, LlamaCppVectors,
                              return test_name(p.param);
                          });
 
+// Newer vocabularies llama.cpp ships in its models/ folder with test-tokenizer-0 vectors, too
+// large to keep here: checked when MEMWALL_LLAMA_MODELS_DIR names that folder (a llama.cpp
+// checkout's models/), skipped otherwise.
+class LlamaCppModelsVectors : public testing::TestWithParam<std::string> {};
+
+bool cleaned_up_by_bpe_detokenizer(std::string_view s);
+
+TEST_P(LlamaCppModelsVectors, IdsMatchLlamaCpp) {
+    const char* dir = std::getenv("MEMWALL_LLAMA_MODELS_DIR");
+    if (!dir || !*dir) {
+        GTEST_SKIP() << "set MEMWALL_LLAMA_MODELS_DIR to llama.cpp's models/ folder to check "
+                        "ggml-vocab-"
+                     << GetParam() << ".gguf against its vectors";
+    }
+    const std::string base = std::string(dir) + "/ggml-vocab-" + GetParam() + ".gguf";
+    for (const std::string& path : {base, base + ".inp", base + ".out"}) {
+        if (!std::filesystem::exists(path)) {
+            GTEST_SKIP() << path << " does not exist (MEMWALL_LLAMA_MODELS_DIR=" << dir << ")";
+        }
+    }
+    const Vocab vocab = load_vocab(base);
+    const auto cases = read_vectors(base + ".inp", base + ".out");
+    ASSERT_GT(cases.size(), 40u);
+    size_t passed = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const auto ids = vocab.tokenize(cases[i].text, false, false);
+        EXPECT_EQ(ids, cases[i].ids)
+            << GetParam() << " string " << i << " \"" << cases[i].text
+            << "\"\n got:     " << ids_text(ids) << "\n expected:" << ids_text(cases[i].ids);
+        passed += ids == cases[i].ids;
+        // Detokenizing gives the text back, unless the BPE clean-up of spaces changes it.
+        if (GetParam() == "gemma-4" && cleaned_up_by_bpe_detokenizer(cases[i].text)) continue;
+        EXPECT_EQ(vocab.detokenize(ids), cases[i].text) << GetParam() << " string " << i;
+    }
+    RecordProperty("passed", std::to_string(passed) + "/" + std::to_string(cases.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabs, LlamaCppModelsVectors, testing::Values("gemma-4", "qwen35"),
+                         [](const testing::TestParamInfo<std::string>& p) {
+                             return test_name(p.param);
+                         });
+
 // The Llama 3 vocabulary is too large for the shared folder as GGUF, but its tokens and merges
 // are there: rebuild the vocab-only GGUF (pre-tokenizer "llama-bpe") and check llama.cpp's
 // vectors for it.
@@ -163,6 +207,53 @@ bool cleaned_up_by_bpe_detokenizer(std::string_view s) {
         if (s[i] == '?' || s[i] == '!' || s[i] == '.' || s[i] == ',' || s[i] == '\'') return true;
     }
     return false;
+}
+
+// Gemma 4's tokenizer ("gemma4") on a vocabulary cut from the real one (tests/data/tokenizer/
+// gemma4-mini, see its README) with ids from llama.cpp for llama.cpp's strings and ours: without
+// special handling (test-tokenizer-0) and with add_special and parse_special.
+TEST(Gemma4Tokenizer, IdsMatchLlamaCppOnTheCutVocab) {
+    const std::string dir = std::string(MEMWALL_TESTS_DIR) + "/data/tokenizer/gemma4-mini/";
+    const Vocab vocab = load_vocab(dir + "vocab.gguf");
+    EXPECT_EQ(vocab.model(), "gemma4");
+    EXPECT_EQ(vocab.type(), VocabType::bpe);
+    EXPECT_TRUE(vocab.add_bos());
+    EXPECT_EQ(vocab.token_text(vocab.bos()), "<bos>");
+    EXPECT_TRUE(vocab.is_eog(vocab.find_token("<turn|>")));
+    EXPECT_TRUE(vocab.is_eog(vocab.eos()));
+    EXPECT_FALSE(vocab.is_eog(vocab.find_token("</s>")));  // plain text in Gemma 4
+    for (const auto& [file, special] : {std::pair{"ids.out", false}, {"ids-special.out", true}}) {
+        const auto cases = read_vectors(dir + "strings.inp", dir + file);
+        ASSERT_GT(cases.size(), 50u);
+        for (size_t i = 0; i < cases.size(); ++i) {
+            const auto ids = vocab.tokenize(cases[i].text, special, special);
+            EXPECT_EQ(ids, cases[i].ids)
+                << file << " string " << i << " \"" << cases[i].text
+                << "\"\n got:     " << ids_text(ids) << "\n expected:" << ids_text(cases[i].ids);
+        }
+    }
+}
+
+// Pieces turn "▁" back into spaces and byte tokens into bytes, so text comes back unchanged
+// (apart from llama.cpp's clean-up of spaces before punctuation).
+TEST(Gemma4Tokenizer, DetokenizeGivesBackTheText) {
+    const std::string dir = std::string(MEMWALL_TESTS_DIR) + "/data/tokenizer/gemma4-mini/";
+    const Vocab vocab = load_vocab(dir + "vocab.gguf");
+    const auto cases = read_vectors(dir + "strings.inp", dir + "ids.out");
+    size_t checked = 0;
+    for (const auto& c : cases) {
+        if (cleaned_up_by_bpe_detokenizer(c.text)) continue;
+        EXPECT_EQ(vocab.detokenize(vocab.tokenize(c.text, false, false)), c.text);
+        const auto with_bos = vocab.tokenize(c.text, true, false);
+        ASSERT_FALSE(with_bos.empty());
+        EXPECT_EQ(with_bos.front(), vocab.bos());
+        EXPECT_EQ(vocab.detokenize(with_bos, true), c.text);
+        ++checked;
+    }
+    EXPECT_GT(checked, 30u);
+    EXPECT_EQ(vocab.token_to_piece(vocab.find_token("<0x41>"), false), "A");
+    EXPECT_EQ(vocab.detokenize(vocab.tokenize("<|turn>user\nHi<turn|>", true, true), true, true),
+              "<|turn>user\nHi<turn|>");
 }
 
 class RoundTrip : public testing::TestWithParam<std::string> {};

@@ -63,6 +63,7 @@ struct PreFamily {
     bool add_bos = false;
     bool clean_spaces = true;
     bool bos_disabled = false;
+    bool spm_style = false;
 };
 
 // llama.cpp's pre-tokenizers by tokenizer.ggml.pre name. clean_spaces = false where llama.cpp
@@ -83,6 +84,11 @@ const std::vector<PreFamily>& pre_families() {
     static const char* const kBailing =
         "'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}|"
         " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+";
+    // Qwen 3.5: Qwen 2 with combining marks kept inside words.
+    static const char* const kQwen35 =
+        "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|"
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|"
+        "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
     static const char* const kDeepseekV3 =
         "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?"
         "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -118,6 +124,12 @@ const std::vector<PreFamily>& pre_families() {
          .regexes = {kGpt2}},
         {.names = {"trillion", "granite-docling"}, .regexes = {kGpt2}, .clean_spaces = false},
         {.names = {"stablelm2", "megrez"}, .regexes = {kQwen2}},
+        {.names = {"qwen35"}, .regexes = {kQwen35}, .clean_spaces = false},
+        // SentencePiece-style BPE over the whole line: only newlines split the text.
+        {.names = {"gemma4", "granite-embed-multi-311m"},
+         .regexes = {"[^\\n]+|[\\n]+"},
+         .add_bos = true,
+         .spm_style = true},
         {.names = {"qwen2", "deepseek-r1-qwen", "kormo", "hunyuan", "solar-open", "grok-2"},
          .regexes = {kQwen2},
          .clean_spaces = false},
@@ -241,6 +253,7 @@ bool pre_tokenizer_config(std::string_view pre, PreTokenizerConfig& config) {
                 config.add_bos = family.add_bos;
                 config.clean_spaces = family.clean_spaces;
                 config.bos_disabled = family.bos_disabled;
+                config.spm_style = family.spm_style;
                 return true;
             }
         }
@@ -266,7 +279,8 @@ struct PreTokenizer::Rule {
     ~Rule() { pcre2_code_free(code); }
 };
 
-PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes) {
+PreTokenizer::PreTokenizer(const std::vector<std::string>& regexes, bool byte_encode)
+    : byte_encode_(byte_encode) {
     for (const std::string& regex : regexes) {
         auto rule = std::make_unique<Rule>();
         if (regex == kGpt2) {
@@ -540,7 +554,7 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string>& words)
         pieces.swap(next);
     }
 
-    // Each word as the GPT-2 byte characters of its UTF-8 bytes.
+    // Each word as the GPT-2 byte characters of its UTF-8 bytes, or as that UTF-8 itself.
     words.clear();
     words.reserve(pieces.size());
     size_t start = 0;
@@ -549,7 +563,11 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string>& words)
         bytes.clear();
         for (size_t i = start; i < start + length; ++i) unicode::append_utf8(bytes, cpts[i]);
         std::string& word = words.emplace_back();
-        for (const char b : bytes) word += unicode::byte_to_bpe_char(uint8_t(b));
+        if (byte_encode_) {
+            for (const char b : bytes) word += unicode::byte_to_bpe_char(uint8_t(b));
+        } else {
+            word = bytes;
+        }
         start += length;
     }
 }

@@ -30,6 +30,11 @@ struct PreTokenizerConfig {
     bool add_bos = false;
     bool clean_spaces = true;   // detokenize removes spaces before punctuation (BPE default)
     bool bos_disabled = false;  // the pre-tokenizer has no BOS (chatglm)
+    // SentencePiece-style BPE (Gemma 4): spaces become U+2581 before splitting, words stay raw
+    // UTF-8 (no GPT-2 byte characters), missing characters fall back to <0xXX> tokens, a word
+    // made only of newlines is taken whole when it is a token, and BOS is added even when the
+    // file says not to (llama.cpp overrides it).
+    bool spm_style = false;
 };
 bool pre_tokenizer_config(std::string_view pre, PreTokenizerConfig& config);
 // Every `tokenizer.ggml.pre` value pre_tokenizer_config() knows.
@@ -38,13 +43,15 @@ std::vector<std::string_view> known_pre_tokenizers();
 class PreTokenizer {
   public:
     // Compiles the expressions; throws mw::Error (unsupported) if PCRE2 rejects one.
-    explicit PreTokenizer(const std::vector<std::string>& regexes);
+    // byte_encode = false leaves the words in UTF-8 instead of GPT-2 byte characters.
+    explicit PreTokenizer(const std::vector<std::string>& regexes, bool byte_encode = true);
     ~PreTokenizer();
     PreTokenizer(const PreTokenizer&) = delete;
     PreTokenizer& operator=(const PreTokenizer&) = delete;
 
     // Splits `text` into words and writes each in GPT-2 byte characters (every byte of its
-    // UTF-8, after invalid bytes became U+FFFD, mapped by unicode::byte_to_bpe_char).
+    // UTF-8, after invalid bytes became U+FFFD, mapped by unicode::byte_to_bpe_char), or, without
+    // byte_encode, in that UTF-8.
     void split(std::string_view text, std::vector<std::string>& words) const;
 
   private:
@@ -52,6 +59,7 @@ class PreTokenizer {
     std::vector<std::unique_ptr<Rule>> rules_;
     bool need_collapsed_ = false;
     bool need_utf_ = false;
+    bool byte_encode_ = true;
 };
 
 }  // namespace mw::tokenizer

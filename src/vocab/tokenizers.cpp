@@ -180,7 +180,8 @@ void tokenize_spm(const Vocab::Impl& vocab, std::string_view text, std::vector<i
 }
 
 // Byte-level BPE: pre-tokenize into words, then in each word repeatedly apply the
-// lowest-ranked merge among adjacent pairs (leftmost on ties).
+// lowest-ranked merge among adjacent pairs (leftmost on ties). SentencePiece-style BPE (Gemma 4)
+// is the same on raw UTF-8 whose spaces the caller escaped.
 void tokenize_bpe(const Vocab::Impl& vocab, std::string_view text, std::vector<int32_t>& out) {
     std::vector<std::string> words;
     vocab.pre_tokenizer->split(text, words);
@@ -199,7 +200,10 @@ void tokenize_bpe(const Vocab::Impl& vocab, std::string_view text, std::vector<i
     std::vector<Bigram> heap;
 
     auto merge_word = [&](const std::string& word) {
-        if (vocab.ignore_merges) {
+        // Gemma 4's vocab has tokens for runs of newlines that its merges do not build.
+        const bool newline_run =
+            vocab.spm_style && word.find_first_not_of('\n') == std::string::npos;
+        if (vocab.ignore_merges || newline_run) {
             const int32_t id = vocab.find(word);
             if (id != kNoToken) {
                 out.push_back(id);
@@ -245,9 +249,12 @@ void tokenize_bpe(const Vocab::Impl& vocab, std::string_view text, std::vector<i
                 out.push_back(s.id);
                 continue;
             }
-            // A character the vocab lacks: its bytes, where those are tokens themselves.
+            // A character the vocab lacks: its bytes, where those are tokens themselves (as
+            // "<0xXX>" in SentencePiece style).
             for (uint32_t i = s.begin; i < s.begin + s.length; ++i) {
-                const int32_t id = vocab.find(std::string_view(word).substr(i, 1));
+                const int32_t id = vocab.spm_style
+                                       ? vocab.byte_tokens[uint8_t(word[i])]
+                                       : vocab.find(std::string_view(word).substr(i, 1));
                 if (id != kNoToken) out.push_back(id);
             }
         }

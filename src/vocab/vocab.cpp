@@ -149,7 +149,8 @@ std::string piece_of(const Vocab::Impl& v, int32_t id, bool special) {
     const std::string& text = v.tokens[size_t(id)].text;
     if (attr & (token_attr_unknown | token_attr_control | token_attr_user_defined)) return text;
     if (attr & token_attr_normal) {
-        return v.type == VocabType::bpe ? decode_byte_level(text) : unescape_spaces(text);
+        return v.type == VocabType::bpe && !v.spm_style ? decode_byte_level(text)
+                                                        : unescape_spaces(text);
     }
     if (attr & token_attr_byte) return std::string(1, char(byte_of_token(text)));
     return {};  // unused and undefined tokens print nothing
@@ -223,6 +224,8 @@ std::vector<int32_t> tokenize(const Vocab::Impl& v, std::string_view text, bool 
             for (const Fragment& f : fragments) {
                 if (f.token != kNoToken) {
                     out.push_back(f.token);
+                } else if (v.spm_style) {
+                    tokenizer::tokenize_bpe(v, escape_spaces(text.substr(f.offset, f.length)), out);
                 } else {
                     tokenizer::tokenize_bpe(v, text.substr(f.offset, f.length), out);
                 }

@@ -1,6 +1,7 @@
 // The tokenizer of a model, built from its GGUF metadata (tokenizer.ggml.*), giving the same
 // token ids as llama.cpp: SentencePiece-style BPE ("llama"), byte-level BPE ("gpt2", with the
-// pre-tokenizer named by tokenizer.ggml.pre) and WordPiece ("bert").
+// pre-tokenizer named by tokenizer.ggml.pre), Gemma 4's BPE over "▁"-escaped UTF-8 ("gemma4")
+// and WordPiece ("bert").
 //
 // A Vocab is immutable after loading; tokenize() and token_to_piece() may be called from many
 // threads at once. Copies share the loaded data.
@@ -21,7 +22,7 @@ class GgufFile;
 
 enum class VocabType {
     spm,  // tokenizer.ggml.model = "llama"
-    bpe,  // "gpt2"
+    bpe,  // "gpt2", "gemma4"
     wpm,  // "bert"
 };
 

@@ -85,8 +85,12 @@ struct Vocab::Impl {
     std::unordered_map<uint64_t, Merge> merges;  // key: (left << 32) | right
     std::unique_ptr<const tokenizer::PreTokenizer> pre_tokenizer;
     bool ignore_merges = false;  // a word that is a token is taken whole
+    // SentencePiece-style BPE (Gemma 4, PreTokenizerConfig::spm_style): spaces are escaped to
+    // "▁", words are raw UTF-8, byte fallback uses byte_tokens ("<0xXX>").
+    bool spm_style = false;
 
-    // SPM: the token for each byte of byte fallback (kNoToken when the vocab lacks it).
+    // SPM and SentencePiece-style BPE: the token for each byte of byte fallback (kNoToken when
+    // the vocab lacks it).
     std::array<int32_t, 256> byte_tokens{};
     // SPM: no token has "▁" after another character, so words merge independently.
     bool spm_words_are_independent = false;

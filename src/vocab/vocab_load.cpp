@@ -52,8 +52,9 @@ class Loader {
         read_model();
         read_tokens();
         if (v_.type == VocabType::bpe) read_merges();
+        if (v_.spm_style) fill_byte_tokens(true);
         if (v_.type == VocabType::spm) {
-            fill_byte_tokens();
+            fill_byte_tokens(false);
             v_.spm_words_are_independent = no_token_has_inner_space();
         }
         v_.newline = find_newline();
@@ -96,9 +97,13 @@ class Loader {
             v_.add_bos = true;
             v_.add_sep = true;
             v_.clean_spaces = true;
-        } else if (v_.model == "gpt2") {
+        } else if (v_.model == "gpt2" || v_.model == "gemma4") {
             v_.type = VocabType::bpe;
-            v_.bos = 11, v_.eos = 11;
+            if (v_.model == "gpt2") {
+                v_.bos = 11, v_.eos = 11;
+            } else {
+                v_.pre = "gemma4";  // llama.cpp ignores the file's pre-tokenizer for this model
+            }
             tokenizer::PreTokenizerConfig config;
             if (!tokenizer::pre_tokenizer_config(v_.pre, config)) {
                 fail(ErrorKind::unsupported,
@@ -106,16 +111,20 @@ class Loader {
                      "not know",
                      file_.name(), v_.pre);
             }
-            v_.pre_tokenizer = std::make_unique<tokenizer::PreTokenizer>(config.regexes);
+            v_.pre_tokenizer =
+                std::make_unique<tokenizer::PreTokenizer>(config.regexes, !config.spm_style);
             v_.ignore_merges = config.ignore_merges;
+            v_.spm_style = config.spm_style;
+            force_add_bos_ = config.spm_style;
             v_.add_bos = config.add_bos;
             v_.clean_spaces = config.clean_spaces;
             if (config.bos_disabled) v_.bos = kNoToken;
         } else if (v_.model == "t5" || v_.model == "rwkv" || v_.model == "plamo2" ||
-                   v_.model == "gemma4" || v_.model == "no_vocab" || v_.model == "none") {
+                   v_.model == "no_vocab" || v_.model == "none") {
             fail(ErrorKind::unsupported,
                  "{}: metadata \"tokenizer.ggml.model\" = \"{}\": memwall supports the llama "
-                 "(SentencePiece), gpt2 (byte-level BPE) and bert (WordPiece) tokenizers",
+                 "(SentencePiece), gpt2 (byte-level BPE), gemma4 (SentencePiece-style BPE) and "
+                 "bert (WordPiece) tokenizers",
                  file_.name(), v_.model);
         } else {
             bad("tokenizer.ggml.model", fmt::format("= \"{}\" is not a known tokenizer", v_.model));
@@ -177,7 +186,8 @@ class Loader {
     void read_merges() {
         const char* key = "tokenizer.ggml.merges";
         const gguf::Value* merges = file_.get_array(key, gguf::ValueType::string);
-        if (!merges) bad(key, "is missing (a gpt2 tokenizer needs its BPE merges)");
+        if (!merges)
+            bad(key, fmt::format("is missing (a {} tokenizer needs its BPE merges)", v_.model));
         if (merges->count > uint64_t(std::numeric_limits<int32_t>::max())) {
             bad(key, fmt::format("has {} entries, too many", merges->count));
         }
@@ -205,13 +215,13 @@ class Loader {
         }
     }
 
-    // Byte fallback: "<0xAB>", else a token spelled as the byte itself.
-    void fill_byte_tokens() {
+    // Byte fallback: "<0xAB>", else (not hex_only) a token spelled as the byte itself.
+    void fill_byte_tokens(bool hex_only) {
         static constexpr char kHex[] = "0123456789ABCDEF";
         for (int b = 0; b < 256; ++b) {
             const char name[6] = {'<', '0', 'x', kHex[b >> 4], kHex[b & 15], '>'};
             int32_t id = v_.find(std::string_view(name, 6));
-            if (id == kNoToken) id = v_.find(std::string(1, char(b)));
+            if (id == kNoToken && !hex_only) id = v_.find(std::string(1, char(b)));
             v_.byte_tokens[size_t(b)] = id;
         }
     }
@@ -281,12 +291,18 @@ class Loader {
 
     void read_flags() {
         if (const auto b = file_.get_bool("tokenizer.ggml.add_bos_token")) v_.add_bos = *b;
+        // Gemma 4 files converted with add_bos_token = false still need BOS; llama.cpp forces it.
+        if (force_add_bos_) v_.add_bos = true;
         if (const auto b = file_.get_bool("tokenizer.ggml.add_eos_token")) v_.add_eos = *b;
         if (const auto b = file_.get_bool("tokenizer.ggml.add_sep_token")) v_.add_sep = *b;
         auto check = [&](bool add, int32_t id, const char* add_key, const char* id_key) {
             if (add && id == kNoToken)
                 bad(add_key, fmt::format("is true, but \"{}\" is not set", id_key));
         };
+        if (force_add_bos_ && v_.bos == kNoToken) {
+            bad("tokenizer.ggml.bos_token_id",
+                fmt::format("is not set (the {} tokenizer always adds BOS)", v_.pre));
+        }
         check(v_.add_bos, v_.bos, "tokenizer.ggml.add_bos_token", "tokenizer.ggml.bos_token_id");
         check(v_.add_eos, v_.eos, "tokenizer.ggml.add_eos_token", "tokenizer.ggml.eos_token_id");
         check(v_.add_sep, v_.sep, "tokenizer.ggml.add_sep_token",
@@ -357,7 +373,7 @@ class Loader {
         for (const std::string_view text :
              {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
               "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>",
-              "<end_of_utterance>"}) {
+              "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>"}) {
             const int32_t id = control_token(text);
             if (id != kNoToken) v_.eog.insert(id);
         }
@@ -369,6 +385,13 @@ class Loader {
         }
         for (const int32_t id : {v_.eos, v_.eot, v_.eom}) {
             if (id != kNoToken) v_.eog.insert(id);
+        }
+        // Gemma 4: "</s>" is ordinary text there (llama.cpp makes it normal when the vocab has
+        // <|tool_response>), so it neither ends generation nor splits out as a special token.
+        const int32_t s_end = v_.find("</s>");
+        if (s_end != kNoToken && v_.find("<|tool_response>") != kNoToken) {
+            v_.eog.erase(s_end);
+            v_.tokens[size_t(s_end)].attr = token_attr_normal;
         }
         // gpt-oss: with <|return|> and <|call|> present, <|end|> ends a message, not generation.
         const int32_t end = v_.find("<|end|>");
@@ -428,6 +451,7 @@ class Loader {
 
     const gguf::GgufFile& file_;
     Vocab::Impl& v_;
+    bool force_add_bos_ = false;
 };
 
 }  // namespace
