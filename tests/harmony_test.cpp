@@ -142,8 +142,8 @@ TEST(Harmony, TheParserStartsAfreshAfterFinish) {
 
 TEST(Harmony, TemplatesThatWriteHarmony) {
     const std::string dir = std::string(MEMWALL_TESTS_DIR) + "/data/chat-templates/templates/";
-    EXPECT_TRUE(mw::chat::is_harmony_template(
-        mw::test::read_text(dir + "openai-gpt-oss-120b.jinja")));
+    EXPECT_TRUE(
+        mw::chat::is_harmony_template(mw::test::read_text(dir + "openai-gpt-oss-120b.jinja")));
     for (const char* other : {"Qwen3.5-4B.jinja", "google-gemma-4-31B-it.jinja",
                               "LFM2.5-8B-A1B.jinja", "HuggingFaceTB-SmolLM3-3B.jinja"})
         EXPECT_FALSE(mw::chat::is_harmony_template(mw::test::read_text(dir + other))) << other;

@@ -33,8 +33,8 @@ const Families& families() {
         Families k;
         k.dir = std::string(MEMWALL_TESTS_DIR) + "/data/chat-templates";
         k.cases = ordered_json::parse(mw::test::read_text(k.dir + "/cases.json"));
-        k.conversations = ordered_json::parse(
-            mw::test::read_text(mw::test::shared_path("testdata/chat-templates/conversations.json")));
+        k.conversations = ordered_json::parse(mw::test::read_text(
+            mw::test::shared_path("testdata/chat-templates/conversations.json")));
         const ordered_json own =
             ordered_json::parse(mw::test::read_text(k.dir + "/conversations.json"));
         for (const auto& [name, conv] : own.items()) k.conversations[name] = conv;
@@ -84,7 +84,8 @@ TEST(TemplateFamilies, EveryCaseThroughTheInterpreter) {
         options.strftime_now = "26 Jul 2024";
         const bool expect_error = c["expected"].is_object();
         try {
-            const auto t = mw::tmpl::Template::parse(source_of(c), c["template"].get<std::string>());
+            const auto t =
+                mw::tmpl::Template::parse(source_of(c), c["template"].get<std::string>());
             const std::string got = t.render(vars.dict(), options);
             if (expect_error) {
                 ADD_FAILURE() << "Jinja2 raised (" << c.value("error_message", "")

@@ -8,6 +8,7 @@
 #include "api/api_model.h"
 #include "api/api_params.h"
 #include "api/api_speculative.h"
+#include "chat/harmony.h"
 #include "memwall.h"
 #include "runtime/chat_render.h"
 #include "runtime/context.h"
@@ -128,6 +129,7 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         }
         const std::string tmpl = p.chat_template ? p.chat_template : "";
         o.render_chat = mw::chat_renderer(*loaded, tmpl);
+        o.harmony = mw::chat::is_harmony_template(mw::chat_template_source(*loaded, tmpl).text);
         if (mw_pacer* pacer = p.pacer) {
             o.after_step = [pacer](mw::Context& c) { mw::pace_context(pacer, c); };
         }

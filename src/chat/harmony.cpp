@@ -16,8 +16,8 @@ constexpr std::array<std::string_view, 4> kBodyEnds = {"<|end|>", "<|return|>", 
 constexpr size_t kMaxHeader = 512;
 
 bool is_word_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
 }
 
 // The length of the longest end of `text` that begins some marker of kBodyEnds (held back: the

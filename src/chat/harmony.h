@@ -6,8 +6,10 @@
 //
 //   <|channel|>analysis<|message|>Need the weather.<|end|>
 //   <|start|>assistant<|channel|>final<|message|>It is sunny.        (then <|return|>)
-//   <|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city":"Paris"}
-//   <|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{...}
+//   <|start|>assistant to=functions.get_weather<|channel|>commentary
+//   json<|message|>{"city":"Paris"}
+//   <|start|>assistant<|channel|>commentary to=functions.get_weather
+//   <|constrain|>json<|message|>{...}
 //                                                                     (then <|call|>)
 //
 // with the special tokens rendered as their text (TokenTextStream with special = true). The
@@ -52,7 +54,7 @@ class HarmonyParser {
     void emit_body(std::string_view text, ReplyDelta& out);
 
     State state_ = State::header;
-    std::string buf_;     // text not yet consumed (a header, or a possible marker's start)
+    std::string buf_;  // text not yet consumed (a header, or a possible marker's start)
     std::string channel_;
     std::string recipient_;
     std::string call_args_;  // the body of a message to a recipient

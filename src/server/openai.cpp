@@ -444,6 +444,48 @@ json chat_chunk(const std::string& id, int64_t created, const std::string& model
             {"choices", json::array({choice})}};
 }
 
+namespace {
+
+// OpenAI's tool_calls entries; the arguments stay the string the model wrote.
+json tool_calls_json(const std::string& id, const std::vector<chat::ToolCall>& calls, size_t first,
+                     bool with_index) {
+    json out = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        json c = {{"id", fmt::format("call_{}_{}", id, first + i)},
+                  {"type", "function"},
+                  {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+        if (with_index) c["index"] = first + i;
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+}  // namespace
+
+json chat_response_split(const std::string& id, int64_t created, const std::string& model,
+                         const chat::ReplyDelta& reply, Finish finish, const Usage& usage) {
+    json r = chat_response(id, created, model, reply.content, finish, usage);
+    json& message = r["choices"][0]["message"];
+    if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
+    if (!reply.tool_calls.empty()) {
+        message["tool_calls"] = tool_calls_json(id, reply.tool_calls, 0, false);
+        if (reply.content.empty()) message["content"] = nullptr;
+        if (finish == Finish::stop) r["choices"][0]["finish_reason"] = "tool_calls";
+    }
+    return r;
+}
+
+json chat_chunk_split(const std::string& id, int64_t created, const std::string& model,
+                      const chat::ReplyDelta& delta, size_t first_call) {
+    json r = chat_chunk(id, created, model, nullptr, false, Finish::none);
+    json& d = r["choices"][0]["delta"];
+    if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
+    if (!delta.content.empty()) d["content"] = delta.content;
+    if (!delta.tool_calls.empty())
+        d["tool_calls"] = tool_calls_json(id, delta.tool_calls, first_call, true);
+    return r;
+}
+
 json completion_response(const std::string& id, int64_t created, const std::string& model,
                          const std::string& text, Finish finish, const Usage& usage) {
     json choice = {{"index", 0},

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/harmony.h"
 #include "model/sampler.h"
 #include "server/scheduler.h"
 
@@ -69,6 +70,15 @@ nlohmann::json chat_response(const std::string& id, int64_t created, const std::
 // the last.
 nlohmann::json chat_chunk(const std::string& id, int64_t created, const std::string& model,
                           const std::string* text, bool with_role, Finish finish);
+// A harmony reply (chat/harmony.h) split as llama-server does: the analysis channel in
+// "reasoning_content", the final one in "content", calls in "tool_calls" (finish_reason
+// "tool_calls"). In a chunk, `delta` is what the stream completed since the last one; tool calls
+// are numbered from `first_call`.
+nlohmann::json chat_response_split(const std::string& id, int64_t created, const std::string& model,
+                                   const chat::ReplyDelta& reply, Finish finish,
+                                   const Usage& usage);
+nlohmann::json chat_chunk_split(const std::string& id, int64_t created, const std::string& model,
+                                const chat::ReplyDelta& delta, size_t first_call);
 nlohmann::json completion_response(const std::string& id, int64_t created, const std::string& model,
                                    const std::string& text, Finish finish, const Usage& usage);
 nlohmann::json completion_chunk(const std::string& id, int64_t created, const std::string& model,

@@ -167,10 +167,10 @@ class Parser {
         const Token& t = current();
         if (t.type != TokenType::name) fail("tag name expected");
         const std::string tag = t.value;
-        static const char* const kKnown[] = {
-            "for",    "if",  "block", "extends",    "print", "macro",  "include", "from",
-            "import", "set", "with",  "autoescape", "call",  "filter", "break",   "continue",
-            "generation"};
+        static const char* const kKnown[] = {"for",      "if",         "block", "extends", "print",
+                                             "macro",    "include",    "from",  "import",  "set",
+                                             "with",     "autoescape", "call",  "filter",  "break",
+                                             "continue", "generation"};
         if (std::find_if(std::begin(kKnown), std::end(kKnown),
                          [&](const char* k) { return tag == k; }) == std::end(kKnown)) {
             std::string message = fmt::format("Encountered unknown tag '{}'.", tag);
