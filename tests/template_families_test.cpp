@@ -145,4 +145,29 @@ TEST(TemplateFamilies, EveryCaseThroughTheChatLayer) {
     EXPECT_GE(n_ok, 270u);
 }
 
+// The built-in 'gpt-oss' (for a GGUF without tokenizer.chat_template) renders what the published
+// template renders, for every case but those it leaves out on purpose: builtin_tools, nested
+// tool schemas (`any` there), and the inputs the published template refuses.
+TEST(TemplateFamilies, BuiltinGptOssRendersAsThePublishedTemplate) {
+    const mw::chat::ChatTemplate builtin(mw::chat::resolve_template("gpt-oss", std::nullopt));
+    size_t n_compared = 0;
+    for (const ordered_json& c : families().cases) {
+        if (c["template"] != "openai-gpt-oss-120b" || c["expected"].is_object() ||
+            c["conversation"] == "tools_schemas" ||
+            c.value("variables", ordered_json::object()).contains("builtin_tools"))
+            continue;
+        SCOPED_TRACE(case_name(c));
+        const ordered_json& conv = conversation_of(c);
+        mw::chat::ChatInputs in;
+        in.messages = conv["messages"];
+        if (conv.contains("tools")) in.tools = conv["tools"];
+        in.add_generation_prompt = c["add_generation_prompt"].get<bool>();
+        in.variables = c.value("variables", ordered_json::object());
+        in.strftime_now = "26 Jul 2024";
+        EXPECT_EQ(builtin.apply(in), c["expected"].get<std::string>());
+        ++n_compared;
+    }
+    EXPECT_GE(n_compared, 30u);
+}
+
 }  // namespace
