@@ -176,6 +176,9 @@ TEST(ChatResolve, AsLlamaCppChooses) {
                   has({"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>"}))
                   .name,
               "gpt-oss");
+    EXPECT_EQ(
+        mw::chat::resolve_template("", std::nullopt, has({"<|turn>", "<turn|>", "<bos>"})).name,
+        "gemma4");
     r = mw::chat::resolve_template("", std::nullopt, has({"<s>"}));
     EXPECT_EQ(r.origin, TemplateOrigin::fallback);
     EXPECT_EQ(r.name, "chatml");

@@ -170,4 +170,25 @@ TEST(TemplateFamilies, BuiltinGptOssRendersAsThePublishedTemplate) {
     EXPECT_GE(n_compared, 30u);
 }
 
+// The built-in 'gemma4' against Gemma 4's published template, on every conversation without
+// tools (the built-in leaves tools out).
+TEST(TemplateFamilies, BuiltinGemma4RendersAsThePublishedTemplate) {
+    const mw::chat::ChatTemplate builtin(mw::chat::resolve_template("gemma4", std::nullopt));
+    size_t n_compared = 0;
+    for (const ordered_json& c : families().cases) {
+        if (c["template"] != "google-gemma-4-31B-it" || c["expected"].is_object() ||
+            conversation_of(c).contains("tools"))
+            continue;
+        SCOPED_TRACE(case_name(c));
+        mw::chat::ChatInputs in;
+        in.messages = conversation_of(c)["messages"];
+        in.add_generation_prompt = c["add_generation_prompt"].get<bool>();
+        in.bos_token = c["bos_token"].get<std::string>();
+        in.variables = c.value("variables", ordered_json::object());
+        EXPECT_EQ(builtin.apply(in), c["expected"].get<std::string>());
+        ++n_compared;
+    }
+    EXPECT_GE(n_compared, 20u);
+}
+
 }  // namespace

@@ -368,6 +368,35 @@ constexpr const char* kGptOss = R"tmpl(
 {%- if add_generation_prompt %}{{ '<|start|>assistant' }}{% endif -%}
 )tmpl";
 
+// Gemma 4: <|turn>role ... <turn|>, a system turn (with <|think|> when enable_thinking), the
+// answer's earlier thought channels dropped, an empty thought channel opening the answer when
+// not thinking. Tools are left out (the published template's tool syntax is its own).
+constexpr const char* kGemma4 = R"tmpl(
+{%- macro answer(text) -%}
+    {%- set kept = namespace(text='') -%}
+    {%- for part in text.split('<channel|>') -%}
+        {%- set kept.text = kept.text ~ (part.split('<|channel>')[0] if '<|channel>' in part else part) -%}
+    {%- endfor -%}
+    {{- kept.text | trim -}}
+{%- endmacro -%}
+{%- set thinking = enable_thinking is defined and enable_thinking -%}
+{%- set has_system = messages and messages[0].role in ['system', 'developer'] -%}
+{{- bos_token -}}
+{%- if thinking or has_system -%}
+    {{- '<|turn>system\n' ~ ('<|think|>\n' if thinking else '') ~ (messages[0].content | trim if has_system else '') ~ '<turn|>\n' -}}
+{%- endif -%}
+{%- for message in (messages[1:] if has_system else messages) -%}
+    {%- if message.role == 'assistant' -%}
+        {{- '<|turn>model\n' ~ answer(message.content) ~ '<turn|>\n' -}}
+    {%- else -%}
+        {{- '<|turn>' ~ message.role ~ '\n' ~ message.content | trim ~ '<turn|>\n' -}}
+    {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{- '<|turn>model\n' ~ ('' if thinking else '<|channel>thought\n<channel|>') -}}
+{%- endif -%}
+)tmpl";
+
 const std::vector<Builtin> kBuiltins = {
     {"chatml", "ChatML: <|im_start|>role ... <|im_end|> (Qwen, Yi, OpenHermes, ...)", kChatml},
     {"llama2", "Llama 2 chat: [INST] ... [/INST], <<SYS>> system block", kLlama2},
@@ -389,6 +418,7 @@ const std::vector<Builtin> kBuiltins = {
     {"granite", "Granite 3.x: <|start_of_role|>role<|end_of_role|> ... <|end_of_text|>", kGranite},
     {"zephyr", "Zephyr: <|user|> ... </s>", kZephyr},
     {"vicuna", "Vicuna 1.1: USER: ... ASSISTANT: ...", kVicuna},
+    {"gemma4", "Gemma 4: <|turn>user|model ... <turn|>, thought channels", kGemma4},
     {"gpt-oss", "gpt-oss (harmony): <|start|>role<|channel|>... <|message|> ... <|end|>", kGptOss},
 };
 

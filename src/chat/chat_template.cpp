@@ -30,6 +30,7 @@ const Builtin* guess_builtin(const std::function<bool(std::string_view)>& has_to
         {{"<|im_start|>", "<|im_sep|>"}, "phi4"},
         {{"<|im_start|>"}, "chatml"},
         {{"<|start_header_id|>", "<|eot_id|>"}, "llama3"},
+        {{"<|turn>", "<turn|>"}, "gemma4"},
         {{"<start_of_turn>"}, "gemma"},
         {{"<|START_OF_TURN_TOKEN|>"}, "command-r"},
         {{"<|start_of_role|>"}, "granite"},
