@@ -21,9 +21,9 @@ using nlohmann::json;
 
 TEST(ServerHarmony, ResponsesSplitReasoningContentAndToolCalls) {
     mw::chat::HarmonyParser p;
-    mw::chat::ReplyDelta reply =
-        p.push("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
-               "<|message|>Answer.");
+    mw::chat::ReplyDelta reply = p.push(
+        "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
+        "<|message|>Answer.");
     const mw::chat::ReplyDelta rest = p.finish();
     reply.content += rest.content;
     json r = mw::server::chat_response_split("id1", 7, "m", reply, mw::server::Finish::stop, {});
@@ -53,6 +53,41 @@ TEST(ServerHarmony, ResponsesSplitReasoningContentAndToolCalls) {
     EXPECT_FALSE(d.contains("content"));
     EXPECT_EQ(d["tool_calls"][0]["index"], 3);
     EXPECT_TRUE(chunk["choices"][0]["finish_reason"].is_null());
+}
+
+// The template's keyword arguments: chat_template_kwargs as given, reasoning_effort among
+// them unless they set it; an answer's reasoning_content kept for the template.
+TEST(ServerHarmony, RequestsCarryTemplateVariables) {
+    using mw::server::parse_completion_request;
+    const auto parse = [](const std::string& body) {
+        return parse_completion_request(body, true, {}, {});
+    };
+    auto r = parse(R"({"messages": [{"role": "user", "content": "Hi"},
+                                    {"role": "assistant", "content": "A", "reasoning_content": "R"},
+                                    {"role": "user", "content": "Q"}],
+                      "reasoning_effort": "high",
+                      "chat_template_kwargs": {"enable_thinking": false}})");
+    EXPECT_EQ(r.template_variables, json::parse(R"({"enable_thinking": false,
+                                                    "reasoning_effort": "high"})"));
+    EXPECT_EQ(r.messages[1]["reasoning_content"], "R");
+    r = parse(R"({"messages": [{"role": "user", "content": "Hi"}], "reasoning_effort": "low",
+                  "chat_template_kwargs": {"reasoning_effort": "medium"}})");
+    EXPECT_EQ(r.template_variables["reasoning_effort"], "medium");
+    const auto refused = [&](const std::string& body, const std::string& param) {
+        try {
+            parse(body);
+            ADD_FAILURE() << "accepted " << body;
+        } catch (const mw::server::ApiError& e) {
+            EXPECT_EQ(e.status, 400);
+            EXPECT_EQ(e.param, param) << e.message;
+        }
+    };
+    refused(R"({"messages": [{"role": "user", "content": "Hi"}], "reasoning_effort": "max"})",
+            "reasoning_effort");
+    refused(R"({"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": [1]})",
+            "chat_template_kwargs");
+    refused(R"({"messages": [{"role": "assistant", "content": "A", "reasoning_content": 5}]})",
+            "messages[0].reasoning_content");
 }
 
 std::vector<json> sse_events(const std::string& body) {
@@ -103,6 +138,18 @@ TEST(ServerHarmony, GptOssTinyWithThePublishedTemplate) {
         if (delta.contains("content")) text += delta["content"].get<std::string>();
     }
     EXPECT_EQ(text, m["content"].get<std::string>());
+
+    // chat_template_kwargs reach the template: a model_identity of 120 bytes, a longer prompt; one
+    // that names a variable the server sets is a 400 naming it.
+    json identity = json::parse(body);
+    identity["chat_template_kwargs"] = {{"model_identity", std::string(120, 'x')}};
+    const json r2 = mw::test::post(s, "/v1/chat/completions", identity.dump(), &status);
+    ASSERT_EQ(status, 200) << r2.dump();
+    EXPECT_GT(r2["usage"]["prompt_tokens"].get<int>(), r["usage"]["prompt_tokens"].get<int>());
+    identity["chat_template_kwargs"] = {{"messages", json::array()}};
+    const json r3 = mw::test::post(s, "/v1/chat/completions", identity.dump(), &status);
+    EXPECT_EQ(status, 400) << r3.dump();
+    EXPECT_NE(r3.dump().find("messages"), std::string::npos) << r3.dump();
 }
 
 // `memwall chat`'s session on the same model and template: the answer streamed is the reply's

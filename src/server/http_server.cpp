@@ -396,7 +396,7 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
         std::string text;
         if (chat) {
             try {
-                text = opt.render_chat(r.messages);
+                text = opt.render_chat(r.messages, r.template_variables);
             } catch (const std::exception& e) {
                 // A template that raises on this conversation (e.g. roles out of order).
                 ApiError err = api_error(400, std::string("the chat template cannot render these "

@@ -43,6 +43,9 @@ struct CompletionRequest {
     int32_t draft_max = -1;
     int32_t draft_min = -1;
     float draft_p_min = -1.0f;
+    // More variables for the chat template: "chat_template_kwargs" (e.g. enable_thinking for
+    // Qwen3.5, SmolLM3 and Gemma 4) and OpenAI's "reasoning_effort" (gpt-oss reads it).
+    nlohmann::json template_variables = nlohmann::json::object();
 };
 
 // The limits a request is checked against.
