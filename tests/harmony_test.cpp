@@ -124,10 +124,63 @@ TEST(Harmony, NotHarmonyIsTheAnswer) {
     EXPECT_EQ(parse_every_way("Just text, no channels.").content, "Just text, no channels.");
     std::string long_text(2000, 'x');
     EXPECT_EQ(parse_every_way(long_text).content, long_text);
+    // A header past the bound is text however the reply is cut (whole, as the server's
+    // non-streamed answer parses it, or in pieces).
+    const std::string late = long_text + "<|channel|>final<|message|>y";
+    EXPECT_EQ(parse_every_way(late, false).content, late);
+    for (size_t n : {505u, 510u, 512u}) {  // just within it, the marker arriving in pieces
+        const ReplyDelta d = parse_every_way(std::string(n, 'h') + "<|message|>z");
+        EXPECT_EQ(d.content, "z") << n;
+    }
+    EXPECT_EQ(parse_every_way(std::string(513, 'h') + "<|message|>z", false).content.size(),
+              513u + 12u);
     // A reply cut off inside a header shows nothing of it.
     const ReplyDelta cut = parse_every_way("<|channel|>analysis<|message|>a<|end|><|start|>assi");
     EXPECT_EQ(cut.reasoning, "a");
     EXPECT_EQ(cut.content, "");
+}
+
+// Random texts of markers, marker fragments and words: cutting them anywhere changes nothing.
+TEST(Harmony, RandomTextsSplitTheSameInAnyPieces) {
+    const char* const kParts[] = {"<|start|>",
+                                  "<|channel|>",
+                                  "<|message|>",
+                                  "<|end|>",
+                                  "<|return|>",
+                                  "<|call|>",
+                                  "<|constrain|>",
+                                  "analysis",
+                                  "final",
+                                  "commentary",
+                                  " to=functions.f",
+                                  "assistant",
+                                  "<|",
+                                  "|>",
+                                  "<",
+                                  "x",
+                                  " ",
+                                  "{\"a\": 1}",
+                                  "é"};
+    uint64_t state = 12345;
+    const auto next = [&](uint64_t n) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        return (state >> 33) % n;
+    };
+    for (int round = 0; round < 300; ++round) {
+        std::string text;
+        for (uint64_t i = 0, n = 1 + next(40); i < n; ++i) text += kParts[next(std::size(kParts))];
+        SCOPED_TRACE(text);
+        const ReplyDelta whole = parse_whole(text);
+        HarmonyParser p;
+        ReplyDelta pieces;
+        for (size_t at = 0; at < text.size();) {
+            const size_t n = 1 + next(7);
+            add(pieces, p.push(std::string_view(text).substr(at, n)));
+            at += n;
+        }
+        add(pieces, p.finish());
+        expect_same(pieces, whole);
+    }
 }
 
 TEST(Harmony, TheParserStartsAfreshAfterFinish) {

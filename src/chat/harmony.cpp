@@ -90,9 +90,13 @@ ReplyDelta HarmonyParser::push(std::string_view text) {
             return out;
         }
         if (state_ == State::header) {
+            // The bound holds however the text is cut: a header found past it is plain text
+            // as well, as it would be had it arrived in small pieces.
             const size_t p = buf_.find(kMessage);
-            if (p == std::string::npos) {
-                if (buf_.size() <= kMaxHeader) return out;
+            if (p == std::string::npos || p > kMaxHeader) {
+                // Not found yet: a marker could still begin within the bound.
+                if (p == std::string::npos && buf_.size() < kMaxHeader + kMessage.size())
+                    return out;
                 state_ = State::plain;
                 continue;
             }
