@@ -170,6 +170,15 @@ TEST(ChatResolve, AsLlamaCppChooses) {
     EXPECT_EQ(
         mw::chat::resolve_template("", std::nullopt, has({"<|im_start|>", "<|im_sep|>"})).name,
         "phi4");
+    // gpt-oss's harmony tokens (its vocabulary has <|end|> too, which Phi-3's rule reads).
+    EXPECT_EQ(mw::chat::resolve_template(
+                  "", std::nullopt,
+                  has({"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>"}))
+                  .name,
+              "gpt-oss");
+    EXPECT_EQ(
+        mw::chat::resolve_template("", std::nullopt, has({"<|turn>", "<turn|>", "<bos>"})).name,
+        "gemma4");
     r = mw::chat::resolve_template("", std::nullopt, has({"<s>"}));
     EXPECT_EQ(r.origin, TemplateOrigin::fallback);
     EXPECT_EQ(r.name, "chatml");

@@ -180,6 +180,33 @@ TEST(ConvertHf, OutTypesAndWhatStaysF32) {
     }
 }
 
+// A repository's chat_template.jinja becomes tokenizer.chat_template, byte for byte, unless
+// tokenizer_config.json has one.
+TEST(ConvertHf, ChatTemplateJinjaFile) {
+    HfSpec s;
+    const std::string tmpl = mw::test::read_text(std::string(MEMWALL_TESTS_DIR) +
+                                                 "/data/chat-templates/templates/Qwen3.5-4B.jinja");
+    Converted c;
+    c.dir = mw::test::temp_dir();
+    mw::test::write_hf_folder(c.dir, s, mw::test::random_hf_weights(s));
+    mw::test::write_text_file(c.dir + "/chat_template.jinja", tmpl);
+    c.gguf = c.dir + "/out.gguf";
+    mw_convert_params p = mw_convert_default_params();
+    mw_convert_result r;
+    ASSERT_EQ(mw_convert_hf(c.dir.c_str(), c.gguf.c_str(), &p, &r), MW_OK) << mw_last_error();
+    {
+        const std::vector<uint8_t> bytes = mw::test::read_file(c.gguf);
+        EXPECT_EQ(mw::gguf::GgufFile::parse(bytes, c.gguf).get_string("tokenizer.chat_template"),
+                  tmpl);
+    }
+    mw::test::write_text_file(
+        c.dir + "/tokenizer_config.json",
+        R"({"eos_token": "<|endoftext|>", "bos_token": null, "chat_template": "T"})");
+    ASSERT_EQ(mw_convert_hf(c.dir.c_str(), c.gguf.c_str(), &p, &r), MW_OK) << mw_last_error();
+    const std::vector<uint8_t> bytes = mw::test::read_file(c.gguf);
+    EXPECT_EQ(mw::gguf::GgufFile::parse(bytes, c.gguf).get_string("tokenizer.chat_template"), "T");
+}
+
 TEST(ConvertHf, WritesLlamaCppMetadata) {
     HfSpec s;
     s.model_type = "qwen2_moe";

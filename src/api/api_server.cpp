@@ -8,6 +8,7 @@
 #include "api/api_model.h"
 #include "api/api_params.h"
 #include "api/api_speculative.h"
+#include "chat/harmony.h"
 #include "memwall.h"
 #include "runtime/chat_render.h"
 #include "runtime/context.h"
@@ -128,7 +129,24 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
             };
         }
         const std::string tmpl = p.chat_template ? p.chat_template : "";
-        o.render_chat = mw::chat_renderer(*loaded, tmpl);
+        o.harmony = mw::chat::is_harmony_template(mw::chat_template_source(*loaded, tmpl).text);
+        o.render_chat = [render = mw::chat_renderer_full(*loaded, tmpl), harmony = o.harmony](
+                            const nlohmann::json& messages, const nlohmann::json& variables) {
+            mw::chat::ChatInputs in;
+            in.messages = nlohmann::ordered_json(messages);
+            // gpt-oss's template reads an answer's reasoning as "thinking" (and refuses it
+            // beside a tool call's content).
+            for (auto& m : in.messages) {
+                if (harmony && m.contains("reasoning_content") && !m.contains("thinking") &&
+                    !(m.contains("tool_calls") &&
+                      m.value("content", nlohmann::ordered_json()).is_string() &&
+                      !m["content"].get<std::string>().empty()))
+                    m["thinking"] = m["reasoning_content"];
+            }
+            in.variables = nlohmann::ordered_json(variables);
+            in.add_generation_prompt = true;
+            return render(std::move(in));
+        };
         if (mw_pacer* pacer = p.pacer) {
             o.after_step = [pacer](mw::Context& c) { mw::pace_context(pacer, c); };
         }

@@ -273,6 +273,130 @@ constexpr const char* kVicuna = R"tmpl(
 {%- if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif -%}
 )tmpl";
 
+// gpt-oss (OpenAI's harmony format): a system message (identity, date, reasoning effort,
+// channels), the developer's instructions and tools as TypeScript, then the turns; reasoning is
+// kept only for a tool call not yet answered. Tool schemas: scalars, enums and arrays as the
+// published template writes them, any other type as `any`; builtin_tools are left out.
+constexpr const char* kGptOss = R"tmpl(
+{%- macro ts_type(spec) -%}
+    {%- if spec.type == 'array' -%}
+        {{- (ts_type(spec['items']) if spec['items'] else 'any') ~ '[]' -}}
+        {%- if spec.nullable %}{{ ' | null' }}{% endif -%}
+    {%- elif spec.type == 'string' and spec.enum -%}
+        {{- '"' ~ spec.enum | join('" | "') ~ '"' -}}
+    {%- elif spec.type == 'string' -%}
+        {{- 'string' ~ (' | null' if spec.nullable else '') -}}
+    {%- elif spec.type in ['number', 'integer'] -%}
+        {{- 'number' -}}
+    {%- elif spec.type == 'boolean' -%}
+        {{- 'boolean' -}}
+    {%- else -%}
+        {{- 'any' -}}
+    {%- endif -%}
+{%- endmacro -%}
+{{- '<|start|>system<|message|>' ~ (model_identity if model_identity is defined else 'You are ChatGPT, a large language model trained by OpenAI.') ~ '\n' -}}
+{{- 'Knowledge cutoff: 2024-06\nCurrent date: ' ~ strftime_now('%Y-%m-%d') ~ '\n\n' -}}
+{{- 'Reasoning: ' ~ (reasoning_effort if reasoning_effort is defined else 'medium') ~ '\n\n' -}}
+{{- '# Valid channels: analysis, commentary, final. Channel must be included for every message.' -}}
+{%- if tools %}{{ "\nCalls to these tools must go to the commentary channel: 'functions'." }}{% endif -%}
+{{- '<|end|>' -}}
+{%- if messages and messages[0].role in ['system', 'developer'] -%}
+    {%- set instructions = messages[0].content -%}
+    {%- set turns = messages[1:] -%}
+{%- else -%}
+    {%- set instructions = '' -%}
+    {%- set turns = messages -%}
+{%- endif -%}
+{%- if instructions or tools -%}
+    {{- '<|start|>developer<|message|>' -}}
+    {%- if instructions %}{{ '# Instructions\n\n' ~ instructions ~ '\n\n' }}{% endif -%}
+    {%- if tools -%}
+        {{- '# Tools\n\n## functions\n\nnamespace functions {\n\n' -}}
+        {%- for tool in tools -%}
+            {%- set fn = tool.function -%}
+            {{- '// ' ~ fn.description ~ '\ntype ' ~ fn.name ~ ' = ' -}}
+            {%- if fn.parameters and fn.parameters.properties -%}
+                {{- '(_: {\n' -}}
+                {%- for name, spec in fn.parameters.properties.items() -%}
+                    {%- if spec.description %}{{ '// ' ~ spec.description ~ '\n' }}{% endif -%}
+                    {{- name ~ ('' if name in (fn.parameters.required or []) else '?') ~ ': ' ~ ts_type(spec) -}}
+                    {%- if spec.default is defined -%}
+                        {{- ', // default: ' ~ (spec.default if spec.enum else spec.default | tojson) -}}
+                    {%- endif -%}
+                    {{- ',\n' -}}
+                {%- endfor -%}
+                {{- '}) => any;\n\n' -}}
+            {%- else -%}
+                {{- '() => any;\n\n' -}}
+            {%- endif -%}
+        {%- endfor -%}
+        {{- '} // namespace functions' -}}
+    {%- endif -%}
+    {{- '<|end|>' -}}
+{%- endif -%}
+{%- set state = namespace(call=none) -%}
+{%- for message in turns -%}
+    {%- if message.role == 'assistant' and 'tool_calls' in message -%}
+        {%- set answered = namespace(found=false) -%}
+        {%- for later in turns[loop.index:] -%}
+            {%- if later.role == 'assistant' and 'tool_calls' not in later %}{% set answered.found = true %}{% endif -%}
+        {%- endfor -%}
+        {%- set reasoning = message.content or message.thinking -%}
+        {%- if reasoning and not answered.found -%}
+            {{- '<|start|>assistant<|channel|>analysis<|message|>' ~ reasoning ~ '<|end|>' -}}
+        {%- endif -%}
+        {%- set call = message.tool_calls[0].function or message.tool_calls[0] -%}
+        {{- '<|start|>assistant to=functions.' ~ call.name ~ '<|channel|>commentary ' -}}
+        {{- (call.content_type if call.content_type is defined else 'json') ~ '<|message|>' -}}
+        {{- call.arguments | tojson ~ '<|call|>' -}}
+        {%- set state.call = call.name -%}
+    {%- elif message.role == 'assistant' and loop.last and not add_generation_prompt -%}
+        {%- if 'thinking' in message -%}
+            {{- '<|start|>assistant<|channel|>analysis<|message|>' ~ message.thinking ~ '<|end|>' -}}
+        {%- endif -%}
+        {{- '<|start|>assistant<|channel|>final<|message|>' ~ message.content ~ '<|return|>' -}}
+    {%- elif message.role == 'assistant' -%}
+        {{- '<|start|>assistant<|channel|>final<|message|>' ~ message.content ~ '<|end|>' -}}
+        {%- set state.call = none -%}
+    {%- elif message.role == 'tool' -%}
+        {{- '<|start|>functions.' ~ (state.call or message.name) ~ ' to=assistant<|channel|>commentary<|message|>' -}}
+        {{- message.content | tojson ~ '<|end|>' -}}
+    {%- elif message.role == 'user' -%}
+        {{- '<|start|>user<|message|>' ~ message.content ~ '<|end|>' -}}
+    {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt %}{{ '<|start|>assistant' }}{% endif -%}
+)tmpl";
+
+// Gemma 4: <|turn>role ... <turn|>, a system turn (with <|think|> when enable_thinking), the
+// answer's earlier thought channels dropped, an empty thought channel opening the answer when
+// not thinking. Tools are left out (the published template's tool syntax is its own).
+constexpr const char* kGemma4 = R"tmpl(
+{%- macro answer(text) -%}
+    {%- set kept = namespace(text='') -%}
+    {%- for part in text.split('<channel|>') -%}
+        {%- set kept.text = kept.text ~ (part.split('<|channel>')[0] if '<|channel>' in part else part) -%}
+    {%- endfor -%}
+    {{- kept.text | trim -}}
+{%- endmacro -%}
+{%- set thinking = enable_thinking is defined and enable_thinking -%}
+{%- set has_system = messages and messages[0].role in ['system', 'developer'] -%}
+{{- bos_token -}}
+{%- if thinking or has_system -%}
+    {{- '<|turn>system\n' ~ ('<|think|>\n' if thinking else '') ~ (messages[0].content | trim if has_system else '') ~ '<turn|>\n' -}}
+{%- endif -%}
+{%- for message in (messages[1:] if has_system else messages) -%}
+    {%- if message.role == 'assistant' -%}
+        {{- '<|turn>model\n' ~ answer(message.content) ~ '<turn|>\n' -}}
+    {%- else -%}
+        {{- '<|turn>' ~ message.role ~ '\n' ~ message.content | trim ~ '<turn|>\n' -}}
+    {%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+    {{- '<|turn>model\n' ~ ('' if thinking else '<|channel>thought\n<channel|>') -}}
+{%- endif -%}
+)tmpl";
+
 const std::vector<Builtin> kBuiltins = {
     {"chatml", "ChatML: <|im_start|>role ... <|im_end|> (Qwen, Yi, OpenHermes, ...)", kChatml},
     {"llama2", "Llama 2 chat: [INST] ... [/INST], <<SYS>> system block", kLlama2},
@@ -294,6 +418,8 @@ const std::vector<Builtin> kBuiltins = {
     {"granite", "Granite 3.x: <|start_of_role|>role<|end_of_role|> ... <|end_of_text|>", kGranite},
     {"zephyr", "Zephyr: <|user|> ... </s>", kZephyr},
     {"vicuna", "Vicuna 1.1: USER: ... ASSISTANT: ...", kVicuna},
+    {"gemma4", "Gemma 4: <|turn>user|model ... <turn|>, thought channels", kGemma4},
+    {"gpt-oss", "gpt-oss (harmony): <|start|>role<|channel|>... <|message|> ... <|end|>", kGptOss},
 };
 
 }  // namespace

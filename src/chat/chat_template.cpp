@@ -26,9 +26,11 @@ const Builtin* guess_builtin(const std::function<bool(std::string_view)>& has_to
     if (!has_token) return nullptr;
     // The most specific markers first.
     static const std::pair<std::vector<std::string_view>, std::string_view> kRules[] = {
+        {{"<|start|>", "<|channel|>", "<|message|>"}, "gpt-oss"},
         {{"<|im_start|>", "<|im_sep|>"}, "phi4"},
         {{"<|im_start|>"}, "chatml"},
         {{"<|start_header_id|>", "<|eot_id|>"}, "llama3"},
+        {{"<|turn>", "<turn|>"}, "gemma4"},
         {{"<start_of_turn>"}, "gemma"},
         {{"<|START_OF_TURN_TOKEN|>"}, "command-r"},
         {{"<|start_of_role|>"}, "granite"},

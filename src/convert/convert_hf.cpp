@@ -430,6 +430,14 @@ GgufVocab load_vocab(const std::string& dir, const HfConfig& c, const ConvertOpt
     if (const std::string cfg = join(dir, "tokenizer_config.json"); is_file(cfg)) {
         apply_tokenizer_config(v, MappedFile::open(cfg, {.use_mmap = false}).bytes(), cfg);
     }
+    // Newer repositories (gpt-oss's, for one) keep the template in a file of its own;
+    // tokenizer_config.json's wins where both exist, as in llama.cpp's converter.
+    if (const std::string jinja = join(dir, "chat_template.jinja");
+        v.chat_templates.empty() && is_file(jinja)) {
+        const MappedFile f = MappedFile::open(jinja, {.use_mmap = false});
+        const auto bytes = f.bytes();
+        v.chat_templates.emplace_back("", std::string(bytes.begin(), bytes.end()));
+    }
     // Ids config.json names, then SentencePiece's own, where the tokenizer files named none.
     const std::pair<const char*, std::optional<uint32_t>> config_ids[] = {
         {"bos", c.bos_token_id},

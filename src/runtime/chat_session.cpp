@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "chat/harmony.h"
 #include "runtime/chat_render.h"
 #include "vocab/vocab.h"
 
@@ -25,6 +26,7 @@ ChatSession::ChatSession(const LoadedModel& model, Context& ctx, ChatOptions opt
       ctx_(ctx),
       opt_(std::move(options)),
       render_text_(chat_renderer(model, opt_.template_override)),
+      harmony_(chat::is_harmony_template(chat_template_source(model, opt_.template_override).text)),
       sampler_(opt_.sampling) {}
 
 void ChatSession::reset() {
@@ -87,7 +89,20 @@ ChatReply ChatSession::send(std::string_view user,
     const auto gen_start = Clock::now();
     sampler_.reset();
     for (int32_t t : prompt) sampler_.accept(t);
-    TokenTextStream detok(*model_.vocab);
+    // Harmony: the markers are special tokens, rendered as text for the parser to split on.
+    TokenTextStream detok(*model_.vocab, harmony_);
+    chat::HarmonyParser harmony;
+    // The answer's text to the caller; false: stop.
+    const auto take = [&](const std::string& piece) {
+        std::string answer = piece;
+        if (harmony_) {
+            const chat::ReplyDelta d = piece.empty() ? harmony.finish() : harmony.push(piece);
+            reply.reasoning += d.reasoning;
+            answer = d.content;
+        }
+        reply.text += answer;
+        return answer.empty() || on_text(answer);
+    };
     const int32_t n_vocab = int32_t(model_.model.hp.n_vocab);
     // Speculation: the tokens a step returned, shown one by one; all but the last are in the
     // cache already (accepted drafts), the last is decoded with the next drafts.
@@ -110,8 +125,7 @@ ChatReply ChatSession::send(std::string_view user,
         if (model_.vocab->is_eog(token)) break;
         ++reply.n_generated;
         const std::string piece = detok.push(token);
-        reply.text += piece;
-        if (!piece.empty() && !on_text(piece)) {
+        if (!piece.empty() && !take(piece)) {
             reply.cancelled = true;
             break;
         }
@@ -133,10 +147,8 @@ ChatReply ChatSession::send(std::string_view user,
         if (opt_.after_token) opt_.after_token(ctx_);
     }
     const std::string rest = detok.finish();
-    if (!rest.empty()) {
-        reply.text += rest;
-        on_text(rest);
-    }
+    if (!rest.empty()) take(rest);
+    if (harmony_) take("");  // the parser's end: what it held back
     reply.decode_ms = ms_since(gen_start);
     messages_.push_back({{"role", "assistant"}, {"content", reply.text}});
     return reply;

@@ -29,7 +29,10 @@ struct ChatOptions {
 };
 
 struct ChatReply {
-    std::string text;
+    std::string text;  // the answer (with gpt-oss, its final channel)
+    // gpt-oss's analysis channel (harmony templates: the reply is split, only the answer is
+    // streamed to on_text and kept in the history, as the template drops earlier reasoning).
+    std::string reasoning;
     int32_t n_prompt_tokens = 0;  // the whole rendered conversation
     int32_t n_reused_tokens = 0;  // of them, found in the cache
     int32_t n_generated = 0;
@@ -65,6 +68,7 @@ class ChatSession {
     Context& ctx_;
     ChatOptions opt_;
     std::function<std::string(const nlohmann::json&)> render_text_;
+    bool harmony_ = false;  // the template writes gpt-oss's harmony format
     nlohmann::json messages_ = nlohmann::json::array();  // user and assistant turns
     Sampler sampler_;
     Speculator* spec_ = nullptr;

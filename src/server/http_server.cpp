@@ -396,7 +396,7 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
         std::string text;
         if (chat) {
             try {
-                text = opt.render_chat(r.messages);
+                text = opt.render_chat(r.messages, r.template_variables);
             } catch (const std::exception& e) {
                 // A template that raises on this conversation (e.g. roles out of order).
                 ApiError err = api_error(400, std::string("the chat template cannot render these "
@@ -443,6 +443,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     job.sampling = r.sampling;
     job.stop = r.stop;
     job.ignore_eos = r.ignore_eos;
+    const bool harmony = chat && opt.harmony;
+    job.special_text = harmony;
     job.draft_max = r.draft_max;
     job.draft_min = r.draft_min;
     job.draft_p_min = r.draft_p_min;
@@ -488,6 +490,16 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
                 } else if (u.finish == Finish::cancelled) {
                     send_error(res, api_error(503, "the request was cancelled: " + u.error,
                                               "server_error"));
+                } else if (harmony) {
+                    chat::HarmonyParser parser;
+                    chat::ReplyDelta reply = parser.push(text);
+                    const chat::ReplyDelta rest = parser.finish();
+                    reply.reasoning += rest.reasoning;
+                    reply.content += rest.content;
+                    for (const auto& c : rest.tool_calls) reply.tool_calls.push_back(c);
+                    res.body =
+                        chat_response_split(id, created, model_name, reply, u.finish, u.usage)
+                            .dump();
                 } else {
                     res.body =
                         (chat ? chat_response(id, created, model_name, text, u.finish, u.usage)
@@ -509,8 +521,10 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     res.content_type = "text/event-stream";
-    res.stream = [channel, tokens, gone, chat, id, created, model_name, include_usage,
-                  timeout_s](const std::function<bool(std::string_view)>& sink) {
+    // A harmony reply is split as it streams; the parser holds back a marker's first bytes.
+    auto parser = harmony ? std::make_shared<chat::HarmonyParser>() : nullptr;
+    res.stream = [channel, tokens, gone, chat, id, created, model_name, include_usage, timeout_s,
+                  parser](const std::function<bool(std::string_view)>& sink) {
         auto write = [&](const std::string& s) {
             if (!sink(s)) {
                 channel->cancel();  // the client is gone: the slot is freed
@@ -521,9 +535,20 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
         if (chat && !write(sse(chat_chunk(id, created, model_name, nullptr, true, Finish::none)))) {
             return;
         }
+        size_t n_calls = 0;
+        // Writes what the parser completed; false when the client is gone.
+        auto write_split = [&](const chat::ReplyDelta& d) {
+            if (d.empty()) return true;
+            const bool ok = write(sse(chat_chunk_split(id, created, model_name, d, n_calls)));
+            n_calls += d.tool_calls.size();
+            return ok;
+        };
         for (;;) {
             Channel::Update u = channel->take(std::chrono::milliseconds(100));
-            if (!u.text.empty()) {
+            if (parser) {
+                if (!write_split(parser->push(u.text))) return;
+                if (u.done && !write_split(parser->finish())) return;
+            } else if (!u.text.empty()) {
                 const json chunk =
                     chat ? chat_chunk(id, created, model_name, &u.text, false, Finish::none)
                          : completion_chunk(id, created, model_name, u.text, Finish::none);
@@ -548,6 +573,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
                     json last = chat ? chat_chunk(id, created, model_name, nullptr, false, u.finish)
                                      : completion_chunk(id, created, model_name, empty, u.finish);
                     last["timings"] = timings_json(u.usage);
+                    if (n_calls > 0 && u.finish == Finish::stop)
+                        last["choices"][0]["finish_reason"] = "tool_calls";
                     if (!write(sse(last))) return;
                     if (include_usage &&
                         !write(sse(usage_chunk(id, created, model_name, chat, u.usage))))

@@ -41,7 +41,12 @@ struct ServerOptions {
     // Browser origins allowed besides loopback ones ("scheme://host[:port]", or "*").
     std::vector<std::string> cors_origins;
     // Renders a checked conversation (OpenAI messages) to the prompt text.
-    std::function<std::string(const nlohmann::json& messages)> render_chat;
+    // `variables`: more template variables (chat_template_kwargs, reasoning_effort), an object.
+    std::function<std::string(const nlohmann::json& messages, const nlohmann::json& variables)>
+        render_chat;
+    // The chat template writes gpt-oss's harmony format: chat replies are generated with the
+    // special tokens as text and split into reasoning_content, content and tool_calls.
+    bool harmony = false;
     // After each forward step of the slots (pacing); may be empty.
     std::function<void(Context&)> after_step;
     // Speculative decoding per slot (SchedulerParams::make_drafter; empty: off).

@@ -196,6 +196,14 @@ json check_messages(const json& messages) {
             }
             msg["tool_calls"] = calls;
         }
+        // An earlier answer's reasoning, as llama-server returns it (Qwen3.5 and Gemma 4 read
+        // it; gpt-oss's template reads "thinking", set from it where the server renders one).
+        if (role == "assistant" && m.contains("reasoning_content") &&
+            !m["reasoning_content"].is_null()) {
+            if (!m["reasoning_content"].is_string())
+                bad(at + ".reasoning_content", at + ".reasoning_content must be a string");
+            msg["reasoning_content"] = m["reasoning_content"];
+        }
         for (const char* key : {"name", "tool_call_id"}) {
             if (m.contains(key)) {
                 if (!m[key].is_string())
@@ -261,7 +269,8 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                                   "speculative.n_min",
                                                   "speculative.p_min"};
     static const std::set<std::string> kChat = {"messages", "max_completion_tokens",
-                                                "response_format"};
+                                                "response_format", "chat_template_kwargs",
+                                                "reasoning_effort"};
     static const std::set<std::string> kCompletion = {"prompt"};
     std::vector<std::string> unsupported;
     for (const auto& item : j.items()) {
@@ -295,6 +304,24 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         } else {
             bad("prompt", fmt::format("'prompt' must be a string, not {}", type_name(p)));
         }
+    }
+    if (chat && j.contains("chat_template_kwargs") && !j["chat_template_kwargs"].is_null()) {
+        const json& k = j["chat_template_kwargs"];
+        if (!k.is_object()) {
+            bad("chat_template_kwargs",
+                fmt::format("'chat_template_kwargs' must be an object, not {}", type_name(k)));
+        }
+        r.template_variables = k;
+    }
+    if (chat && j.contains("reasoning_effort") && !j["reasoning_effort"].is_null()) {
+        const json& e = j["reasoning_effort"];
+        if (!e.is_string() || (e != "low" && e != "medium" && e != "high")) {
+            bad("reasoning_effort",
+                fmt::format("'reasoning_effort' is {}; it must be \"low\", \"medium\" or \"high\"",
+                            e.dump()));
+        }
+        if (!r.template_variables.contains("reasoning_effort"))
+            r.template_variables["reasoning_effort"] = e;
     }
     if (j.contains("model")) {
         if (!j["model"].is_string()) bad("model", "'model' must be a string");
@@ -442,6 +469,48 @@ json chat_chunk(const std::string& id, int64_t created, const std::string& model
             {"created", created},
             {"model", model},
             {"choices", json::array({choice})}};
+}
+
+namespace {
+
+// OpenAI's tool_calls entries; the arguments stay the string the model wrote.
+json tool_calls_json(const std::string& id, const std::vector<chat::ToolCall>& calls, size_t first,
+                     bool with_index) {
+    json out = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        json c = {{"id", fmt::format("call_{}_{}", id, first + i)},
+                  {"type", "function"},
+                  {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+        if (with_index) c["index"] = first + i;
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+}  // namespace
+
+json chat_response_split(const std::string& id, int64_t created, const std::string& model,
+                         const chat::ReplyDelta& reply, Finish finish, const Usage& usage) {
+    json r = chat_response(id, created, model, reply.content, finish, usage);
+    json& message = r["choices"][0]["message"];
+    if (!reply.reasoning.empty()) message["reasoning_content"] = reply.reasoning;
+    if (!reply.tool_calls.empty()) {
+        message["tool_calls"] = tool_calls_json(id, reply.tool_calls, 0, false);
+        if (reply.content.empty()) message["content"] = nullptr;
+        if (finish == Finish::stop) r["choices"][0]["finish_reason"] = "tool_calls";
+    }
+    return r;
+}
+
+json chat_chunk_split(const std::string& id, int64_t created, const std::string& model,
+                      const chat::ReplyDelta& delta, size_t first_call) {
+    json r = chat_chunk(id, created, model, nullptr, false, Finish::none);
+    json& d = r["choices"][0]["delta"];
+    if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
+    if (!delta.content.empty()) d["content"] = delta.content;
+    if (!delta.tool_calls.empty())
+        d["tool_calls"] = tool_calls_json(id, delta.tool_calls, first_call, true);
+    return r;
 }
 
 json completion_response(const std::string& id, int64_t created, const std::string& model,

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/harmony.h"
 #include "model/sampler.h"
 #include "server/scheduler.h"
 
@@ -42,6 +43,9 @@ struct CompletionRequest {
     int32_t draft_max = -1;
     int32_t draft_min = -1;
     float draft_p_min = -1.0f;
+    // More variables for the chat template: "chat_template_kwargs" (e.g. enable_thinking for
+    // Qwen3.5, SmolLM3 and Gemma 4) and OpenAI's "reasoning_effort" (gpt-oss reads it).
+    nlohmann::json template_variables = nlohmann::json::object();
 };
 
 // The limits a request is checked against.
@@ -69,6 +73,15 @@ nlohmann::json chat_response(const std::string& id, int64_t created, const std::
 // the last.
 nlohmann::json chat_chunk(const std::string& id, int64_t created, const std::string& model,
                           const std::string* text, bool with_role, Finish finish);
+// A harmony reply (chat/harmony.h) split as llama-server does: the analysis channel in
+// "reasoning_content", the final one in "content", calls in "tool_calls" (finish_reason
+// "tool_calls"). In a chunk, `delta` is what the stream completed since the last one; tool calls
+// are numbered from `first_call`.
+nlohmann::json chat_response_split(const std::string& id, int64_t created, const std::string& model,
+                                   const chat::ReplyDelta& reply, Finish finish,
+                                   const Usage& usage);
+nlohmann::json chat_chunk_split(const std::string& id, int64_t created, const std::string& model,
+                                const chat::ReplyDelta& delta, size_t first_call);
 nlohmann::json completion_response(const std::string& id, int64_t created, const std::string& model,
                                    const std::string& text, Finish finish, const Usage& usage);
 nlohmann::json completion_chunk(const std::string& id, int64_t created, const std::string& model,

@@ -235,7 +235,7 @@ void Scheduler::admit(Job job, Clock::time_point submitted) {
     --n_free_;  // admit() runs under mutex_
     stats_.slots_busy = uint32_t(slots_.size()) - n_free_;
     slot.sampler = std::make_unique<Sampler>(job.sampling);
-    slot.detok = std::make_unique<TokenTextStream>(vocab_);
+    slot.detok = std::make_unique<TokenTextStream>(vocab_, job.special_text);
     slot.stop = StopMatcher(job.stop);
     slot.prompt_done = reuse;
     slot.last_token = -1;

@@ -84,6 +84,8 @@ struct Job {
     SamplerParams sampling;
     std::vector<std::string> stop;
     bool ignore_eos = false;
+    // Special tokens as their text (gpt-oss's harmony markers, parsed by the request's side).
+    bool special_text = false;
     // Speculative decoding for this request (llama-server's speculative.n_max, .n_min, .p_min),
     // below 0: the server's; draft_max 0: no drafts for this request.
     int32_t draft_max = -1;

@@ -97,7 +97,7 @@ std::string describe(const Node& node) {
         case NodeKind::filter_block:
             return "'filter' block";
         case NodeKind::with:
-            return "'with' block";
+            return as<With>(node).generation ? "'generation' block" : "'with' block";
         case NodeKind::break_:
             return "break";
         case NodeKind::continue_:

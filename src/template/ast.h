@@ -243,6 +243,9 @@ struct FilterBlock : Node {
 struct With : Node {
     std::vector<NodePtr> targets, values;
     Body body;
+    // transformers' {% generation %} (its AssistantTracker extension, which chat templates
+    // mark the assistant's text with): the body in its own scope, as a caller() body.
+    bool generation = false;
     explicit With(int l) : Node(NodeKind::with, l) {}
 };
 

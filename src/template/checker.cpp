@@ -162,7 +162,8 @@ class Checker {
             case NodeKind::with: {
                 auto& w = static_cast<With&>(n);
                 for (auto& v : w.values) expr(v.get(), soft);
-                body(w.body, false, loops);
+                // transformers compiles a generation block as a caller() macro: no loop there.
+                body(w.body, false, w.generation ? 0 : loops);
                 break;
             }
             case NodeKind::block:

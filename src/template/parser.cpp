@@ -167,9 +167,10 @@ class Parser {
         const Token& t = current();
         if (t.type != TokenType::name) fail("tag name expected");
         const std::string tag = t.value;
-        static const char* const kKnown[] = {
-            "for",    "if",  "block", "extends",    "print", "macro",  "include", "from",
-            "import", "set", "with",  "autoescape", "call",  "filter", "break",   "continue"};
+        static const char* const kKnown[] = {"for",      "if",         "block", "extends", "print",
+                                             "macro",    "include",    "from",  "import",  "set",
+                                             "with",     "autoescape", "call",  "filter",  "break",
+                                             "continue", "generation"};
         if (std::find_if(std::begin(kKnown), std::end(kKnown),
                          [&](const char* k) { return tag == k; }) == std::end(kKnown)) {
             std::string message = fmt::format("Encountered unknown tag '{}'.", tag);
@@ -206,6 +207,11 @@ class Parser {
             node = parse_filter_block();
         } else if (tag == "with") {
             node = parse_with();
+        } else if (tag == "generation") {
+            auto with = std::make_unique<With>(next().line);
+            with->generation = true;
+            with->body = parse_statements({"endgeneration"}, true);
+            node = std::move(with);
         } else if (tag == "print") {
             node = parse_print();
         } else if (tag == "block") {
