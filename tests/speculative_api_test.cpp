@@ -150,8 +150,11 @@ TEST(SpecCli, RunSpeculatesAndRefusesBadDrafts) {
         mw::test::cli_path() + " run -m " + model + " -p 'Once upon a time' -n 40 --temp 0 -t 1";
     const mw::test::CommandResult plain = mw::test::run_command(run);
     ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    // Also with llama.cpp v0.5.0's names of the flags and types.
     for (const std::string& flags :
-         {" -md " + model + " --draft-max 4 --verbose", std::string(" --spec-type ngram")}) {
+         {" -md " + model + " --draft-max 4 --verbose", std::string(" --spec-type ngram"),
+          " --spec-type draft-simple --spec-draft-model " + model + " --spec-draft-n-max 3",
+          std::string(" --spec-type ngram-simple --spec-ngram-simple-size-n 2")}) {
         const mw::test::CommandResult r = mw::test::run_command(run + flags);
         ASSERT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
         EXPECT_EQ(r.out, plain.out) << flags;
@@ -161,6 +164,13 @@ TEST(SpecCli, RunSpeculatesAndRefusesBadDrafts) {
         mw::test::run_command(run + " --spec-type ngram --draft-max 0");
     EXPECT_EQ(zero.exit_code, 2);
     EXPECT_NE(zero.err.find("--draft-max 0"), std::string::npos) << zero.err;
+    const mw::test::CommandResult unknown = mw::test::run_command(run + " --spec-type eagle");
+    EXPECT_EQ(unknown.exit_code, 2);
+    EXPECT_NE(unknown.err.find("eagle"), std::string::npos) << unknown.err;
+    // draft-mtp is mtp: this file has no MTP layers.
+    const mw::test::CommandResult no_mtp = mw::test::run_command(run + " --spec-type draft-mtp");
+    EXPECT_EQ(no_mtp.exit_code, 2);
+    EXPECT_NE(no_mtp.err.find("no MTP layers"), std::string::npos) << no_mtp.err;
     const mw::test::CommandResult other = mw::test::run_command(
         run + " -md " + mw::test::shared_path("reference/models/qwen2-tiny-F16.gguf"));
     EXPECT_EQ(other.exit_code, 1);

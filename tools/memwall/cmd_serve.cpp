@@ -186,6 +186,7 @@ void add_serve_command(CLI::App& app) {
         }
         // Refuse or fit, for every slot's context, before anything is allocated.
         // (Under --mem-budget the library's budget arithmetic refuses instead.)
+        refuse_unsupported_spec(o.spec, o.model);
         const mw_fit fit =
             o.model.mem_budget.empty()
                 ? check_fit_or_fail(o.model.path, cp, o.force, o.spec.enabled(),

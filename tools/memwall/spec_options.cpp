@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <string>
+
 namespace cli {
 
 void SpecOptions::add_to(CLI::App& app) {
@@ -11,7 +14,15 @@ void SpecOptions::add_to(CLI::App& app) {
                    "Speculative decoding: draft (a draft model, -md), ngram (n-gram lookup in "
                    "the prompt and the text so far), mtp (the model's own MTP head: Qwen3.5 "
                    "files with nextn layers), none (default: draft with -md, else none)")
-        ->check(CLI::IsMember({"draft", "ngram", "ngram-simple", "mtp", "none"}));
+        // llama.cpp v0.5.0 names them draft-simple, ngram-simple and draft-mtp: the same runs.
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, std::string>{{"draft", "draft"},
+                                               {"draft-simple", "draft"},
+                                               {"ngram", "ngram"},
+                                               {"ngram-simple", "ngram-simple"},
+                                               {"mtp", "mtp"},
+                                               {"draft-mtp", "mtp"},
+                                               {"none", "none"}}));
     app.add_option("--draft-max,--spec-draft-n-max", draft_max,
                    "Tokens drafted per verification pass at most")
         ->capture_default_str();
@@ -30,6 +41,15 @@ void SpecOptions::add_to(CLI::App& app) {
 }
 
 void refuse_unsupported_spec(const SpecOptions& o, const ModelOptions& target_options) {
+    if (!o.enabled()) return;
+    if (o.draft_max < 1) {
+        fail_usage(fmt::format(
+            "--draft-max {}: give 1 or more tokens to draft (or --spec-type none)", o.draft_max));
+    }
+    if (o.draft_min < 0 || o.draft_min > o.draft_max) {
+        fail_usage(
+            fmt::format("--draft-min {}: expected 0..--draft-max ({})", o.draft_min, o.draft_max));
+    }
     if (o.type != "mtp") return;
     if (!o.draft_model.empty()) fail_usage("-md is for --spec-type draft, not mtp");
     // The head is the target's own: a file without one is refused before the memory check.
@@ -52,14 +72,6 @@ SpecSetup prepare_speculation(const SpecOptions& o, const ModelOptions& target_o
     if (!o.enabled()) return s;
     refuse_unsupported_spec(o, target_options);
     s.on = true;
-    if (o.draft_max < 1) {
-        fail_usage(fmt::format(
-            "--draft-max {}: give 1 or more tokens to draft (or --spec-type none)", o.draft_max));
-    }
-    if (o.draft_min < 0 || o.draft_min > o.draft_max) {
-        fail_usage(
-            fmt::format("--draft-min {}: expected 0..--draft-max ({})", o.draft_min, o.draft_max));
-    }
     mw_spec_params& p = s.params;
     p = mw_spec_default_params();
     p.draft_max = o.draft_max;

@@ -41,8 +41,9 @@ struct SpecSetup {
     std::string label;
 };
 SpecSetup prepare_speculation(const SpecOptions& options, const ModelOptions& target_options);
-// Fails (usage) for --spec-type mtp on a file without MTP layers, reading only the target's
-// header; prepare_speculation calls it, run and chat before the memory check.
+// Fails (usage) for bad draft lengths, and for --spec-type mtp on a file without MTP layers
+// (reading only the target's header); prepare_speculation calls it, and run, chat and serve
+// before the memory check.
 void refuse_unsupported_spec(const SpecOptions& options, const ModelOptions& target_options);
 
 // What a speculator needs alive: the draft model and its context (declared first: the
