@@ -65,7 +65,7 @@ namespace {
 // them removes them (a forked child that exits must not), and MEMWALL_KEEP_TEST_TMP=1 keeps
 // them for a post-mortem.
 class TempDirs {
-public:
+  public:
     void add(std::string dir) {
         std::lock_guard<std::mutex> lock(mutex_);
         dirs_.push_back(std::move(dir));
@@ -79,7 +79,7 @@ public:
         }
     }
 
-private:
+  private:
     std::mutex mutex_;
     std::vector<std::string> dirs_;
     const pid_t owner_ = ::getpid();
