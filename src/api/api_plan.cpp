@@ -146,6 +146,31 @@ std::string add_speculative(const std::string& request_json, std::string result)
 
 }  // namespace
 
+namespace {
+
+// The checks and reading shared by the speculative fit checks (`name` for the messages); `plan`
+// gives the FitCheck from the context's settings.
+template <class Plan>
+mw_status speculative_fit(const char* name, const char* path, int32_t draft_max,
+                          const mw_context_params* params, mw_fit* out, Plan plan) {
+    if (!path || !out) {
+        mw::set_api_last_error(fmt::format("{}: path or out is NULL", name));
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    if (draft_max < 1) {
+        mw::set_api_last_error(
+            fmt::format("{}: draft_max {}: give 1 or more tokens", name, draft_max));
+        return MW_ERR_INVALID_ARGUMENT;
+    }
+    std::memset(out, 0, sizeof *out);
+    mw_context_params p;
+    if (!mw::read_params(params, mw_context_default_params(), &p, "mw_context_params"))
+        return MW_ERR_INVALID_ARGUMENT;
+    return guarded([&] { mw::fit_to_c(plan(mw::run_settings_from(p)), out); });
+}
+
+}  // namespace
+
 extern "C" {
 
 void mw_free_string(char* s) {
@@ -241,47 +266,20 @@ mw_status mw_check_fit(const char* path, const mw_context_params* params, mw_fit
 
 mw_status mw_check_fit_draft(const char* path, const char* draft_path, int32_t draft_max,
                              const mw_context_params* params, mw_fit* out) {
-    if (!path || !out) {
-        mw::set_api_last_error("mw_check_fit_draft: path or out is NULL");
-        return MW_ERR_INVALID_ARGUMENT;
-    }
-    if (draft_max < 1) {
-        mw::set_api_last_error(
-            fmt::format("mw_check_fit_draft: draft_max {}: give 1 or more tokens", draft_max));
-        return MW_ERR_INVALID_ARGUMENT;
-    }
-    std::memset(out, 0, sizeof *out);
-    mw_context_params p;
-    if (!mw::read_params(params, mw_context_default_params(), &p, "mw_context_params"))
-        return MW_ERR_INVALID_ARGUMENT;
-    return guarded([&] {
-        mw::fit_to_c(mw::check_fit(path, draft_path ? draft_path : "", uint32_t(draft_max),
-                                   mw::run_settings_from(p)),
-                     out);
-    });
+    return speculative_fit(
+        "mw_check_fit_draft", path, draft_max, params, out, [&](const mw::RunSettings& run) {
+            return mw::check_fit(path, draft_path ? draft_path : "", uint32_t(draft_max), run);
+        });
 }
 
 mw_status mw_check_fit_mtp(const char* path, int32_t draft_max, const mw_context_params* params,
                            mw_fit* out) {
-    if (!path || !out) {
-        mw::set_api_last_error("mw_check_fit_mtp: path or out is NULL");
-        return MW_ERR_INVALID_ARGUMENT;
-    }
-    if (draft_max < 1) {
-        mw::set_api_last_error(
-            fmt::format("mw_check_fit_mtp: draft_max {}: give 1 or more tokens", draft_max));
-        return MW_ERR_INVALID_ARGUMENT;
-    }
-    std::memset(out, 0, sizeof *out);
-    mw_context_params p;
-    if (!mw::read_params(params, mw_context_default_params(), &p, "mw_context_params"))
-        return MW_ERR_INVALID_ARGUMENT;
-    return guarded([&] {
-        mw::RunSettings run = mw::run_settings_from(p);
-        run.mtp = true;
-        run.draft_max = uint32_t(draft_max);
-        mw::fit_to_c(mw::check_fit(path, run), out);
-    });
+    return speculative_fit("mw_check_fit_mtp", path, draft_max, params, out,
+                           [&](mw::RunSettings run) {
+                               run.mtp = true;
+                               run.draft_max = uint32_t(draft_max);
+                               return mw::check_fit(path, run);
+                           });
 }
 
 char* mw_device_record_bench(const mw_bench_record* record) {
