@@ -8,7 +8,7 @@
 #include "api/api_model.h"
 #include "api/api_params.h"
 #include "api/api_speculative.h"
-#include "chat/harmony.h"
+#include "chat/reply.h"
 #include "memwall.h"
 #include "runtime/chat_render.h"
 #include "runtime/context.h"
@@ -129,9 +129,13 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
             };
         }
         const std::string tmpl = p.chat_template ? p.chat_template : "";
-        o.harmony = mw::chat::is_harmony_template(mw::chat_template_source(*loaded, tmpl).text);
-        o.render_chat = [render = mw::chat_renderer_full(*loaded, tmpl), harmony = o.harmony](
-                            const nlohmann::json& messages, const nlohmann::json& variables) {
+        const std::string template_text = mw::chat_template_source(*loaded, tmpl).text;
+        o.reply_format = mw::chat::reply_format_of(template_text);
+        o.takes_tools = mw::chat::template_takes_tools(template_text);
+        const bool harmony = o.reply_format == mw::chat::ReplyFormat::harmony;
+        o.render_chat = [render = mw::chat_renderer_full(*loaded, tmpl), harmony](
+                            const nlohmann::json& messages, const nlohmann::json& variables,
+                            const nlohmann::json& tools) {
             mw::chat::ChatInputs in;
             in.messages = nlohmann::ordered_json(messages);
             // gpt-oss's template reads an answer's reasoning as "thinking" (and refuses it
@@ -144,6 +148,7 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
                     m["thinking"] = m["reasoning_content"];
             }
             in.variables = nlohmann::ordered_json(variables);
+            if (!tools.is_null()) in.tools = nlohmann::ordered_json(tools);
             in.add_generation_prompt = true;
             return render(std::move(in));
         };

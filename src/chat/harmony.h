@@ -20,32 +20,23 @@
 
 #include <string>
 #include <string_view>
-#include <vector>
+
+#include "chat/reply.h"
 
 namespace mw::chat {
-
-struct ToolCall {
-    std::string name;       // "get_weather" for functions.get_weather; else the recipient
-    std::string arguments;  // the message as written (JSON for functions)
-};
-
-struct ReplyDelta {
-    std::string reasoning;
-    std::string content;
-    std::vector<ToolCall> tool_calls;  // complete calls
-    bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
-};
 
 // Whether a chat template writes harmony (gpt-oss's): its replies need HarmonyParser.
 bool is_harmony_template(std::string_view template_text);
 
-class HarmonyParser {
+// A tool call's name is "get_weather" for functions.get_weather, else the recipient; its
+// arguments the message as written (JSON for functions).
+class HarmonyParser : public ReplyParser {
   public:
     // The reply's next piece of text; returns what is complete.
-    ReplyDelta push(std::string_view text);
+    ReplyDelta push(std::string_view text) override;
     // The end of the reply (an end token, a limit): flushes what is held back, closing an
     // unterminated message (a tool call ended by <|call|>, which stops generation).
-    ReplyDelta finish();
+    ReplyDelta finish() override;
 
   private:
     enum class State { header, body, plain };

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "base/error.h"
-#include "chat/harmony.h"
+#include "chat/reply.h"
 #include "runtime/chat_render.h"
 #include "vocab/vocab.h"
 
@@ -26,7 +26,8 @@ ChatSession::ChatSession(const LoadedModel& model, Context& ctx, ChatOptions opt
       ctx_(ctx),
       opt_(std::move(options)),
       render_text_(chat_renderer(model, opt_.template_override)),
-      harmony_(chat::is_harmony_template(chat_template_source(model, opt_.template_override).text)),
+      reply_format_(
+          chat::reply_format_of(chat_template_source(model, opt_.template_override).text)),
       sampler_(opt_.sampling) {}
 
 void ChatSession::reset() {
@@ -34,13 +35,14 @@ void ChatSession::reset() {
     sampler_.reset();
 }
 
-std::vector<int32_t> ChatSession::render(const json& turns) const {
+std::vector<int32_t> ChatSession::render(const json& turns) {
     json all = json::array();
     if (!opt_.system_prompt.empty()) {
         all.push_back({{"role", "system"}, {"content", opt_.system_prompt}});
     }
     for (const json& m : turns) all.push_back(m);
-    std::vector<int32_t> tokens = model_.vocab->tokenize(render_text_(all), true, true);
+    rendered_ = render_text_(all);
+    std::vector<int32_t> tokens = model_.vocab->tokenize(rendered_, true, true);
     // A template that writes the BOS text, tokenized with the BOS added: one is enough.
     const int32_t bos = model_.vocab->bos();
     if (tokens.size() >= 2 && bos >= 0 && tokens[0] == bos && tokens[1] == bos) {
@@ -89,14 +91,16 @@ ChatReply ChatSession::send(std::string_view user,
     const auto gen_start = Clock::now();
     sampler_.reset();
     for (int32_t t : prompt) sampler_.accept(t);
-    // Harmony: the markers are special tokens, rendered as text for the parser to split on.
-    TokenTextStream detok(*model_.vocab, harmony_);
-    chat::HarmonyParser harmony;
+    // Reasoning and tool-call markers (special tokens among them) are rendered as text for the
+    // parser to split on.
+    const std::unique_ptr<chat::ReplyParser> parser =
+        chat::make_reply_parser(reply_format_, rendered_);
+    TokenTextStream detok(*model_.vocab, parser != nullptr);
     // The answer's text to the caller; false: stop.
     const auto take = [&](const std::string& piece) {
         std::string answer = piece;
-        if (harmony_) {
-            const chat::ReplyDelta d = piece.empty() ? harmony.finish() : harmony.push(piece);
+        if (parser) {
+            const chat::ReplyDelta d = piece.empty() ? parser->finish() : parser->push(piece);
             reply.reasoning += d.reasoning;
             answer = d.content;
         }
@@ -148,7 +152,7 @@ ChatReply ChatSession::send(std::string_view user,
     }
     const std::string rest = detok.finish();
     if (!rest.empty()) take(rest);
-    if (harmony_) take("");  // the parser's end: what it held back
+    if (parser) take("");  // the parser's end: what it held back
     reply.decode_ms = ms_since(gen_start);
     messages_.push_back({{"role", "assistant"}, {"content", reply.text}});
     return reply;

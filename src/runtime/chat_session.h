@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/reply.h"
 #include "model/sampler.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
@@ -30,8 +31,9 @@ struct ChatOptions {
 
 struct ChatReply {
     std::string text;  // the answer (with gpt-oss, its final channel)
-    // gpt-oss's analysis channel (harmony templates: the reply is split, only the answer is
-    // streamed to on_text and kept in the history, as the template drops earlier reasoning).
+    // The reasoning (gpt-oss's analysis channel, Qwen3.5's <think>, Gemma 4's thought channel):
+    // split from the answer, which alone is streamed to on_text and kept in the history (the
+    // templates drop earlier reasoning).
     std::string reasoning;
     int32_t n_prompt_tokens = 0;  // the whole rendered conversation
     int32_t n_reused_tokens = 0;  // of them, found in the cache
@@ -62,13 +64,14 @@ class ChatSession {
     void set_speculator(Speculator* spec) { spec_ = spec; }
 
   private:
-    std::vector<int32_t> render(const nlohmann::json& messages) const;
+    std::vector<int32_t> render(const nlohmann::json& messages);
 
     const LoadedModel& model_;
     Context& ctx_;
     ChatOptions opt_;
     std::function<std::string(const nlohmann::json&)> render_text_;
-    bool harmony_ = false;  // the template writes gpt-oss's harmony format
+    chat::ReplyFormat reply_format_;                     // the markers of the template's replies
+    std::string rendered_;                               // the last prompt rendered
     nlohmann::json messages_ = nlohmann::json::array();  // user and assistant turns
     Sampler sampler_;
     Speculator* spec_ = nullptr;

@@ -378,6 +378,7 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     }
     CompletionRequest r;
     std::vector<int32_t> prompt;
+    std::string text;  // the rendered prompt (a reply parser reads how it ends)
     try {
         r = parse_completion_request(
             req.body, chat, opt.sampling,
@@ -393,10 +394,17 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
             err.param = "model";
             throw err;
         }
-        std::string text;
+        if (chat && !r.tools.is_null() && !opt.takes_tools) {
+            ApiError err = api_error(400,
+                                     "this model's chat template does not render tools; send the "
+                                     "request without 'tools' or give the server a template that "
+                                     "does (--chat-template-file)");
+            err.param = "tools";
+            throw err;
+        }
         if (chat) {
             try {
-                text = opt.render_chat(r.messages, r.template_variables);
+                text = opt.render_chat(r.messages, r.template_variables, r.tools);
             } catch (const std::exception& e) {
                 // A template that raises on this conversation (e.g. roles out of order).
                 ApiError err = api_error(400, std::string("the chat template cannot render these "
@@ -443,8 +451,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     job.sampling = r.sampling;
     job.stop = r.stop;
     job.ignore_eos = r.ignore_eos;
-    const bool harmony = chat && opt.harmony;
-    job.special_text = harmony;
+    const chat::ReplyFormat format = chat ? opt.reply_format : chat::ReplyFormat::plain;
+    job.special_text = format != chat::ReplyFormat::plain;
     job.draft_max = r.draft_max;
     job.draft_min = r.draft_min;
     job.draft_p_min = r.draft_p_min;
@@ -472,7 +480,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     const double timeout_s = opt.timeout_s;
     const std::function<bool()> gone = req.client_gone;
     if (!r.stream) {
-        std::string text;
+        const std::string prompt_text = std::move(text);
+        text.clear();
         for (;;) {
             Channel::Update u = channel->take(std::chrono::milliseconds(50));
             text += u.text;
@@ -490,13 +499,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
                 } else if (u.finish == Finish::cancelled) {
                     send_error(res, api_error(503, "the request was cancelled: " + u.error,
                                               "server_error"));
-                } else if (harmony) {
-                    chat::HarmonyParser parser;
-                    chat::ReplyDelta reply = parser.push(text);
-                    const chat::ReplyDelta rest = parser.finish();
-                    reply.reasoning += rest.reasoning;
-                    reply.content += rest.content;
-                    for (const auto& c : rest.tool_calls) reply.tool_calls.push_back(c);
+                } else if (format != chat::ReplyFormat::plain) {
+                    const chat::ReplyDelta reply = chat::parse_reply(format, prompt_text, text);
                     res.body =
                         chat_response_split(id, created, model_name, reply, u.finish, u.usage)
                             .dump();
@@ -521,8 +525,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     res.content_type = "text/event-stream";
-    // A harmony reply is split as it streams; the parser holds back a marker's first bytes.
-    auto parser = harmony ? std::make_shared<chat::HarmonyParser>() : nullptr;
+    // A marked-up reply is split as it streams; the parser holds back a marker's first bytes.
+    std::shared_ptr<chat::ReplyParser> parser = chat::make_reply_parser(format, text);
     res.stream = [channel, tokens, gone, chat, id, created, model_name, include_usage, timeout_s,
                   parser](const std::function<bool(std::string_view)>& sink) {
         auto write = [&](const std::string& s) {

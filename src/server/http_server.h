@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/reply.h"
 #include "model/sampler.h"
 #include "runtime/context.h"
 #include "runtime/loaded_model.h"
@@ -41,12 +42,17 @@ struct ServerOptions {
     // Browser origins allowed besides loopback ones ("scheme://host[:port]", or "*").
     std::vector<std::string> cors_origins;
     // Renders a checked conversation (OpenAI messages) to the prompt text.
-    // `variables`: more template variables (chat_template_kwargs, reasoning_effort), an object.
-    std::function<std::string(const nlohmann::json& messages, const nlohmann::json& variables)>
+    // `variables`: more template variables (chat_template_kwargs, reasoning_effort), an object;
+    // `tools`: the request's tools, or null.
+    std::function<std::string(const nlohmann::json& messages, const nlohmann::json& variables,
+                              const nlohmann::json& tools)>
         render_chat;
-    // The chat template writes gpt-oss's harmony format: chat replies are generated with the
-    // special tokens as text and split into reasoning_content, content and tool_calls.
-    bool harmony = false;
+    // The markers of the chat template's replies (chat/reply.h): unless plain, chat replies are
+    // generated with the special tokens as text and split into reasoning_content, content and
+    // tool_calls.
+    chat::ReplyFormat reply_format = chat::ReplyFormat::plain;
+    // The template renders a request's tools; a request with tools is refused otherwise.
+    bool takes_tools = false;
     // After each forward step of the slots (pacing); may be empty.
     std::function<void(Context&)> after_step;
     // Speculative decoding per slot (SchedulerParams::make_drafter; empty: off).

@@ -216,6 +216,57 @@ json check_messages(const json& messages) {
     return out;
 }
 
+// "tools" as OpenAI defines them (functions with a name), null when there are none or
+// tool_choice is "none". Forcing a call ("required", a named function) would need constrained
+// sampling, which memwall does not have: refused rather than ignored.
+json check_tools(const json& j) {
+    if (j.contains("parallel_tool_calls") && !j["parallel_tool_calls"].is_null() &&
+        !j["parallel_tool_calls"].is_boolean()) {
+        bad("parallel_tool_calls", fmt::format("'parallel_tool_calls' must be a boolean, not {}",
+                                               type_name(j["parallel_tool_calls"])));
+    }
+    std::string choice = "auto";
+    if (j.contains("tool_choice") && !j["tool_choice"].is_null()) {
+        const json& c = j["tool_choice"];
+        if (c.is_string() && (c == "auto" || c == "none")) {
+            choice = c.get<std::string>();
+        } else if (c.is_string() && c == "required") {
+            bad("tool_choice",
+                "tool_choice \"required\" is not supported (memwall cannot force "
+                "a call); use \"auto\" or \"none\"");
+        } else if (c.is_object()) {
+            bad("tool_choice",
+                "a named tool_choice is not supported (memwall cannot force a "
+                "call); use \"auto\" or \"none\"");
+        } else {
+            bad("tool_choice",
+                fmt::format("'tool_choice' is {}; it must be \"auto\" or \"none\"", c.dump()));
+        }
+    }
+    if (!j.contains("tools") || j["tools"].is_null()) return nullptr;
+    const json& tools = j["tools"];
+    if (!tools.is_array())
+        bad("tools", fmt::format("'tools' must be an array, not {}", type_name(tools)));
+    for (size_t i = 0; i < tools.size(); ++i) {
+        const json& t = tools[i];
+        const std::string at = fmt::format("tools[{}]", i);
+        if (!t.is_object()) bad(at, fmt::format("{} must be an object, not {}", at, type_name(t)));
+        if (t.contains("type") && (!t["type"].is_string() || t["type"] != "function")) {
+            bad(at + ".type", fmt::format("{}.type must be \"function\"", at));
+        }
+        if (!t.contains("function") || !t["function"].is_object())
+            bad(at + ".function", fmt::format("{} has no 'function' object", at));
+        const json& f = t["function"];
+        if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
+            bad(at + ".function.name", fmt::format("{}.function has no name", at));
+        if (f.contains("parameters") && !f["parameters"].is_object() && !f["parameters"].is_null())
+            bad(at + ".function.parameters",
+                fmt::format("{}.function.parameters must be an object (a JSON schema)", at));
+    }
+    if (tools.empty() || choice == "none") return nullptr;
+    return tools;
+}
+
 }  // namespace
 
 json error_json(const ApiError& e) {
@@ -268,9 +319,10 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                                   "speculative.n_max",
                                                   "speculative.n_min",
                                                   "speculative.p_min"};
-    static const std::set<std::string> kChat = {"messages", "max_completion_tokens",
-                                                "response_format", "chat_template_kwargs",
-                                                "reasoning_effort"};
+    static const std::set<std::string> kChat = {"messages",         "max_completion_tokens",
+                                                "response_format",  "chat_template_kwargs",
+                                                "reasoning_effort", "tools",
+                                                "tool_choice",      "parallel_tool_calls"};
     static const std::set<std::string> kCompletion = {"prompt"};
     std::vector<std::string> unsupported;
     for (const auto& item : j.items()) {
@@ -323,6 +375,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         if (!r.template_variables.contains("reasoning_effort"))
             r.template_variables["reasoning_effort"] = e;
     }
+    if (chat) r.tools = check_tools(j);
     if (j.contains("model")) {
         if (!j["model"].is_string()) bad("model", "'model' must be a string");
         r.model = j["model"].get<std::string>();

@@ -46,6 +46,8 @@ struct CompletionRequest {
     // More variables for the chat template: "chat_template_kwargs" (e.g. enable_thinking for
     // Qwen3.5, SmolLM3 and Gemma 4) and OpenAI's "reasoning_effort" (gpt-oss reads it).
     nlohmann::json template_variables = nlohmann::json::object();
+    // The functions the model may call ("tools", checked); null: none, or tool_choice "none".
+    nlohmann::json tools;
 };
 
 // The limits a request is checked against.
