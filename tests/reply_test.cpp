@@ -97,9 +97,9 @@ TEST(Reply, ThinkingOffAndLooseAngleBrackets) {
 
 // SmolLM3 and Qwen3 write the opening tag themselves; an answer's inner white space stays.
 TEST(Reply, ReasoningOpenedByTheModel) {
-    const ReplyDelta d = split(ReplyFormat::think, "<|im_start|>assistant\n",
-                               "<think>\nHmm.\n</think>\nLine one.\n\n  Line two.",
-                               {"<think>", "</think>"});
+    const ReplyDelta d =
+        split(ReplyFormat::think, "<|im_start|>assistant\n",
+              "<think>\nHmm.\n</think>\nLine one.\n\n  Line two.", {"<think>", "</think>"});
     EXPECT_EQ(d.reasoning, "Hmm.");
     EXPECT_EQ(d.content, "Line one.\n\n  Line two.");
 }
@@ -175,8 +175,8 @@ TEST(Reply, Gemma4ThoughtAndCalls) {
                               "opts": {"metric": true, "tags": ["a", 2]}})"));
 
     // Thinking off: the prompt ends with an empty thought channel; all is the answer.
-    const ReplyDelta off = split(ReplyFormat::gemma4, prompt + "<|channel>thought\n<channel|>",
-                                 "Hello there.");
+    const ReplyDelta off =
+        split(ReplyFormat::gemma4, prompt + "<|channel>thought\n<channel|>", "Hello there.");
     EXPECT_EQ(off.reasoning, "");
     EXPECT_EQ(off.content, "Hello there.");
 

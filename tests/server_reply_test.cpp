@@ -31,6 +31,9 @@ TEST(ServerReply, ToolsInRequestsChecked) {
     auto r = parse("{" + msgs + ", \"tools\": [" + kWeatherTool + "]}");
     ASSERT_TRUE(r.tools.is_array());
     EXPECT_EQ(r.tools[0]["function"]["name"], "get_weather");
+    // The client's key order, not sorted: the template prints the schema as given.
+    EXPECT_EQ(r.tools[0].begin().key(), "type");
+    EXPECT_EQ(r.tools[0]["function"].begin().key(), "name");
     r = parse("{" + msgs + ", \"tools\": [" + kWeatherTool +
               "], \"tool_choice\": \"none\", \"parallel_tool_calls\": false}");
     EXPECT_TRUE(r.tools.is_null());  // "none": the template is not told of them
@@ -137,7 +140,8 @@ TEST(ServerReply, ToolsRefusedWhereTheTemplateHasNone) {
     mw_server_params sp = mw_server_default_params();
     sp.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}";
     mw::test::Server s(sp, 1, 512);
-    json body = json::parse(R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})");
+    json body =
+        json::parse(R"({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})");
     body["tools"] = json::array({json::parse(kWeatherTool)});
     int status = 0;
     const json r = mw::test::post(s, "/v1/chat/completions", body.dump(), &status);

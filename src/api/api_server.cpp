@@ -135,7 +135,7 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         const bool harmony = o.reply_format == mw::chat::ReplyFormat::harmony;
         o.render_chat = [render = mw::chat_renderer_full(*loaded, tmpl), harmony](
                             const nlohmann::json& messages, const nlohmann::json& variables,
-                            const nlohmann::json& tools) {
+                            const nlohmann::ordered_json& tools) {
             mw::chat::ChatInputs in;
             in.messages = nlohmann::ordered_json(messages);
             // gpt-oss's template reads an answer's reasoning as "thinking" (and refuses it
@@ -148,7 +148,7 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
                     m["thinking"] = m["reasoning_content"];
             }
             in.variables = nlohmann::ordered_json(variables);
-            if (!tools.is_null()) in.tools = nlohmann::ordered_json(tools);
+            if (!tools.is_null()) in.tools = tools;
             in.add_generation_prompt = true;
             return render(std::move(in));
         };

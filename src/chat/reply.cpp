@@ -44,7 +44,7 @@ bool decode_think_call(std::string_view body, ToolCall& out) {
         if (j.is_discarded() || !j.is_object() || !j.contains("name") || !j["name"].is_string())
             return false;
         out.name = j["name"].get<std::string>();
-        const json args = j.contains("arguments") ? j["arguments"]
+        const json args = j.contains("arguments")    ? j["arguments"]
                           : j.contains("parameters") ? j["parameters"]
                                                      : json::object();
         out.arguments = args.is_string() ? args.get<std::string>() : args.dump();
@@ -175,8 +175,7 @@ bool decode_gemma4_call(std::string_view body, ToolCall& out) {
     return true;
 }
 
-constexpr Markup kThink = {"<think>", "</think>", "<tool_call>", "</tool_call>",
-                           decode_think_call};
+constexpr Markup kThink = {"<think>", "</think>", "<tool_call>", "</tool_call>", decode_think_call};
 constexpr Markup kGemma4 = {"<|channel>thought", "<channel|>", "<|tool_call>", "<tool_call|>",
                             decode_gemma4_call};
 
@@ -239,9 +238,8 @@ class MarkupParser : public ReplyParser {
             if (at == std::string::npos) {
                 // Held back: a marker's start, and white space that may turn out to be layout.
                 const std::string_view view = buf_;
-                size_t hold =
-                    reasoning ? partial_marker(view, {m_.reasoning_close})
-                              : partial_marker(view, {m_.reasoning_open, m_.call_open});
+                size_t hold = reasoning ? partial_marker(view, {m_.reasoning_close})
+                                        : partial_marker(view, {m_.reasoning_open, m_.call_open});
                 hold += trailing_space(view.substr(0, view.size() - hold));
                 emit(view.substr(0, view.size() - hold), sink);
                 buf_.erase(0, buf_.size() - hold);
@@ -356,8 +354,9 @@ std::unique_ptr<ReplyParser> make_reply_parser(ReplyFormat format, std::string_v
     }
     // The prompt ends by opening a reasoning block that the reply continues ("<think>\n").
     const std::string_view end = trim(prompt);
-    const bool in_reasoning = end.size() >= m->reasoning_open.size() &&
-                              end.substr(end.size() - m->reasoning_open.size()) == m->reasoning_open;
+    const bool in_reasoning =
+        end.size() >= m->reasoning_open.size() &&
+        end.substr(end.size() - m->reasoning_open.size()) == m->reasoning_open;
     return std::make_unique<MarkupParser>(*m, in_reasoning);
 }
 

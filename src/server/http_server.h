@@ -45,7 +45,7 @@ struct ServerOptions {
     // `variables`: more template variables (chat_template_kwargs, reasoning_effort), an object;
     // `tools`: the request's tools, or null.
     std::function<std::string(const nlohmann::json& messages, const nlohmann::json& variables,
-                              const nlohmann::json& tools)>
+                              const nlohmann::ordered_json& tools)>
         render_chat;
     // The markers of the chat template's replies (chat/reply.h): unless plain, chat replies are
     // generated with the special tokens as text and split into reasoning_content, content and

@@ -375,7 +375,8 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         if (!r.template_variables.contains("reasoning_effort"))
             r.template_variables["reasoning_effort"] = e;
     }
-    if (chat) r.tools = check_tools(j);
+    if (chat && !check_tools(j).is_null())
+        r.tools = nlohmann::ordered_json::parse(body)["tools"];  // checked above, depth included
     if (j.contains("model")) {
         if (!j["model"].is_string()) bad("model", "'model' must be a string");
         r.model = j["model"].get<std::string>();

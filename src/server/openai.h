@@ -47,7 +47,8 @@ struct CompletionRequest {
     // Qwen3.5, SmolLM3 and Gemma 4) and OpenAI's "reasoning_effort" (gpt-oss reads it).
     nlohmann::json template_variables = nlohmann::json::object();
     // The functions the model may call ("tools", checked); null: none, or tool_choice "none".
-    nlohmann::json tools;
+    // Their keys keep the client's order: the template prints the schemas with tojson.
+    nlohmann::ordered_json tools;
 };
 
 // The limits a request is checked against.
