@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define MEMWALL_API_VERSION 13
+#define MEMWALL_API_VERSION 14
 
 #if defined(_WIN32)
 #define MW_API __declspec(dllexport)
@@ -636,6 +636,14 @@ typedef struct mw_chat_params {
                                           speculatively (copied) */
     mw_model* draft_model; /* MW_SPEC_DRAFT: the draft model (borrowed, must outlive the chat;
                               the chat makes its context) */
+    /* API 14: more chat template variables, a JSON object's text (e.g. {"enable_thinking":
+       false}); NULL (default): none. A reply's reasoning (Qwen3.5's <think>, Gemma 4's thought
+       channel, gpt-oss's analysis channel) is split from the answer, which alone goes to
+       mw_chat_send's on_text; on_reasoning (NULL: not shown) receives the reasoning as it
+       streams, returning false stops the reply. */
+    const char* template_kwargs;
+    mw_piece_fn on_reasoning;
+    void* reasoning_user_data;
 } mw_chat_params;
 
 typedef struct mw_chat_reply {
@@ -724,9 +732,17 @@ typedef struct mw_server_params {
        and draft_n_accepted, /metrics the draft counters. */
     const mw_spec_params* speculative;
     mw_model* draft_model;
+    /* API 14: chat template variables for every chat request, a JSON object's text (a request's
+       chat_template_kwargs win key by key); NULL (default): none. */
+    const char* template_kwargs;
+    /* MW_REASONING_AUTO (default): replies split into reasoning_content, content and tool_calls
+       by the template's markers (docs/server.md); MW_REASONING_NONE: all of the reply's text in
+       content, as generated (llama-server's --reasoning-format none). */
+    int32_t reasoning_format;
 } mw_server_params;
 
 enum { MW_SERVER_LOG_NONE = 0, MW_SERVER_LOG_TEXT = 1, MW_SERVER_LOG_JSON = 2 };
+enum { MW_REASONING_AUTO = 0, MW_REASONING_NONE = 1 };
 
 MW_API void mw_server_params_init(mw_server_params* params, size_t struct_size);
 static inline mw_server_params mw_server_default_params(void) {

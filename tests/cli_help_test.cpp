@@ -95,6 +95,16 @@ TEST(CliInput, ValuesAreRefusedOrCappedWithAMessage) {
     expect_contains(n.err, "-n -5: expected a token count, or -1");
     EXPECT_TRUE(n.out.empty()) << n.out;
 
+    // Template variables: a JSON object; a reasoning budget other than -1 or 0.
+    const test::CommandResult kw =
+        test::run_command(cli("chat -m " + model + " --chat-template-kwargs '[1]' < /dev/null"));
+    EXPECT_EQ(kw.exit_code, 2);
+    expect_contains(kw.err, "--chat-template-kwargs [1]: expected a JSON object");
+    const test::CommandResult budget =
+        test::run_command(cli("serve -m " + model + " --reasoning-budget 100"));
+    EXPECT_EQ(budget.exit_code, 2);
+    expect_contains(budget.err, "--reasoning-budget 100: only -1 (unrestricted) and 0");
+
     // More threads than the machine has: a warning, and the machine's count.
     const unsigned hardware = std::thread::hardware_concurrency();
     ASSERT_GT(hardware, 0u);

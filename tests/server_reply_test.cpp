@@ -152,3 +152,112 @@ TEST(ServerReply, ToolsRefusedWhereTheTemplateHasNone) {
 }
 
 }  // namespace
+
+namespace {
+
+struct Collected {
+    std::string text, reasoning;
+};
+
+bool collect_text(void* user, const char* piece, size_t n) {
+    static_cast<Collected*>(user)->text.append(piece, n);
+    return true;
+}
+bool collect_reasoning(void* user, const char* piece, size_t n) {
+    static_cast<Collected*>(user)->reasoning.append(piece, n);
+    return true;
+}
+
+// `memwall chat`'s session (the C API): the answer to on_text, the reasoning to on_reasoning;
+// template_kwargs reach the template.
+Collected chat_once(const char* template_kwargs, mw_status* status = nullptr) {
+    const std::string tmpl = mw::test::read_text(std::string(MEMWALL_TESTS_DIR) +
+                                                 "/data/chat-templates/templates/Qwen3.5-4B.jinja");
+    mw_model* model = nullptr;
+    const std::string path = mw::test::shared_path("reference/models/qwen35-tiny-F16.gguf");
+    EXPECT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
+    mw_context_params cp = mw_context_default_params();
+    cp.n_ctx = 1024;
+    cp.n_threads = 2;
+    Collected out;
+    mw_chat_params p = mw_chat_default_params();
+    p.chat_template = tmpl.c_str();
+    p.sampling.temperature = 0;
+    p.n_predict = 10;
+    p.template_kwargs = template_kwargs;
+    p.on_reasoning = collect_reasoning;
+    p.reasoning_user_data = &out;
+    mw_chat* chat = nullptr;
+    const mw_status st = mw_chat_create(model, &cp, &p, &chat);
+    if (status) *status = st;
+    if (st == MW_OK) {
+        const std::string msg = "Tell a story.";
+        EXPECT_EQ(mw_chat_send(chat, msg.data(), msg.size(), collect_text, &out, nullptr), MW_OK)
+            << mw_last_error();
+        mw_chat_free(chat);
+    }
+    mw_model_free(model);
+    return out;
+}
+
+}  // namespace
+
+TEST(ServerReply, ChatSessionStreamsReasoningApart) {
+    const Collected thinking = chat_once(nullptr);
+    EXPECT_FALSE(thinking.reasoning.empty());
+    EXPECT_EQ(thinking.text, "");
+    const Collected plain = chat_once(R"({"enable_thinking": false})");
+    EXPECT_EQ(plain.reasoning, "");
+    EXPECT_FALSE(plain.text.empty());
+    mw_status st = MW_OK;
+    chat_once("[1]", &st);
+    EXPECT_EQ(st, MW_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mw_last_error()).find("mw_chat_params.template_kwargs"),
+              std::string::npos)
+        << mw_last_error();
+}
+
+// The server's defaults for the template (a request's chat_template_kwargs win) and
+// --reasoning-format none (the whole reply in content).
+TEST(ServerReply, ServerTemplateKwargsAndReasoningFormatNone) {
+    const std::string tmpl = mw::test::read_text(std::string(MEMWALL_TESTS_DIR) +
+                                                 "/data/chat-templates/templates/Qwen3.5-4B.jinja");
+    json body = json::parse(R"({"messages": [{"role": "user", "content": "Tell a story."}],
+                                "max_tokens": 8, "temperature": 0})");
+    int status = 0;
+    {
+        mw_server_params sp = mw_server_default_params();
+        sp.chat_template = tmpl.c_str();
+        sp.template_kwargs = R"({"enable_thinking": false})";
+        mw::test::Server s(sp, 1, 1024, "reference/models/qwen35-tiny-F16.gguf");
+        const json off = mw::test::post(s, "/v1/chat/completions", body.dump(), &status);
+        ASSERT_EQ(status, 200) << off.dump();
+        EXPECT_FALSE(off["choices"][0]["message"].contains("reasoning_content")) << off.dump();
+        body["chat_template_kwargs"] = {{"enable_thinking", true}};
+        const json on = mw::test::post(s, "/v1/chat/completions", body.dump(), &status);
+        ASSERT_EQ(status, 200) << on.dump();
+        EXPECT_TRUE(on["choices"][0]["message"].contains("reasoning_content")) << on.dump();
+        body.erase("chat_template_kwargs");
+    }
+    {
+        mw_server_params sp = mw_server_default_params();
+        sp.chat_template = tmpl.c_str();
+        sp.reasoning_format = MW_REASONING_NONE;
+        mw::test::Server s(sp, 1, 1024, "reference/models/qwen35-tiny-F16.gguf");
+        const json raw = mw::test::post(s, "/v1/chat/completions", body.dump(), &status);
+        ASSERT_EQ(status, 200) << raw.dump();
+        EXPECT_FALSE(raw["choices"][0]["message"].contains("reasoning_content")) << raw.dump();
+        EXPECT_FALSE(raw["choices"][0]["message"]["content"].get<std::string>().empty());
+    }
+    mw_server_params sp = mw_server_default_params();
+    sp.template_kwargs = "nope";
+    mw_model* model = nullptr;
+    const std::string path = mw::test::shared_path("models/stories260K.gguf");
+    ASSERT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK);
+    mw_server* server = nullptr;
+    EXPECT_EQ(mw_server_create(model, nullptr, &sp, &server), MW_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mw_last_error()).find("mw_server_params.template_kwargs"),
+              std::string::npos)
+        << mw_last_error();
+    mw_model_free(model);
+}

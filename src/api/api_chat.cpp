@@ -6,6 +6,7 @@
 #include "api/api_model.h"
 #include "api/api_params.h"
 #include "api/api_speculative.h"
+#include "api/api_template_kwargs.h"
 #include "base/error.h"
 #include "memwall.h"
 #include "runtime/chat_session.h"
@@ -28,6 +29,9 @@ void mw_chat_params_init(mw_chat_params* out, size_t struct_size) {
     p.pacer = nullptr;
     p.speculative = nullptr;
     p.draft_model = nullptr;
+    p.template_kwargs = nullptr;
+    p.on_reasoning = nullptr;
+    p.reasoning_user_data = nullptr;
     mw::init_params(out, struct_size, p);
 }
 
@@ -57,6 +61,12 @@ mw_status mw_chat_create(mw_model* model, const mw_context_params* ctx_params,
         o.template_override = p.chat_template ? p.chat_template : "";
         o.sampling = mw::sampler_params_of(p.sampling);
         o.n_predict = p.n_predict;
+        if (p.template_kwargs)
+            o.template_variables = mw::template_kwargs_of(p.template_kwargs, "mw_chat_params");
+        if (p.on_reasoning) {
+            o.on_reasoning = [f = p.on_reasoning, user = p.reasoning_user_data](
+                                 std::string_view s) { return f(user, s.data(), s.size()); };
+        }
         if (mw_pacer* pacer = p.pacer) {
             o.after_token = [pacer](mw::Context& c) { mw::pace_context(pacer, c); };
         }

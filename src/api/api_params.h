@@ -51,6 +51,9 @@ struct ParamsLayouts<mw_server_params> {
          offsetof(mw_server_params, log_format)},
         {round_up(offsetof(mw_server_params, speculative), alignof(mw_server_params)),
          offsetof(mw_server_params, speculative)},
+        // API 14 appended template_kwargs and reasoning_format.
+        {round_up(offsetof(mw_server_params, template_kwargs), alignof(mw_server_params)),
+         offsetof(mw_server_params, template_kwargs)},
         {sizeof(mw_server_params), sizeof(mw_server_params)}};
 };
 
@@ -67,6 +70,9 @@ struct ParamsLayouts<mw_chat_params> {
     static constexpr ParamsLayout all[] = {
         {round_up(offsetof(mw_chat_params, speculative), alignof(mw_chat_params)),
          offsetof(mw_chat_params, speculative)},
+        // API 14 appended template_kwargs, on_reasoning and reasoning_user_data.
+        {round_up(offsetof(mw_chat_params, template_kwargs), alignof(mw_chat_params)),
+         offsetof(mw_chat_params, template_kwargs)},
         {sizeof(mw_chat_params), sizeof(mw_chat_params)}};
 };
 

@@ -8,6 +8,7 @@
 #include "api/api_model.h"
 #include "api/api_params.h"
 #include "api/api_speculative.h"
+#include "api/api_template_kwargs.h"
 #include "chat/reply.h"
 #include "memwall.h"
 #include "runtime/chat_render.h"
@@ -50,6 +51,8 @@ void mw_server_params_init(mw_server_params* out, size_t struct_size) {
     p.log_user = nullptr;
     p.speculative = nullptr;
     p.draft_model = nullptr;
+    p.template_kwargs = nullptr;
+    p.reasoning_format = MW_REASONING_AUTO;
     mw::init_params(out, struct_size, p);
 }
 
@@ -130,10 +133,21 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         }
         const std::string tmpl = p.chat_template ? p.chat_template : "";
         const std::string template_text = mw::chat_template_source(*loaded, tmpl).text;
-        o.reply_format = mw::chat::reply_format_of(template_text);
+        if (p.reasoning_format != MW_REASONING_AUTO && p.reasoning_format != MW_REASONING_NONE) {
+            mw::fail(mw::ErrorKind::invalid_argument,
+                     "mw_server_params.reasoning_format is {}: expected MW_REASONING_AUTO (0) or "
+                     "MW_REASONING_NONE (1)",
+                     p.reasoning_format);
+        }
+        o.reply_format = p.reasoning_format == MW_REASONING_NONE
+                             ? mw::chat::ReplyFormat::plain
+                             : mw::chat::reply_format_of(template_text);
+        const nlohmann::json defaults =
+            p.template_kwargs ? mw::template_kwargs_of(p.template_kwargs, "mw_server_params")
+                              : nlohmann::json::object();
         o.takes_tools = mw::chat::template_takes_tools(template_text);
         const bool harmony = o.reply_format == mw::chat::ReplyFormat::harmony;
-        o.render_chat = [render = mw::chat_renderer_full(*loaded, tmpl), harmony](
+        o.render_chat = [render = mw::chat_renderer_full(*loaded, tmpl), harmony, defaults](
                             const nlohmann::json& messages, const nlohmann::json& variables,
                             const nlohmann::ordered_json& tools) {
             mw::chat::ChatInputs in;
@@ -147,7 +161,8 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
                       !m["content"].get<std::string>().empty()))
                     m["thinking"] = m["reasoning_content"];
             }
-            in.variables = nlohmann::ordered_json(variables);
+            in.variables = nlohmann::ordered_json(defaults);
+            for (const auto& [key, value] : variables.items()) in.variables[key] = value;
             if (!tools.is_null()) in.tools = tools;
             in.add_generation_prompt = true;
             return render(std::move(in));

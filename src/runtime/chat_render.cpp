@@ -43,11 +43,13 @@ std::function<std::string(chat::ChatInputs inputs)> chat_renderer_full(
 }
 
 std::function<std::string(const nlohmann::json& messages)> chat_renderer(
-    const LoadedModel& model, const std::string& override) {
+    const LoadedModel& model, const std::string& override, const nlohmann::json& variables) {
     auto render = chat_renderer_full(model, override);
-    return [render = std::move(render)](const nlohmann::json& messages) {
+    return [render = std::move(render),
+            variables = nlohmann::ordered_json(variables)](const nlohmann::json& messages) {
         chat::ChatInputs inputs;
         inputs.messages = nlohmann::ordered_json(messages);
+        if (variables.is_object()) inputs.variables = variables;
         inputs.add_generation_prompt = true;
         return render(std::move(inputs));
     };

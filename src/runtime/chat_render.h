@@ -17,8 +17,10 @@ namespace mw {
 // Rendering adds the generation prompt, gives the template the text of the model's BOS and
 // EOS tokens, and throws mw::Error (naming the template, line and construct) when the
 // template raises. `messages`: [{"role": ..., "content": ..., "tool_calls": [...]}, ...].
+// `variables`: more template variables (e.g. {"enable_thinking": false}), an object or null.
 std::function<std::string(const nlohmann::json& messages)> chat_renderer(
-    const LoadedModel& model, const std::string& override);
+    const LoadedModel& model, const std::string& override,
+    const nlohmann::json& variables = nullptr);
 
 // Which template chat_renderer uses (its description says which and why, for the user).
 chat::TemplateSource chat_template_source(const LoadedModel& model, const std::string& override);

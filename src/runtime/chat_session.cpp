@@ -25,7 +25,7 @@ ChatSession::ChatSession(const LoadedModel& model, Context& ctx, ChatOptions opt
     : model_(model),
       ctx_(ctx),
       opt_(std::move(options)),
-      render_text_(chat_renderer(model, opt_.template_override)),
+      render_text_(chat_renderer(model, opt_.template_override, opt_.template_variables)),
       reply_format_(
           chat::reply_format_of(chat_template_source(model, opt_.template_override).text)),
       sampler_(opt_.sampling) {}
@@ -103,6 +103,8 @@ ChatReply ChatSession::send(std::string_view user,
             const chat::ReplyDelta d = piece.empty() ? parser->finish() : parser->push(piece);
             reply.reasoning += d.reasoning;
             answer = d.content;
+            if (!d.reasoning.empty() && opt_.on_reasoning && !opt_.on_reasoning(d.reasoning))
+                return false;
         }
         reply.text += answer;
         return answer.empty() || on_text(answer);

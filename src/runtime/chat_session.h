@@ -27,6 +27,10 @@ struct ChatOptions {
     int32_t n_predict = -1;  // tokens per reply; -1: until an end token or a full context
     // Called after each generated token is decoded (pacing); may be empty.
     std::function<void(Context&)> after_token;
+    // More template variables (e.g. {"enable_thinking": false}): an object, or null.
+    nlohmann::json template_variables;
+    // Receives the reply's reasoning as it streams (false: stop); empty: it is not streamed.
+    std::function<bool(std::string_view)> on_reasoning;
 };
 
 struct ChatReply {

@@ -3,7 +3,8 @@
 // line is edited with libedit (arrow keys, history) when the build has it. Commands are handled
 // here and never sent to the model: /help, /reset forgets the conversation, /bye, /exit or
 // Ctrl-D ends it; Ctrl-C stops the current reply and keeps the session. When stdin is not a
-// terminal, each line of it is a user message (a script), commands included.
+// terminal, each line of it is a user message (a script), commands included. A reply's
+// reasoning (Qwen3.5's <think>, Gemma 4's thought channel) is shown on stderr, dimmed.
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -57,9 +58,26 @@ std::string template_line(const mw_model* model, const std::string& tmpl) {
     return fmt::format("chat template: {} ({})", name, where);
 }
 
+bool g_reasoning_shown = false;  // reasoning was printed and the answer has not begun
+
 bool print_text(void*, const char* text, size_t len) {
+    if (g_reasoning_shown) {
+        std::fputc('\n', stderr);  // the answer on a line of its own
+        g_reasoning_shown = false;
+    }
     std::fwrite(text, 1, len, stdout);
     std::fflush(stdout);
+    return true;
+}
+
+// The reply's reasoning goes to stderr (stdout holds the answers alone), dimmed on a terminal.
+bool print_reasoning(void*, const char* text, size_t len) {
+    static const bool tty = isatty(STDERR_FILENO);
+    if (tty) std::fputs("\033[2m", stderr);
+    std::fwrite(text, 1, len, stderr);
+    if (tty) std::fputs("\033[0m", stderr);
+    std::fflush(stderr);
+    g_reasoning_shown = true;
     return true;
 }
 
@@ -80,6 +98,7 @@ void add_chat_command(CLI::App& app) {
         PacingOptions pacing;
         bool force = false;
         bool verbose = false;
+        bool hide_reasoning = false;
         SpecOptions spec;
     };
     auto opt = std::make_shared<Options>();
@@ -88,6 +107,9 @@ void add_chat_command(CLI::App& app) {
     opt->model.add_budget_to(*cmd);
     cmd->add_option("--system-prompt", opt->system_prompt, "System prompt (-sys)");
     opt->chat_template.add_to(*cmd);
+    cmd->add_flag("--hide-reasoning", opt->hide_reasoning,
+                  "Do not show the model's reasoning (<think>, thought or analysis channel); "
+                  "it is shown on stderr, dimmed, by default");
     cmd->add_option("-n,--n-predict", opt->n_predict,
                     "Tokens per reply (-1: until an end token or a full context)")
         ->capture_default_str();
@@ -111,6 +133,7 @@ void add_chat_command(CLI::App& app) {
                 fmt::format("chat: -n {}: expected a positive token count or -1", o.n_predict));
         }
         const std::string tmpl = o.chat_template.read();
+        const std::string template_vars = o.chat_template.variables();
         mw_context_params cp = mw_context_default_params();
         cp.n_ctx = o.n_ctx;
         cp.n_batch = o.n_batch;
@@ -128,6 +151,8 @@ void add_chat_command(CLI::App& app) {
         mw_chat_params chp = mw_chat_default_params();
         chp.system_prompt = o.system_prompt.empty() ? nullptr : o.system_prompt.c_str();
         chp.chat_template = tmpl.empty() ? nullptr : tmpl.c_str();
+        chp.template_kwargs = template_vars.empty() ? nullptr : template_vars.c_str();
+        if (!o.hide_reasoning) chp.on_reasoning = print_reasoning;
         chp.n_predict = o.n_predict;
         chp.sampling = o.sampling.params();
         Pacing pacing(o.pacing, o.verbose);

@@ -67,6 +67,7 @@ void add_serve_command(CLI::App& app) {
         SamplingOptions sampling;
         bool force = false;
         std::string log_format = "text";
+        std::string reasoning_format = "auto";
         SpecOptions spec;
         bool verbose = false;
     };
@@ -102,6 +103,11 @@ void add_serve_command(CLI::App& app) {
     cmd->add_option("-a,--alias", opt->alias, "Model id listed by /v1/models")
         ->capture_default_str();
     opt->chat_template.add_to(*cmd);
+    cmd->add_option("--reasoning-format", opt->reasoning_format,
+                    "auto (or deepseek): replies split into reasoning_content, content and "
+                    "tool_calls; none: the whole reply in content, as generated")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "deepseek", "none"}));
     cmd->add_option("--queue-size", opt->queue, "Requests waiting for a slot before 503")
         ->capture_default_str()
         ->check(CLI::Range(0, 100000));
@@ -158,6 +164,7 @@ void add_serve_command(CLI::App& app) {
             if (const char* env = std::getenv("MEMWALL_API_KEY")) key = env;
         }
         const std::string tmpl = o.chat_template.read();
+        const std::string template_vars = o.chat_template.variables();
 
         mw_context_params cp = mw_context_default_params();
         cp.n_seq_max = o.n_parallel;
@@ -213,6 +220,8 @@ void add_serve_command(CLI::App& app) {
         sp.api_key = key.empty() ? nullptr : key.c_str();
         sp.model_name = o.alias.empty() ? nullptr : o.alias.c_str();
         sp.chat_template = tmpl.empty() ? nullptr : tmpl.c_str();
+        sp.template_kwargs = template_vars.empty() ? nullptr : template_vars.c_str();
+        sp.reasoning_format = o.reasoning_format == "none" ? MW_REASONING_NONE : MW_REASONING_AUTO;
         sp.queue_max = o.queue;
         sp.timeout_s = o.timeout;
         sp.max_body_bytes = o.max_body;

@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cctype>
 #include <cstdio>
@@ -356,6 +357,34 @@ void ChatTemplateOptions::add_to(CLI::App& app) {
     app.add_option("--chat-template", text,
                    "Chat template: a built-in name or the template text (default: the file's)");
     app.add_option("--chat-template-file", file, "Read the chat template from a file");
+    app.add_option("--chat-template-kwargs", kwargs,
+                   "More chat template variables, a JSON object, e.g. '{\"enable_thinking\": "
+                   "false}'");
+    app.add_option("--reasoning-budget", reasoning_budget,
+                   "-1: the model thinks as it likes; 0: no thinking (sets enable_thinking false "
+                   "for Qwen3.5, SmolLM3, Gemma 4 templates)")
+        ->capture_default_str();
+}
+
+std::string ChatTemplateOptions::variables() const {
+    nlohmann::json v = nlohmann::json::object();
+    if (!kwargs.empty()) {
+        v = nlohmann::json::parse(kwargs, nullptr, false);
+        if (!v.is_object()) {
+            fail_usage(
+                fmt::format("--chat-template-kwargs {}: expected a JSON object, e.g. "
+                            "'{{\"enable_thinking\": false}}'",
+                            kwargs.substr(0, 80)));
+        }
+    }
+    if (reasoning_budget != -1 && reasoning_budget != 0) {
+        fail_usage(
+            fmt::format("--reasoning-budget {}: only -1 (unrestricted) and 0 (no "
+                        "thinking) are supported, as in llama.cpp",
+                        reasoning_budget));
+    }
+    if (reasoning_budget == 0 && !v.contains("enable_thinking")) v["enable_thinking"] = false;
+    return v.empty() ? std::string() : v.dump();
 }
 
 std::string ChatTemplateOptions::read() const {

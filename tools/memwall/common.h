@@ -132,9 +132,14 @@ struct KvCacheOptions {
 // --chat-template (a built-in name or the text) and --chat-template-file.
 struct ChatTemplateOptions {
     std::string text, file;
+    std::string kwargs;         // --chat-template-kwargs: a JSON object's text
+    int reasoning_budget = -1;  // --reasoning-budget: -1 unrestricted, 0 no thinking
     void add_to(CLI::App& app);
     // The template to use ("" = the model file's), or fails naming the file.
     std::string read() const;
+    // The template variables of --chat-template-kwargs and --reasoning-budget 0 (which sets
+    // enable_thinking false), as a JSON object's text; "" when none. Fails naming the flag.
+    std::string variables() const;
 };
 
 // -t: a thread count, or "auto" (-1: measure a few counts on the model, keep the fastest); 0 or
