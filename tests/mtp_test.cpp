@@ -211,7 +211,14 @@ TEST_P(MtpGreedy, DraftsGiveThePlainGreedyText) {
     const uint32_t n_ctx = 80;
     const GenRun plain = generate(*m, prompt, 100, n_ctx, 0);
     ASSERT_EQ(plain.tokens.size(), n_ctx - prompt.size() + 1) << "the context did not fill";
-    for (uint32_t k : {1u, 2u, 4u, 8u}) {
+#ifdef MW_TEST_SANITIZED
+    // Under the sanitizers (several times slower) the shortest and the longest drafts only: k = 8
+    // is the one cut to the room left.
+    const std::vector<uint32_t> draft_lengths = {1, 8};
+#else
+    const std::vector<uint32_t> draft_lengths = {1, 2, 4, 8};
+#endif
+    for (uint32_t k : draft_lengths) {
         SCOPED_TRACE("k=" + std::to_string(k));
         const GenRun r = generate(*m, prompt, 100, n_ctx, k);
         EXPECT_EQ(r.tokens, plain.tokens);

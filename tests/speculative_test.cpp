@@ -116,6 +116,11 @@ TEST_P(SpecGreedy, EveryDrafterGivesThePlainGreedyText) {
 
     for (uint32_t k : {1u, 3u, 8u}) {
         for (float p : {0.0f, 0.5f, 0.9f}) {
+#ifdef MW_TEST_SANITIZED
+            // Under the sanitizers (several times slower) each draft length with one acceptance
+            // rate, each rate with one length: three of the nine.
+            if ((k == 1) != (p == 0.0f) || (k == 3) != (p == 0.5f)) continue;
+#endif
             SCOPED_TRACE("oracle p=" + std::to_string(p) + " k=" + std::to_string(k));
             const GenRun r = generate(
                 *m, prompt, n, c.n_ctx, c.n_batch,
