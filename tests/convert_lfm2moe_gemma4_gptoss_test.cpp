@@ -21,8 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
-#include "base/fp16.h"
 #include "convert/convert.h"
 #include "convert/hf_config.h"
 #include "format/ggml_types.h"
@@ -33,27 +31,7 @@
 namespace mw {
 namespace {
 
-// Elements of an F32 or F16 tensor (other types are compared as bytes).
-std::vector<double> values_of(const gguf::TensorInfo& t) {
-    std::vector<double> v(t.n_elements);
-    for (uint64_t i = 0; i < t.n_elements; ++i) {
-        if (t.type == uint32_t(GgmlType::F32)) {
-            float f;
-            std::memcpy(&f, t.data + 4 * i, 4);
-            v[i] = f;
-        } else {
-            uint16_t h;
-            std::memcpy(&h, t.data + 2 * i, 2);
-            v[i] = fp16_to_f32(h);
-        }
-    }
-    return v;
-}
-
-struct HfTensor {
-    std::vector<uint64_t> shape;  // outermost first
-    std::vector<double> values;
-};
+using test::HfTensor;
 using HfTensors = std::map<std::string, HfTensor>;
 
 const std::map<std::string, std::string> kLfm2Names = {
@@ -135,8 +113,7 @@ HfTensors hf_tensors(const gguf::GgufFile& f, bool gemma4, const std::string& m)
     HfTensors out;
     for (const gguf::TensorInfo& t : f.tensors()) {
         const std::string n(t.name);
-        HfTensor x{{}, values_of(t)};
-        for (uint32_t d = t.n_dims; d-- > 0;) x.shape.push_back(t.ne[d]);
+        const HfTensor x{test::hf_shape(t), test::gguf_values(t)};
         static const std::map<std::string, std::string> globals = {
             {"token_embd.weight", "embed_tokens.weight"},
             {"token_embd_norm.weight", "embedding_norm.weight"},
@@ -284,7 +261,7 @@ std::vector<test::SafetensorsEntry> gptoss_entries(const gguf::GgufFile& f,
             {"output.weight", "lm_head.weight"},
         };
         if (const auto it = globals.find(n); it != globals.end()) {
-            add(it->second, shape, values_of(t));
+            add(it->second, shape, test::gguf_values(t));
             continue;
         }
         unsigned layer = 0;
@@ -295,7 +272,7 @@ std::vector<test::SafetensorsEntry> gptoss_entries(const gguf::GgufFile& f,
         }
         const std::string r(rest), hf = fmt::format("model.layers.{}.", layer);
         if (const auto it = kGptOssNames.find(r); it != kGptOssNames.end()) {
-            add(hf + it->second, shape, values_of(t));
+            add(hf + it->second, shape, test::gguf_values(t));
             continue;
         }
         if (r == "ffn_up_exps.weight" || r == "ffn_up_exps.bias" || r == "ffn_down_exps.weight") {
@@ -309,7 +286,7 @@ std::vector<test::SafetensorsEntry> gptoss_entries(const gguf::GgufFile& f,
             ADD_FAILURE() << "unmapped tensor " << n;
             continue;
         }
-        const std::vector<double> gv = values_of(t), uv = values_of(*up);
+        const std::vector<double> gv = test::gguf_values(t), uv = test::gguf_values(*up);
         if (r == "ffn_gate_exps.bias") {  // [X][F] twice -> [X][2F] interleaved
             std::vector<double> gu(2 * gv.size());
             for (size_t i = 0; i < gv.size(); ++i) {
@@ -335,7 +312,7 @@ std::vector<test::SafetensorsEntry> gptoss_entries(const gguf::GgufFile& f,
             continue;
         }
         std::vector<double> gu(X * E * 2 * F), dn(X * F * E);
-        const std::vector<double> dv = values_of(down);
+        const std::vector<double> dv = test::gguf_values(down);
         for (uint64_t x = 0; x < X; ++x) {
             for (uint64_t f2 = 0; f2 < F; ++f2) {
                 for (uint64_t e = 0; e < E; ++e) {
@@ -384,68 +361,15 @@ std::string write_folder(const std::string& model) {
     const std::vector<uint8_t> bytes =
         test::read_file(test::shared_path("reference/models/" + model + "-F16.gguf"));
     const gguf::GgufFile f = gguf::GgufFile::parse(bytes, model);
-    std::vector<test::SafetensorsEntry> entries;
-    for (const auto& [name, t] :
-         hf_tensors(f, gemma4, multimodal ? "model.language_model." : "model.")) {
-        entries.push_back({name, "F32", t.shape, test::encode_values(t.values, "F32")});
-    }
+    HfTensors tensors = hf_tensors(f, gemma4, multimodal ? "model.language_model." : "model.");
     if (multimodal) {
-        entries.push_back({"model.vision_tower.patch_embedder.input_proj.weight",
-                           "F32",
-                           {4, 4},
-                           test::encode_values(std::vector<double>(16, 0.5), "F32")});
+        tensors["model.vision_tower.patch_embedder.input_proj.weight"] = {
+            {4, 4}, std::vector<double>(16, 0.5)};
     }
-    const std::string dir = test::temp_dir() + "/" + model + "-hf";
-    std::filesystem::create_directories(dir);
-    test::write_binary_file(dir + "/model.safetensors", test::safetensors_bytes(entries));
-    test::write_text_file(dir + "/config.json", model == "lfm2moe-tiny" ? kLfm2MoeConfig
-                                                : multimodal            ? kGemma4MoeConfig
-                                                                        : kGemma4Config);
-    test::write_hf_tokenizer(dir);
-    return dir;
-}
-
-std::string describe(const gguf::Value& v) {
-    if (v.type == gguf::ValueType::string) return std::string(v.str);
-    if (v.type != gguf::ValueType::array) return fmt::format("{}", v.as_f64());
-    std::string out = "[";
-    for (uint64_t i = 0; i < v.count; ++i) out += fmt::format("{} ", v.elem_f64(i));
-    return out + "]";
-}
-
-// The converted file `out` has the reference's tensors (types, shapes, values; other types than
-// F32 and F16 byte for byte), its keys of the architecture and its logits.
-void expect_same_model(const std::string& ref_path, const std::string& out,
-                       const std::string& arch) {
-    const std::vector<uint8_t> ref_bytes = test::read_file(ref_path);
-    const std::vector<uint8_t> got_bytes = test::read_file(out);
-    const gguf::GgufFile ref = gguf::GgufFile::parse(ref_bytes, ref_path);
-    const gguf::GgufFile got = gguf::GgufFile::parse(got_bytes, out);
-    EXPECT_EQ(got.tensors().size(), ref.tensors().size());
-    for (const gguf::TensorInfo& t : ref.tensors()) {
-        const gguf::TensorInfo* g = got.find_tensor(t.name);
-        ASSERT_NE(g, nullptr) << t.name;
-        ASSERT_EQ(g->type, t.type) << t.name;
-        ASSERT_EQ(g->n_dims, t.n_dims) << t.name;
-        for (uint32_t d = 0; d < t.n_dims; ++d) EXPECT_EQ(g->ne[d], t.ne[d]) << t.name;
-        if (t.type == uint32_t(GgmlType::F32) || t.type == uint32_t(GgmlType::F16)) {
-            EXPECT_EQ(values_of(*g), values_of(t)) << t.name;
-        } else {
-            ASSERT_EQ(g->n_bytes, t.n_bytes) << t.name;
-            EXPECT_EQ(std::memcmp(g->data, t.data, t.n_bytes), 0) << t.name;
-        }
-    }
-    for (const gguf::KeyValue& kv : ref.metadata()) {
-        if (!kv.key.starts_with(arch + ".")) continue;
-        const gguf::Value* v = got.find(kv.key);
-        ASSERT_NE(v, nullptr) << kv.key;
-        EXPECT_EQ(describe(*v), describe(kv.value)) << kv.key;
-    }
-    const std::vector<int32_t> tokens = {1, 57, 300, 12, 499, 7, 211, 88, 402, 33};
-    const std::vector<float> want = test::memwall_logits(ref_path, tokens);
-    const std::vector<float> have = test::memwall_logits(out, tokens);
-    ASSERT_EQ(want.size(), have.size());
-    EXPECT_EQ(std::memcmp(want.data(), have.data(), want.size() * sizeof(float)), 0);
+    return test::write_hf_checkpoint(model + "-hf", tensors,
+                                     model == "lfm2moe-tiny" ? kLfm2MoeConfig
+                                     : multimodal            ? kGemma4MoeConfig
+                                                             : kGemma4Config);
 }
 
 TEST(ConvertLfm2MoeGemma4GptOss, RoundTripGivesTheReferenceTensorsKeysAndLogits) {
@@ -467,7 +391,8 @@ TEST(ConvertLfm2MoeGemma4GptOss, RoundTripGivesTheReferenceTensorsKeysAndLogits)
         } else {
             EXPECT_TRUE(r.warnings.empty());
         }
-        expect_same_model(test::shared_path("reference/models/" + model + "-F16.gguf"), out, arch);
+        test::expect_round_trip(test::shared_path("reference/models/" + model + "-F16.gguf"), out,
+                                arch);
         std::filesystem::remove_all(dir);
         std::remove(out.c_str());
     }
@@ -504,7 +429,7 @@ TEST(ConvertLfm2MoeGemma4GptOss, GptOssMxfp4ExpertsAreKeptAsTheyAre) {
         } else {
             const gguf::TensorInfo* want = f16.find_tensor(t.name);
             ASSERT_EQ(g->type, want->type) << t.name;
-            EXPECT_EQ(values_of(*g), values_of(*want)) << t.name;
+            EXPECT_EQ(test::gguf_values(*g), test::gguf_values(*want)) << t.name;
         }
     }
     EXPECT_EQ(n_mxfp4, 6u);  // gate, up and down in 2 layers
@@ -512,7 +437,7 @@ TEST(ConvertLfm2MoeGemma4GptOss, GptOssMxfp4ExpertsAreKeptAsTheyAre) {
         if (!kv.key.starts_with("gpt-oss.")) continue;
         const gguf::Value* v = got.find(kv.key);
         ASSERT_NE(v, nullptr) << kv.key;
-        EXPECT_EQ(describe(*v), describe(kv.value)) << kv.key;
+        EXPECT_EQ(test::describe_value(*v), test::describe_value(kv.value)) << kv.key;
     }
     const std::vector<int32_t> tokens = {1, 57, 300, 12, 499, 7, 211, 88, 402, 33};
     const std::vector<float> want = test::memwall_logits(mx_path, tokens);
@@ -622,17 +547,7 @@ TEST(ConvertLfm2MoeGemma4GptOss, BadConfigsNameTheField) {
                             const std::string& to, const std::string& word) {
         SCOPED_TRACE(to);
         const std::string dir = write_folder(model);
-        std::string c = test::read_text(dir + "/config.json");
-        const size_t at = c.find(from);
-        ASSERT_NE(at, std::string::npos) << from;
-        c.replace(at, from.size(), to);
-        test::write_text_file(dir + "/config.json", c);
-        try {
-            convert::convert_hf(dir, dir + ".gguf", {});
-            ADD_FAILURE() << "expected an error for " << to;
-        } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
-        }
+        test::expect_config_refused(dir, test::read_text(dir + "/config.json"), from, to, word);
         std::filesystem::remove_all(dir);
     };
     refused("lfm2moe-tiny", R"("norm_topk_prob": true)", R"("norm_topk_prob": false)",

@@ -238,6 +238,27 @@ TEST_P(Reference, MatchesLlamaCpp) {
 
 // The same cases with -ngl 99 (CI: on Mesa's lavapipe). Types without a shader stay on the CPU.
 class ReferenceGpu : public ::testing::TestWithParam<std::string> {};
+
+// The cases the GPU runs. Under the sanitizers (lavapipe's shader compiles alone take seconds a
+// process) a third of them, the host code's every path still: the longer prompt of each
+// architecture's first model, of every kq-tiny type (each type's upload and shader choice) and of
+// every MoE model (its experts' types). The release build runs them all.
+std::vector<std::string> gpu_case_ids() {
+    std::vector<std::string> ids = case_ids();
+#ifdef MW_TEST_SANITIZED
+    std::set<std::string> archs;
+    std::erase_if(ids, [&](const std::string& id) {
+        const std::string model = id.substr(0, id.find('.'));
+        const std::string arch = model.substr(0, model.find("-tiny"));
+        if (id == "missing_shared_reference") return false;
+        if (!id.ends_with(".wap")) return true;
+        const bool first_of_arch = archs.insert(arch).second;
+        return !(first_of_arch || arch == "kq" || arch.find("moe") != std::string::npos ||
+                 arch == "gpt-oss");
+    });
+#endif
+    return ids;
+}
 TEST_P(ReferenceGpu, MatchesLlamaCppWithEveryLayerOnTheGpu) {
     check_case(GetParam(), 99);
 }
@@ -251,7 +272,7 @@ std::string case_name(const ::testing::TestParamInfo<std::string>& param_info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Reference, ::testing::ValuesIn(case_ids()), case_name);
-INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGpu, ::testing::ValuesIn(case_ids()), case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceGpu, ::testing::ValuesIn(gpu_case_ids()), case_name);
 
 // stories260K, greedy, "Once upon a time": the text equals llama2.c's documented output.
 TEST(Stories260K, GreedyTextMatchesLlama2c) {

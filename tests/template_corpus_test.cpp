@@ -1,14 +1,14 @@
 // Every case of ../shared/testdata/chat-templates (33 real models' templates, the exact renders
 // of Python Jinja2 in transformers' environment) rendered byte for byte: through the library,
 // and through `memwall template` as a user runs it. Cases where Jinja2 raises must fail.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "chat/json_value.h"
+#include "support/jinja_case.h"
 #include "support/test_support.h"
-#include "template/template.h"
 
 namespace {
 
@@ -55,40 +55,15 @@ std::string template_path(const ordered_json& c) {
 TEST(TemplateCorpus, EveryCaseThroughTheLibrary) {
     const Corpus& k = corpus();
     ASSERT_GE(k.cases.size(), 200u);
-    size_t n_ok = 0, n_errors = 0;
+    mw::test::JinjaTally tally;
     for (const ordered_json& c : k.cases) {
         SCOPED_TRACE(case_name(c));
-        const std::string source = mw::test::read_text(template_path(c));
-        const mw::tmpl::Value vars = mw::chat::json_to_value(context_of(c));
-        mw::tmpl::RenderOptions options;
-        options.strftime_now = "26 Jul 2024";
-        const bool expect_error = c["expected"].is_object();
-        try {
-            const auto t = mw::tmpl::Template::parse(source, c["template"].get<std::string>());
-            const std::string got = t.render(vars.dict(), options);
-            if (expect_error) {
-                ADD_FAILURE() << "Jinja2 raised (" << c.value("error_message", "") << ") but the "
-                              << "render succeeded:\n"
-                              << got;
-            } else {
-                EXPECT_EQ(got, c["expected"].get<std::string>());
-                n_ok += got == c["expected"].get<std::string>();
-            }
-        } catch (const mw::tmpl::TemplateError& e) {
-            if (expect_error) {
-                ++n_errors;
-                // The message names the template and a line.
-                EXPECT_NE(std::string(e.what()).find(c["template"].get<std::string>()),
-                          std::string::npos)
-                    << e.what();
-                EXPECT_GT(e.line(), 0) << e.what();
-            } else {
-                ADD_FAILURE() << e.what();
-            }
-        }
+        // A refusal names the template and a line.
+        mw::test::expect_renders_as_jinja2(mw::test::read_text(template_path(c)), c, context_of(c),
+                                           true, tally);
     }
-    EXPECT_GE(n_errors, 10u);
-    EXPECT_GE(n_ok, 190u);
+    EXPECT_GE(tally.errors, 10u);
+    EXPECT_GE(tally.ok, 190u);
 }
 
 // The same cases through the CLI: stdout byte for byte, a non-zero exit naming the template,

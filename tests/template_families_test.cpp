@@ -14,9 +14,8 @@
 
 #include "base/error.h"
 #include "chat/chat_template.h"
-#include "chat/json_value.h"
+#include "support/jinja_case.h"
 #include "support/test_support.h"
-#include "template/template.h"
 
 namespace {
 
@@ -75,40 +74,15 @@ TEST(TemplateFamilies, EveryCaseThroughTheInterpreter) {
     const Families& k = families();
     ASSERT_GE(k.cases.size(), 270u);
     std::set<std::string> templates;
-    size_t n_ok = 0, n_errors = 0;
+    mw::test::JinjaTally tally;
     for (const ordered_json& c : k.cases) {
         SCOPED_TRACE(case_name(c));
         templates.insert(c["template"].get<std::string>());
-        const mw::tmpl::Value vars = mw::chat::json_to_value(context_of(c));
-        mw::tmpl::RenderOptions options;
-        options.strftime_now = "26 Jul 2024";
-        const bool expect_error = c["expected"].is_object();
-        try {
-            const auto t =
-                mw::tmpl::Template::parse(source_of(c), c["template"].get<std::string>());
-            const std::string got = t.render(vars.dict(), options);
-            if (expect_error) {
-                ADD_FAILURE() << "Jinja2 raised (" << c.value("error_message", "")
-                              << ") but the render succeeded:\n"
-                              << got;
-            } else {
-                EXPECT_EQ(got, c["expected"].get<std::string>());
-                n_ok += got == c["expected"].get<std::string>();
-            }
-        } catch (const mw::tmpl::TemplateError& e) {
-            if (expect_error) {
-                ++n_errors;
-                EXPECT_NE(std::string(e.what()).find(c["template"].get<std::string>()),
-                          std::string::npos)
-                    << e.what();
-            } else {
-                ADD_FAILURE() << e.what();
-            }
-        }
+        mw::test::expect_renders_as_jinja2(source_of(c), c, context_of(c), false, tally);
     }
     EXPECT_EQ(templates.size(), 8u);
-    EXPECT_GE(n_ok, 270u);
-    EXPECT_GE(n_errors, 2u);
+    EXPECT_GE(tally.ok, 270u);
+    EXPECT_GE(tally.errors, 2u);
 }
 
 // The chat layer (what `memwall chat` and the server call): the template parsed once, the

@@ -124,7 +124,8 @@ struct RoundTripTolerance {
     double logits = 0;  // rel_rms of memwall's logits over a fixed 10-token batch
 };
 // Test failures unless the file at got has the reference's tensors (names, types, shapes,
-// values), every key under "<arch>." with the same value, and memwall's logits of the two agree.
+// values; types other than F32 and F16 byte for byte), every key under "<arch>." with the same
+// value, and memwall's logits of the two agree.
 void expect_round_trip(const std::string& ref_path, const std::string& got_path,
                        const std::string& arch, const RoundTripTolerance& tolerance = {});
 // Writes config_json with `from` replaced by `to` into dir/config.json and expects converting dir
