@@ -10,6 +10,8 @@
 // vpmaddubsw (exact: |w| <= 127, and a pair of products fits int16) and summed into int32 by
 // vpmaddwd with the sub-block scales, as the reference sums them: one float multiply per block.
 // The 32-element types (Q8_0 activations) use 256 bits in every set: one block per vector.
+// The lattice types skip the signed form: their unsigned grid bytes meet activations that carry
+// the weights' signs (see "Lattice i-quants" below).
 #pragma once
 
 #include <type_traits>
