@@ -105,31 +105,31 @@ void Set<I>::gemv_tq2_0(const MatmulArgs& a) {
 
 template <Isa I>
 void Set<I>::gemv_iq2_xxs(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeIQ2_XXS>(a);
+    gemv_lattice<typename VecOf<I>::type, LatticeIQ2_XXS>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq2_xs(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeIQ2_XS>(a);
+    gemv_lattice<typename VecOf<I>::type, LatticeIQ2_XS>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq2_s(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeIQ2_S>(a);
+    gemv_lattice<typename VecOf<I>::type, LatticeIQ2_S>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq3_xxs(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeIQ3_XXS>(a);
+    gemv_lattice<typename VecOf<I>::type, LatticeIQ3_XXS>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq3_s(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeIQ3_S>(a);
+    gemv_lattice<typename VecOf<I>::type, LatticeIQ3_S>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq1_s(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeIQ1_S>(a);
+    gemv_lattice<typename VecOf<I>::type, LatticeIQ1_S>(a);
 }
 template <Isa I>
 void Set<I>::gemv_iq1_m(const MatmulArgs& a) {
-    gemv_signed<typename VecOf<I>::type, DecodeIQ1_M>(a);
+    gemv_lattice<typename VecOf<I>::type, LatticeIQ1_M>(a);
 }
 
 template <Isa I>
