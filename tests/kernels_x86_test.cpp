@@ -185,7 +185,8 @@ TEST_P(X86Kernels, VecDotMatchesReference) {
 
 // matmul over row ranges and token counts that cross every tile boundary and both paths (decode
 // kernels for few tokens, prefill panels from 12 tokens with AVX-512, 16 with AVX-VNNI, 24 with
-// AVX2 (12 for IQ4_NL and MXFP4)); rows outside [r0, r1) must stay untouched.
+// AVX2 (12 for IQ4_NL and MXFP4, 8 for the lattice and ternary types)); rows outside [r0, r1)
+// must stay untouched.
 TEST_P(X86Kernels, MatmulMatchesReference) {
     std::mt19937 rng(13);
     struct Shape {

@@ -82,9 +82,12 @@ void install_set(KernelSet& set, const CpuFeatures& cpu) {
           vec_dot<S::gemv_iq4_nl>);
     quant(GgmlType::IQ4_XS, matmul<S::gemv_iq4_xs, S::gemm_iq4_xs, kMin>, vec_dot<S::gemv_iq4_xs>);
     quant(GgmlType::MXFP4, matmul<S::gemv_mxfp4, S::gemm_mxfp4, kMinTable>, vec_dot<S::gemv_mxfp4>);
-    // The lattice and ternary types: rows decoded once per call into panels from kMinSigned
-    // tokens on.
-    constexpr int64_t kMinSigned = kMin;
+    // The lattice and ternary types: rows decoded once per call into panels (panels_iquants.h)
+    // from 8 tokens on, where their decoding (grid gathers) costs most: the GEMM ran 1.2-1.4x
+    // faster than the decode kernels at 8 tokens and about as fast at 4 on AVX2 and AVX-512
+    // (kernels_bench, MEMWALL_BENCH_GEMM_TOKENS, 2048x2048, one thread; IQ3_S, IQ2_XXS, IQ1_S,
+    // TQ2_0).
+    constexpr int64_t kMinSigned = 8;
     quant(GgmlType::TQ1_0, matmul<S::gemv_tq1_0, S::gemm_tq1_0, kMinSigned>,
           vec_dot<S::gemv_tq1_0>);
     quant(GgmlType::TQ2_0, matmul<S::gemv_tq2_0, S::gemm_tq2_0, kMinSigned>,
