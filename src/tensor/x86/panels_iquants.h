@@ -1,8 +1,8 @@
 // The x86 sets' prefill of the lattice i-quants (IQ3/IQ2/IQ1) and the ternary types (TQ1_0,
 // TQ2_0), as on ARM (tensor/arm/kernels_neon_i8mm.cpp): each call decodes its rows once into the
 // panels of the width-generic GEMM (tensor/simd/gemm.h, K-quant tiles, Q8_K activations), which
-// then reuse every decoded byte for all the tokens. The decode kernels decode each row again for
-// every 4 tokens (or, past 4 tokens, run each token alone against a decoded row).
+// then reuse every decoded byte for all the tokens, G x R rows times a tile of tokens at a time
+// (the decode kernels, below 8 tokens, take one row and up to 4 tokens).
 //
 // A super-block is decoded by its decode kernels' decoder (gemv_iquants.h: signed values, integer
 // scales per 16 values, the block's factor), then stored as unsigned codes value + offset, the
@@ -29,13 +29,13 @@ struct SignedPanel {
     static constexpr bool kHalve = Halve;
     static constexpr PanelFormat kFormat{BL, Offset, false, true, kActQ8_0};
 };
-using PanelTQ1_0 = SignedPanel<DecodeTQ1_0, 32, 1>;     // -1..1
-using PanelTQ2_0 = SignedPanel<DecodeTQ2_0, 32, 1>;     // -1..1
+using PanelTQ1_0 = SignedPanel<DecodeTQ1_0, 32, 1>;       // -1..1
+using PanelTQ2_0 = SignedPanel<DecodeTQ2_0, 32, 1>;       // -1..1
 using PanelIQ2_XXS = SignedPanel<DecodeIQ2_XXS, 32, 43>;  // levels 8, 25, 43
 using PanelIQ2_XS = SignedPanel<DecodeIQ2_XS, 16, 43>;
 using PanelIQ2_S = SignedPanel<DecodeIQ2_S, 16, 43>;
 using PanelIQ3_XXS = SignedPanel<DecodeIQ3_XXS, 32, 31, true>;  // levels 4 .. 62, halved
-using PanelIQ3_S = SignedPanel<DecodeIQ3_S, 16, 15>;            // levels 1, 3, .. 15
+using PanelIQ3_S = SignedPanel<DecodeIQ3_S, 32, 15>;            // levels 1, 3, .. 15
 using PanelIQ1_S = SignedPanel<DecodeIQ1_S, 32, 9>;             // 8 * (-1..1) +- 1
 using PanelIQ1_M = SignedPanel<DecodeIQ1_M, 16, 9>;
 
@@ -79,7 +79,7 @@ void row_signed(const uint8_t* row, int64_t n, uint8_t* codes, float* scale, flo
 template <class V, class P>
 void gemm_signed(const MatmulArgs& a) {
     gemm_rows<V, P::kBL, true, false, true, TileInts<2 * P::kOffset, false>>(a, P::kFormat,
-                                                                            row_signed<P>);
+                                                                             row_signed<P>);
 }
 
 }  // namespace
