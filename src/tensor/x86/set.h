@@ -23,7 +23,7 @@ struct Set {
     static void gemv_q4_k(const MatmulArgs& a);
     static void gemv_q5_k(const MatmulArgs& a);
     static void gemv_q6_k(const MatmulArgs& a);
-    // The signed-value types (gemv_iquants.h), for every token count.
+    // The signed-value types (gemv_iquants.h), below their GEMM's crossover.
     static void gemv_iq4_nl(const MatmulArgs& a);
     static void gemv_iq4_xs(const MatmulArgs& a);
     static void gemv_mxfp4(const MatmulArgs& a);
