@@ -4,7 +4,9 @@
 //     memory as in real decoding (MEMWALL_BENCH_POOL_MB sets the pool, default 1024).
 //   gemv2t/...: the same with the rows split over two threads.
 //   gemv_l2/<type>/<isa>/256x2048: one token on a matrix that stays in L2: compute throughput.
-//   gemm/<type>/<isa>/<rows>x<cols>/<tokens>: prefill, reported as multiply-adds per second.
+//   gemm/<type>/<isa>/<rows>x<cols>/<tokens>: prefill, reported as multiply-adds per second
+//     (tokens: 512, or the comma-separated counts in MEMWALL_BENCH_GEMM_TOKENS, e.g. 8,16,24 to
+//     find where a type's GEMM overtakes its decode kernels).
 //   peak/<isa>: the set's int8 peak, a register-only loop of its dot product (what probe reports).
 //   attn/<kernel>/<isa>: attention's inner loops (tensor/attention_kernels.h) on a block of 256
 //     cached positions, head size 128, four queries (GQA): scores, value sums, the softmax's
@@ -29,6 +31,21 @@
 
 namespace mw {
 namespace {
+
+// The token counts of the gemm/ benchmarks.
+std::vector<int64_t> gemm_tokens() {
+    std::vector<int64_t> counts;
+    const char* env = std::getenv("MEMWALL_BENCH_GEMM_TOKENS");
+    for (const char* p = env; p && *p;) {
+        char* end = nullptr;
+        const long n = std::strtol(p, &end, 10);
+        if (end == p) break;
+        if (n > 0) counts.push_back(n);
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (counts.empty()) counts.push_back(512);
+    return counts;
+}
 
 size_t pool_bytes() {
     const char* env = std::getenv("MEMWALL_BENCH_POOL_MB");
@@ -233,12 +250,14 @@ void register_all(std::vector<KernelSet>& sets) {
                     ->Threads(2)
                     ->UseRealTime();
                 if (s.rows == 128256) continue;  // prefill of the output matrix: one row of logits
-                // The scalar reference is ~100x slower: fewer tokens keep it to seconds.
-                const int64_t tokens = std::string(isa.name) == "scalar" ? 16 : 512;
-                benchmark::RegisterBenchmark(
-                    ("gemm/" + base + "/" + std::to_string(tokens)).c_str(), bench_gemm, w, s.rows,
-                    s.cols, tokens)
-                    ->Unit(benchmark::kMillisecond);
+                for (int64_t tokens : gemm_tokens()) {
+                    // The scalar reference is ~100x slower: fewer tokens keep it to seconds.
+                    if (std::string(isa.name) == "scalar") tokens = std::min<int64_t>(tokens, 16);
+                    benchmark::RegisterBenchmark(
+                        ("gemm/" + base + "/" + std::to_string(tokens)).c_str(), bench_gemm, w,
+                        s.rows, s.cols, tokens)
+                        ->Unit(benchmark::kMillisecond);
+                }
             }
         }
     }

@@ -185,7 +185,8 @@ TEST_P(X86Kernels, VecDotMatchesReference) {
 
 // matmul over row ranges and token counts that cross every tile boundary and both paths (decode
 // kernels for few tokens, prefill panels from 12 tokens with AVX-512, 16 with AVX-VNNI, 24 with
-// AVX2 (12 for IQ4_NL and MXFP4)); rows outside [r0, r1) must stay untouched.
+// AVX2 (12 for IQ4_NL and MXFP4, 8 for the lattice and ternary types)); rows outside [r0, r1)
+// must stay untouched.
 TEST_P(X86Kernels, MatmulMatchesReference) {
     std::mt19937 rng(13);
     struct Shape {
@@ -253,31 +254,50 @@ TEST_P(X86Kernels, MatmulLongRows) {
     }
 }
 
-// The prefill GEMM of the table types called directly (matmul only takes it from 12..24 tokens
-// on): every token count 1..17 (partial token tiles), row ranges off the panel and tile sizes,
-// E8M0 exponents over the whole range, against the reference dot product.
-TEST_P(X86Kernels, TableTypesPrefillMatchesReference) {
-    using Fn = void (*)(const MatmulArgs&);
-    struct Kernel {
-        GgmlType type;
-        Fn fn;
-    };
+using GemmFn = void (*)(const MatmulArgs&);
+struct GemmKernel {
+    GgmlType type;
+    GemmFn fn;
+};
+
+// The lattice and ternary types' prefill GEMMs of a set.
+template <class S>
+void add_signed(std::vector<GemmKernel>& kernels, S) {
+    kernels.insert(kernels.end(), {{GgmlType::TQ1_0, S::gemm_tq1_0},
+                                   {GgmlType::TQ2_0, S::gemm_tq2_0},
+                                   {GgmlType::IQ2_XXS, S::gemm_iq2_xxs},
+                                   {GgmlType::IQ2_XS, S::gemm_iq2_xs},
+                                   {GgmlType::IQ2_S, S::gemm_iq2_s},
+                                   {GgmlType::IQ3_XXS, S::gemm_iq3_xxs},
+                                   {GgmlType::IQ3_S, S::gemm_iq3_s},
+                                   {GgmlType::IQ1_S, S::gemm_iq1_s},
+                                   {GgmlType::IQ1_M, S::gemm_iq1_m}});
+}
+
+// The prefill GEMM of the table, lattice and ternary types called directly (matmul only takes
+// it from 12..24 tokens on): every token count 1..17 (partial token tiles), row ranges off the
+// panel and tile sizes, E8M0 exponents over the whole range, against the reference dot product.
+TEST_P(X86Kernels, SignedTypesPrefillMatchesReference) {
+    using Kernel = GemmKernel;
     std::vector<Kernel> kernels;
     switch (GetParam()) {
         case x86::Isa::avx2:
             kernels = {{GgmlType::IQ4_NL, x86::Set<x86::Isa::avx2>::gemm_iq4_nl},
                        {GgmlType::IQ4_XS, x86::Set<x86::Isa::avx2>::gemm_iq4_xs},
                        {GgmlType::MXFP4, x86::Set<x86::Isa::avx2>::gemm_mxfp4}};
+            add_signed(kernels, x86::Set<x86::Isa::avx2>{});
             break;
         case x86::Isa::avxvnni:
             kernels = {{GgmlType::IQ4_NL, x86::Set<x86::Isa::avxvnni>::gemm_iq4_nl},
                        {GgmlType::IQ4_XS, x86::Set<x86::Isa::avxvnni>::gemm_iq4_xs},
                        {GgmlType::MXFP4, x86::Set<x86::Isa::avxvnni>::gemm_mxfp4}};
+            add_signed(kernels, x86::Set<x86::Isa::avxvnni>{});
             break;
         case x86::Isa::avx512:
             kernels = {{GgmlType::IQ4_NL, x86::Set<x86::Isa::avx512>::gemm_iq4_nl},
                        {GgmlType::IQ4_XS, x86::Set<x86::Isa::avx512>::gemm_iq4_xs},
                        {GgmlType::MXFP4, x86::Set<x86::Isa::avx512>::gemm_mxfp4}};
+            add_signed(kernels, x86::Set<x86::Isa::avx512>{});
             break;
     }
     std::mt19937 rng(23);

@@ -5,6 +5,7 @@
 
 #include "tensor/simd/packed.h"
 #include "tensor/x86/gemm.h"
+#include "tensor/x86/panels_iquants.h"
 #include "tensor/x86/set.h"
 
 namespace mw::x86 {
@@ -61,6 +62,43 @@ void Set<I>::gemm_iq4_xs(const MatmulArgs& a) {
 template <Isa I>
 void Set<I>::gemm_mxfp4(const MatmulArgs& a) {
     Gemm<typename VecOf<I>::type>::mxfp4(a);
+}
+
+template <Isa I>
+void Set<I>::gemm_tq1_0(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelTQ1_0>(a);
+}
+template <Isa I>
+void Set<I>::gemm_tq2_0(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelTQ2_0>(a);
+}
+template <Isa I>
+void Set<I>::gemm_iq2_xxs(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelIQ2_XXS>(a);
+}
+template <Isa I>
+void Set<I>::gemm_iq2_xs(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelIQ2_XS>(a);
+}
+template <Isa I>
+void Set<I>::gemm_iq2_s(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelIQ2_S>(a);
+}
+template <Isa I>
+void Set<I>::gemm_iq3_xxs(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelIQ3_XXS>(a);
+}
+template <Isa I>
+void Set<I>::gemm_iq3_s(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelIQ3_S>(a);
+}
+template <Isa I>
+void Set<I>::gemm_iq1_s(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelIQ1_S>(a);
+}
+template <Isa I>
+void Set<I>::gemm_iq1_m(const MatmulArgs& a) {
+    gemm_signed<typename VecOf<I>::type, PanelIQ1_M>(a);
 }
 
 template <Isa I>

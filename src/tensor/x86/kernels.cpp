@@ -82,16 +82,30 @@ void install_set(KernelSet& set, const CpuFeatures& cpu) {
           vec_dot<S::gemv_iq4_nl>);
     quant(GgmlType::IQ4_XS, matmul<S::gemv_iq4_xs, S::gemm_iq4_xs, kMin>, vec_dot<S::gemv_iq4_xs>);
     quant(GgmlType::MXFP4, matmul<S::gemv_mxfp4, S::gemm_mxfp4, kMinTable>, vec_dot<S::gemv_mxfp4>);
-    // No prefill panels for these yet: the decode kernels run every token count.
-    quant(GgmlType::TQ1_0, matmul_one<S::gemv_tq1_0>, vec_dot<S::gemv_tq1_0>);
-    quant(GgmlType::TQ2_0, matmul_one<S::gemv_tq2_0>, vec_dot<S::gemv_tq2_0>);
-    quant(GgmlType::IQ2_XXS, matmul_one<S::gemv_iq2_xxs>, vec_dot<S::gemv_iq2_xxs>);
-    quant(GgmlType::IQ2_XS, matmul_one<S::gemv_iq2_xs>, vec_dot<S::gemv_iq2_xs>);
-    quant(GgmlType::IQ2_S, matmul_one<S::gemv_iq2_s>, vec_dot<S::gemv_iq2_s>);
-    quant(GgmlType::IQ3_XXS, matmul_one<S::gemv_iq3_xxs>, vec_dot<S::gemv_iq3_xxs>);
-    quant(GgmlType::IQ3_S, matmul_one<S::gemv_iq3_s>, vec_dot<S::gemv_iq3_s>);
-    quant(GgmlType::IQ1_S, matmul_one<S::gemv_iq1_s>, vec_dot<S::gemv_iq1_s>);
-    quant(GgmlType::IQ1_M, matmul_one<S::gemv_iq1_m>, vec_dot<S::gemv_iq1_m>);
+    // The lattice and ternary types: rows decoded once per call into panels (panels_iquants.h)
+    // from 8 tokens on, where their decoding (grid gathers) costs most: the GEMM ran 1.2-1.4x
+    // faster than the decode kernels at 8 tokens and about as fast at 4 on AVX2 and AVX-512
+    // (kernels_bench, MEMWALL_BENCH_GEMM_TOKENS, 2048x2048, one thread; IQ3_S, IQ2_XXS, IQ1_S,
+    // TQ2_0).
+    constexpr int64_t kMinSigned = 8;
+    quant(GgmlType::TQ1_0, matmul<S::gemv_tq1_0, S::gemm_tq1_0, kMinSigned>,
+          vec_dot<S::gemv_tq1_0>);
+    quant(GgmlType::TQ2_0, matmul<S::gemv_tq2_0, S::gemm_tq2_0, kMinSigned>,
+          vec_dot<S::gemv_tq2_0>);
+    quant(GgmlType::IQ2_XXS, matmul<S::gemv_iq2_xxs, S::gemm_iq2_xxs, kMinSigned>,
+          vec_dot<S::gemv_iq2_xxs>);
+    quant(GgmlType::IQ2_XS, matmul<S::gemv_iq2_xs, S::gemm_iq2_xs, kMinSigned>,
+          vec_dot<S::gemv_iq2_xs>);
+    quant(GgmlType::IQ2_S, matmul<S::gemv_iq2_s, S::gemm_iq2_s, kMinSigned>,
+          vec_dot<S::gemv_iq2_s>);
+    quant(GgmlType::IQ3_XXS, matmul<S::gemv_iq3_xxs, S::gemm_iq3_xxs, kMinSigned>,
+          vec_dot<S::gemv_iq3_xxs>);
+    quant(GgmlType::IQ3_S, matmul<S::gemv_iq3_s, S::gemm_iq3_s, kMinSigned>,
+          vec_dot<S::gemv_iq3_s>);
+    quant(GgmlType::IQ1_S, matmul<S::gemv_iq1_s, S::gemm_iq1_s, kMinSigned>,
+          vec_dot<S::gemv_iq1_s>);
+    quant(GgmlType::IQ1_M, matmul<S::gemv_iq1_m, S::gemm_iq1_m, kMinSigned>,
+          vec_dot<S::gemv_iq1_m>);
 
     TypeTraits& f32 = row_of(set, GgmlType::F32);
     f32.matmul = matmul_one<SF::matmul_f32>;

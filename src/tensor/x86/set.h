@@ -23,7 +23,7 @@ struct Set {
     static void gemv_q4_k(const MatmulArgs& a);
     static void gemv_q5_k(const MatmulArgs& a);
     static void gemv_q6_k(const MatmulArgs& a);
-    // The signed-value types (gemv_iquants.h), for every token count.
+    // The signed-value types (gemv_iquants.h), below their GEMM's crossover.
     static void gemv_iq4_nl(const MatmulArgs& a);
     static void gemv_iq4_xs(const MatmulArgs& a);
     static void gemv_mxfp4(const MatmulArgs& a);
@@ -51,6 +51,16 @@ struct Set {
     static void gemm_iq4_nl(const MatmulArgs& a);
     static void gemm_iq4_xs(const MatmulArgs& a);
     static void gemm_mxfp4(const MatmulArgs& a);
+    // The lattice and ternary types' rows decoded into panels (panels_iquants.h).
+    static void gemm_tq1_0(const MatmulArgs& a);
+    static void gemm_tq2_0(const MatmulArgs& a);
+    static void gemm_iq2_xxs(const MatmulArgs& a);
+    static void gemm_iq2_xs(const MatmulArgs& a);
+    static void gemm_iq2_s(const MatmulArgs& a);
+    static void gemm_iq3_xxs(const MatmulArgs& a);
+    static void gemm_iq3_s(const MatmulArgs& a);
+    static void gemm_iq1_s(const MatmulArgs& a);
+    static void gemm_iq1_m(const MatmulArgs& a);
 
     // The packed layouts, groups of R rows (decode in gemv_<set>.cpp, prefill in gemm_<set>.cpp).
     static constexpr int kPackRows = I == Isa::avx512 ? 16 : 8;
