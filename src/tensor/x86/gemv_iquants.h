@@ -1,9 +1,8 @@
 // Decode kernels of the types whose weights are signed values from a table, a small set or a
 // lattice grid (IQ4_NL, IQ4_XS, MXFP4, TQ1_0, TQ2_0, the IQ3/IQ2/IQ1 types; issue 38), written
-// once for every vector width V. IQ4_NL, IQ4_XS and MXFP4 use them for few tokens and the panel
-// GEMM (tensor/x86/gemm.h) for many; the other types have no prefill panels yet and use these for
-// every token count: with more than 4 tokens the 256-element types decode each row once and then
-// run every token against it.
+// once for every vector width V. Every type uses them for few tokens and a panel GEMM for many
+// (IQ4_NL, IQ4_XS, MXFP4: tensor/x86/gemm.h; the ternary and lattice types:
+// tensor/x86/panels_iquants.h, which decodes through the same decoders and groups).
 //
 // A block is decoded into signed 8-bit values in element order (each 32 elements one 256-bit
 // vector; AVX-512 joins two), multiplied with the activation quants as |w| x sign(x, w) by

@@ -5,12 +5,13 @@
 // (the decode kernels, below 8 tokens, take one row and up to 4 tokens).
 //
 // A super-block is decoded by its decode kernels' decoder (gemv_iquants.h: signed values, integer
-// scales per 16 values, the block's factor), then stored as unsigned codes value + offset, the
-// offset being the type's largest magnitude, so that vpmaddubsw / vpdpbusd multiply the codes
-// with the signed quants exactly; the tiles add -offset * sum(x) per sub-block (kBias). Smaller
-// codes let AVX2 sum more vpmaddubsw results in int16 before widening (DotChain): IQ3_XXS's
-// levels are all even and are stored halved (twice the scale). Sub-blocks are the scales' span:
-// 32 values where a scale covers 32 (one float multiply-add per 32 instead of 16), else 16.
+// scales per 16 values, the block's factor; the lattice types through their groups), then stored as
+// unsigned codes value + offset, the offset being the type's largest magnitude, so that vpmaddubsw
+// / vpdpbusd multiply the codes with the signed quants exactly; the tiles add -offset * sum(x) per
+// sub-block (kBias). Smaller codes let AVX2 sum more vpmaddubsw results in int16 before widening
+// (DotChain): IQ3_XXS's levels are all even and are stored halved (twice the scale). Sub-blocks are
+// the scales' span: 32 values where a scale covers 32 (one float multiply-add per 32 instead of
+// 16), else 16.
 #pragma once
 
 #include "tensor/simd/gemm.h"
@@ -18,6 +19,26 @@
 
 namespace mw::x86 {
 namespace {
+
+// A lattice type's super-block as the panels take it, from its decode kernels' groups (grid
+// bytes and +-1 signs, scale pairs, factor): the 8 vectors of signed values, the 16 scale words
+// (sub-block of 16 k takes word k) and the factor.
+template <class L>
+struct LatticeDecode {
+    using Block = typename L::Block;
+    static constexpr bool kUnitScales = false;
+    static float decode(const Block& b, __m256i w[8], __m256i* words) {
+        const IqGrids& g = iq_grids();
+        alignas(32) uint32_t pairs[8];
+        for (int j = 0; j < 8; ++j) {
+            const Group32 group = L::group(g, b, j);
+            w[j] = _mm256_sign_epi8(group.grid, group.sign);
+            pairs[j] = L::scales(b, j);
+        }
+        *words = _mm256_load_si256(reinterpret_cast<const __m256i*>(pairs));
+        return L::factor(b);
+    }
+};
 
 // Per type: the decoder, the sub-block (kBL), the code offset (kOffset: the largest |value|,
 // after the halving of kHalve), so codes are 0 .. 2 * kOffset.
@@ -29,15 +50,16 @@ struct SignedPanel {
     static constexpr bool kHalve = Halve;
     static constexpr PanelFormat kFormat{BL, Offset, false, true, kActQ8_0};
 };
-using PanelTQ1_0 = SignedPanel<DecodeTQ1_0, 32, 1>;       // -1..1
-using PanelTQ2_0 = SignedPanel<DecodeTQ2_0, 32, 1>;       // -1..1
-using PanelIQ2_XXS = SignedPanel<DecodeIQ2_XXS, 32, 43>;  // levels 8, 25, 43
-using PanelIQ2_XS = SignedPanel<DecodeIQ2_XS, 16, 43>;
-using PanelIQ2_S = SignedPanel<DecodeIQ2_S, 16, 43>;
-using PanelIQ3_XXS = SignedPanel<DecodeIQ3_XXS, 32, 31, true>;  // levels 4 .. 62, halved
-using PanelIQ3_S = SignedPanel<DecodeIQ3_S, 32, 15>;            // levels 1, 3, .. 15
-using PanelIQ1_S = SignedPanel<DecodeIQ1_S, 32, 9>;             // 8 * (-1..1) +- 1
-using PanelIQ1_M = SignedPanel<DecodeIQ1_M, 16, 9>;
+using PanelTQ1_0 = SignedPanel<DecodeTQ1_0, 32, 1>;                       // -1..1
+using PanelTQ2_0 = SignedPanel<DecodeTQ2_0, 32, 1>;                       // -1..1
+using PanelIQ2_XXS = SignedPanel<LatticeDecode<LatticeIQ2_XXS>, 32, 43>;  // levels 8, 25, 43
+using PanelIQ2_XS = SignedPanel<LatticeDecode<LatticeIQ2_XS>, 16, 43>;
+using PanelIQ2_S = SignedPanel<LatticeDecode<LatticeIQ2_S>, 16, 43>;
+using PanelIQ3_XXS =
+    SignedPanel<LatticeDecode<LatticeIQ3_XXS>, 32, 31, true>;         // levels 4 .. 62, halved
+using PanelIQ3_S = SignedPanel<LatticeDecode<LatticeIQ3_S>, 32, 15>;  // levels 1, 3, .. 15
+using PanelIQ1_S = SignedPanel<LatticeDecode<LatticeIQ1_S>, 32, 9>;   // 8 * (-1..1) +- 1
+using PanelIQ1_M = SignedPanel<LatticeDecode<LatticeIQ1_M>, 16, 9>;
 
 // One row: its codes in element order and each sub-block's float scale (the GEMM's RowDecodeFn).
 template <class P>
