@@ -21,6 +21,10 @@
 namespace mw::simd {
 namespace {
 
+// Tokens per pass over the weights: a verification pass of speculative decoding (the last
+// accepted token and up to 7 drafts) reads every weight once.
+constexpr int kPassTokens = 8;
+
 // Bytes ahead of the current record to prefetch.
 constexpr int kPackedPrefetch = 4096;
 
@@ -43,9 +47,9 @@ inline GroupRows rows_of_group(int64_t g, int R, int64_t r0, int64_t r1) {
 
 // Q8_0 rows (for Q4_0 and Q8_0 weights): per block the float scale and -offset * sum(quants).
 struct Q8_0Acts {
-    const uint8_t* row[4];
-    const float* dx[4];
-    const int32_t* bias[4];
+    const uint8_t* row[kPassTokens];
+    const float* dx[kPassTokens];
+    const int32_t* bias[kPassTokens];
 };
 
 inline Q8_0Acts prepare_q8_0_acts(const MatmulArgs& a, int64_t t0, int n, int offset) {
@@ -75,9 +79,9 @@ inline Q8_0Acts prepare_q8_0_acts(const MatmulArgs& a, int64_t t0, int n, int of
 // as 16-bit pairs (sub-blocks 2p and 2p + 1 in one dword) for the mins, and -offset times the
 // sum of each 16 quants for the codes' offset.
 struct Q8KActs {
-    const BlockQ8_K* x[4];
-    const uint32_t* pair_sums[4];
-    const int32_t* bias16[4];
+    const BlockQ8_K* x[kPassTokens];
+    const uint32_t* pair_sums[kPassTokens];
+    const int32_t* bias16[kPassTokens];
 };
 
 inline Q8KActs prepare_q8_k_acts(const MatmulArgs& a, int64_t t0, int n, int offset) {
@@ -166,7 +170,7 @@ inline void q6k_steps(const uint8_t* codes, typename V::I steps[4]) {
         V::select_or(V::template srl16<4>(hi), low4, V::and_(V::template srl16<2>(top), bits45));
 }
 
-// ---- Decode kernels (T tokens per pass over the weights) ------------------------------------
+// ---- Decode kernels (T <= kPassTokens tokens per pass over the weights) ----------------------
 
 template <class V, int T>
 void q4_0_groups(const MatmulArgs& a, int64_t t0, const Q8_0Acts& p) {
@@ -276,8 +280,8 @@ void q45k_groups(const MatmulArgs& a, int64_t t0, const Q8KActs& p) {
                     if constexpr (kFifth) add_fifth_bits<V, q>(high, &lo, &hi);
                     for (int t = 0; t < T; ++t) {
                         const int8_t* xq = p.x[t][i].qs + 32 * j + 8 * q;
-                        s[t].add(lo, V::bcast32(xq));
-                        s[t].add(hi, V::bcast32(xq + 4));
+                        s[t].add_bcast(lo, xq);
+                        s[t].add_bcast(hi, xq + 4);
                     }
                 };
                 step(std::integral_constant<int, 0>{});
@@ -350,11 +354,12 @@ void q6k_groups(const MatmulArgs& a, int64_t t0, const Q8KActs& p) {
     }
 }
 
-// Runs kernel<T> over the tokens, up to 4 per pass, with activations from prepare(t0, n).
+// Runs kernel<T> over the tokens, up to kPassTokens per pass, with activations from
+// prepare(t0, n).
 template <template <int> class Kernel, class Prepare>
 void by_tokens(const MatmulArgs& a, Prepare prepare) {
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
-        const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kPassTokens) {
+        const int n = int(a.n_tokens - t0 < kPassTokens ? a.n_tokens - t0 : kPassTokens);
         const auto p = prepare(t0, n);
         switch (n) {
             case 1:
@@ -366,8 +371,20 @@ void by_tokens(const MatmulArgs& a, Prepare prepare) {
             case 3:
                 Kernel<3>::run(a, t0, p);
                 break;
-            default:
+            case 4:
                 Kernel<4>::run(a, t0, p);
+                break;
+            case 5:
+                Kernel<5>::run(a, t0, p);
+                break;
+            case 6:
+                Kernel<6>::run(a, t0, p);
+                break;
+            case 7:
+                Kernel<7>::run(a, t0, p);
+                break;
+            default:
+                Kernel<8>::run(a, t0, p);
                 break;
         }
     }
