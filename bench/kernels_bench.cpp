@@ -222,7 +222,7 @@ void register_all(std::vector<KernelSet>& sets) {
         for (int k = 0; k < isa.n_packed; ++k) weights.push_back(&isa.packed[size_t(k)]);
         for (int k = 0; k < isa.n_packed; ++k) {
             const TypeTraits* w = &isa.packed[size_t(k)];
-            for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16}) {
+            for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 20, 24, 32}) {
                 benchmark::RegisterBenchmark((std::string("gemvk/") + w->name + "/" + isa.name +
                                               "/4096x4096/" + std::to_string(tokens))
                                                  .c_str(),
