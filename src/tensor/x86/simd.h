@@ -61,6 +61,9 @@ struct V512 {
     static constexpr int kTileGroups = 2;
     static constexpr int kTileTokens = 6;
     static constexpr int kTileTokensK = 4;  // K-quants keep a super-block partial sum as well
+    // Decode kernels' tokens per pass (simd/packed.h): 9 tokens' sums fit the 32 registers, so a
+    // verification pass of 8 drafts reads the weights once.
+    static constexpr int kPassTokens = 9;
 
     static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
     static I zero() { return _mm512_setzero_si512(); }
