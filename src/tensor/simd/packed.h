@@ -23,7 +23,7 @@ namespace {
 
 // Tokens per pass over the weights: a verification pass of speculative decoding (the last
 // accepted token and k drafts) reads every weight once for k < V::kPassTokens (8 unless V says
-// otherwise: 9 where the accumulators of 9 tokens fit the registers).
+// otherwise: 9 where the accumulators of 9 tokens fit the registers, 4 on NEON).
 constexpr int kMaxPassTokens = 9;
 template <class V>
 constexpr int pass_tokens() {
