@@ -3,6 +3,9 @@
 //     weights rotate through a pool larger than the last-level cache, so this is streaming from
 //     memory as in real decoding (MEMWALL_BENCH_POOL_MB sets the pool, default 1024).
 //   gemv2t/...: the same with the rows split over two threads.
+//   gemvk/<type>/<isa>/4096x4096/<tokens>: the packed layouts' decode of 1..16 tokens (a
+//     verification pass of speculative decoding), streaming from memory like gemv/; its time
+//     against tokens = 1 is what a pass of that many tokens costs over a one-token step.
 //   gemv_l2/<type>/<isa>/256x2048: one token on a matrix that stays in L2: compute throughput.
 //   gemm/<type>/<isa>/<rows>x<cols>/<tokens>: prefill, reported as multiply-adds per second
 //     (tokens: 512, or the comma-separated counts in MEMWALL_BENCH_GEMM_TOKENS, e.g. 8,16,24 to
@@ -63,7 +66,8 @@ Pool& pool() {
     return p;
 }
 
-void bench_gemv(benchmark::State& state, const TypeTraits* w, int64_t n_rows, int64_t n_cols) {
+void bench_gemv(benchmark::State& state, const TypeTraits* w, int64_t n_rows, int64_t n_cols,
+                int64_t n_tokens) {
     const size_t matrix = row_bytes(*w, n_cols) * size_t(n_rows);
     Pool& p = pool();
     const size_t copies = std::max<size_t>(1, pool_bytes() / matrix);
@@ -79,8 +83,9 @@ void bench_gemv(benchmark::State& state, const TypeTraits* w, int64_t n_rows, in
         p.filled_with = w;
         p.filled_rows = n_rows;
     }
-    const auto act = encode_activations(*w, n_cols, 1);
-    std::vector<float> y(static_cast<size_t>(n_rows));
+    const auto act = encode_activations(*w, n_cols, n_tokens);
+    const size_t stride = act.size() / size_t(n_tokens);
+    std::vector<float> y(size_t(n_rows * n_tokens));
     // With several threads, each takes its share of the rows (as ops.cpp's matmul does).
     const int64_t per = (n_rows + state.threads() - 1) / state.threads();
     const int64_t r0 = std::min(n_rows, per * state.thread_index());
@@ -88,7 +93,7 @@ void bench_gemv(benchmark::State& state, const TypeTraits* w, int64_t n_rows, in
     size_t next = 0;
     for (auto _ : state) {
         w->matmul(p.bytes.data() + next * matrix, row_bytes(*w, n_cols), n_cols, r0, r1, act.data(),
-                  act.size(), 1, y.data(), n_rows);
+                  stride, n_tokens, y.data(), n_rows);
         benchmark::DoNotOptimize(y.data());
         next = (next + 1) % copies;
     }
@@ -232,6 +237,16 @@ void register_all(std::vector<KernelSet>& sets) {
         for (GgmlType type : kTypes) weights.push_back(&row_of(isa.table, type));
         // The set's packed layouts.
         for (int k = 0; k < isa.n_packed; ++k) weights.push_back(&isa.packed[size_t(k)]);
+        for (int k = 0; k < isa.n_packed; ++k) {
+            const TypeTraits* w = &isa.packed[size_t(k)];
+            for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 20, 24, 32}) {
+                benchmark::RegisterBenchmark((std::string("gemvk/") + w->name + "/" + isa.name +
+                                              "/4096x4096/" + std::to_string(tokens))
+                                                 .c_str(),
+                                             bench_gemv, w, 4096, 4096, tokens)
+                    ->Unit(benchmark::kMicrosecond);
+            }
+        }
         for (const TypeTraits* w : weights) {
             benchmark::RegisterBenchmark(
                 (std::string("gemv_l2/") + w->name + "/" + isa.name + "/256x2048").c_str(),
@@ -241,11 +256,11 @@ void register_all(std::vector<KernelSet>& sets) {
                 const std::string shape = std::to_string(s.rows) + "x" + std::to_string(s.cols);
                 const std::string base = std::string(w->name) + "/" + isa.name + "/" + shape;
                 benchmark::RegisterBenchmark(("gemv/" + base).c_str(), bench_gemv, w, s.rows,
-                                             s.cols)
+                                             s.cols, int64_t{1})
                     ->Unit(benchmark::kMicrosecond);
                 // Both cores streaming (the pool is filled before the threads start).
                 benchmark::RegisterBenchmark(("gemv2t/" + base).c_str(), bench_gemv, w, s.rows,
-                                             s.cols)
+                                             s.cols, int64_t{1})
                     ->Unit(benchmark::kMicrosecond)
                     ->Threads(2)
                     ->UseRealTime();

@@ -31,6 +31,10 @@ struct V128 {
     static constexpr int kTileGroups = 2;
     static constexpr int kTileTokens = 6;
     static constexpr int kTileTokensK = 4;
+    // Decode kernels' tokens per pass (simd/packed.h): 4 as before, since with groups of 4 rows
+    // the K-quant kernels spill from 6 tokens on (objdump) and no ARM timing says more tokens
+    // a pass pay; neon-dotprod switches to the GEMM at 8 tokens, neon-i8mm at 4.
+    static constexpr int kPassTokens = 4;
 
     static int8x16_t s8(I v) { return vreinterpretq_s8_s32(v); }
     static uint16x8_t u16(I v) { return vreinterpretq_u16_s32(v); }

@@ -279,6 +279,20 @@ struct DotChain {
         if constexpr (kInOrder && !V::kVnni) V::hold(d);
         ++n;
     }
+    // add(codes, V::bcast32(x)), the broadcast folded into the dot product where V can.
+    void add_bcast(I codes, const void* x) {
+        if constexpr (requires(typename V::Dot dd) { V::dot_add_bcast(dd, codes, x); }) {
+            if (n == kAdds) {
+                s = V::dot_end(s, d);
+                d = V::dot_begin(s);
+                n = 0;
+            }
+            d = V::dot_add_bcast(d, codes, x);
+            ++n;
+        } else {
+            add(codes, V::bcast32(x));
+        }
+    }
     I result() const { return V::dot_end(s, d); }
 
     I s;

@@ -21,6 +21,19 @@
 namespace mw::simd {
 namespace {
 
+// Tokens per pass over the weights: a verification pass of speculative decoding (the last
+// accepted token and k drafts) reads every weight once for k < V::kPassTokens (8 unless V says
+// otherwise: 9 where the accumulators of 9 tokens fit the registers, 4 on NEON).
+constexpr int kMaxPassTokens = 9;
+template <class V>
+constexpr int pass_tokens() {
+    if constexpr (requires { V::kPassTokens; }) {
+        return V::kPassTokens;
+    } else {
+        return 8;
+    }
+}
+
 // Bytes ahead of the current record to prefetch.
 constexpr int kPackedPrefetch = 4096;
 
@@ -43,9 +56,9 @@ inline GroupRows rows_of_group(int64_t g, int R, int64_t r0, int64_t r1) {
 
 // Q8_0 rows (for Q4_0 and Q8_0 weights): per block the float scale and -offset * sum(quants).
 struct Q8_0Acts {
-    const uint8_t* row[4];
-    const float* dx[4];
-    const int32_t* bias[4];
+    const uint8_t* row[kMaxPassTokens];
+    const float* dx[kMaxPassTokens];
+    const int32_t* bias[kMaxPassTokens];
 };
 
 inline Q8_0Acts prepare_q8_0_acts(const MatmulArgs& a, int64_t t0, int n, int offset) {
@@ -75,9 +88,9 @@ inline Q8_0Acts prepare_q8_0_acts(const MatmulArgs& a, int64_t t0, int n, int of
 // as 16-bit pairs (sub-blocks 2p and 2p + 1 in one dword) for the mins, and -offset times the
 // sum of each 16 quants for the codes' offset.
 struct Q8KActs {
-    const BlockQ8_K* x[4];
-    const uint32_t* pair_sums[4];
-    const int32_t* bias16[4];
+    const BlockQ8_K* x[kMaxPassTokens];
+    const uint32_t* pair_sums[kMaxPassTokens];
+    const int32_t* bias16[kMaxPassTokens];
 };
 
 inline Q8KActs prepare_q8_k_acts(const MatmulArgs& a, int64_t t0, int n, int offset) {
@@ -166,7 +179,7 @@ inline void q6k_steps(const uint8_t* codes, typename V::I steps[4]) {
         V::select_or(V::template srl16<4>(hi), low4, V::and_(V::template srl16<2>(top), bits45));
 }
 
-// ---- Decode kernels (T tokens per pass over the weights) ------------------------------------
+// ---- Decode kernels (T <= pass_tokens<V>() tokens per pass over the weights) -----------------
 
 template <class V, int T>
 void q4_0_groups(const MatmulArgs& a, int64_t t0, const Q8_0Acts& p) {
@@ -276,8 +289,8 @@ void q45k_groups(const MatmulArgs& a, int64_t t0, const Q8KActs& p) {
                     if constexpr (kFifth) add_fifth_bits<V, q>(high, &lo, &hi);
                     for (int t = 0; t < T; ++t) {
                         const int8_t* xq = p.x[t][i].qs + 32 * j + 8 * q;
-                        s[t].add(lo, V::bcast32(xq));
-                        s[t].add(hi, V::bcast32(xq + 4));
+                        s[t].add_bcast(lo, xq);
+                        s[t].add_bcast(hi, xq + 4);
                     }
                 };
                 step(std::integral_constant<int, 0>{});
@@ -350,26 +363,22 @@ void q6k_groups(const MatmulArgs& a, int64_t t0, const Q8KActs& p) {
     }
 }
 
-// Runs kernel<T> over the tokens, up to 4 per pass, with activations from prepare(t0, n).
-template <template <int> class Kernel, class Prepare>
+// Kernel<n>::run for 1 <= n <= T.
+template <template <int> class Kernel, int T, class Acts>
+void run_tokens(int n, const MatmulArgs& a, int64_t t0, const Acts& p) {
+    if constexpr (T > 1) {
+        if (n < T) return run_tokens<Kernel, T - 1>(n, a, t0, p);
+    }
+    Kernel<T>::run(a, t0, p);
+}
+
+// Runs kernel<T> over the tokens, up to kPass per pass, with activations from prepare(t0, n).
+template <template <int> class Kernel, int kPass, class Prepare>
 void by_tokens(const MatmulArgs& a, Prepare prepare) {
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += 4) {
-        const int n = int(a.n_tokens - t0 < 4 ? a.n_tokens - t0 : 4);
-        const auto p = prepare(t0, n);
-        switch (n) {
-            case 1:
-                Kernel<1>::run(a, t0, p);
-                break;
-            case 2:
-                Kernel<2>::run(a, t0, p);
-                break;
-            case 3:
-                Kernel<3>::run(a, t0, p);
-                break;
-            default:
-                Kernel<4>::run(a, t0, p);
-                break;
-        }
+    static_assert(kPass <= kMaxPassTokens);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kPass) {
+        const int n = int(a.n_tokens - t0 < kPass ? a.n_tokens - t0 : kPass);
+        run_tokens<Kernel, kPass>(n, a, t0, prepare(t0, n));
     }
 }
 
@@ -407,20 +416,24 @@ struct PackedGemv {
     };
 
     static void q4_0(const MatmulArgs& a) {
-        by_tokens<Q4_0>(a, [&](int64_t t0, int n) { return prepare_q8_0_acts(a, t0, n, 8); });
+        by_tokens<Q4_0, pass_tokens<V>()>(
+            a, [&](int64_t t0, int n) { return prepare_q8_0_acts(a, t0, n, 8); });
     }
     static void q8_0(const MatmulArgs& a) {
-        by_tokens<Q8_0>(
+        by_tokens<Q8_0, pass_tokens<V>()>(
             a, [&](int64_t t0, int n) { return prepare_q8_0_acts(a, t0, n, V::kSignedBias); });
     }
     static void q4_k(const MatmulArgs& a) {
-        by_tokens<Q4K>(a, [&](int64_t t0, int n) { return prepare_q8_k_acts(a, t0, n, 0); });
+        by_tokens<Q4K, pass_tokens<V>()>(
+            a, [&](int64_t t0, int n) { return prepare_q8_k_acts(a, t0, n, 0); });
     }
     static void q5_k(const MatmulArgs& a) {
-        by_tokens<Q5K>(a, [&](int64_t t0, int n) { return prepare_q8_k_acts(a, t0, n, 0); });
+        by_tokens<Q5K, pass_tokens<V>()>(
+            a, [&](int64_t t0, int n) { return prepare_q8_k_acts(a, t0, n, 0); });
     }
     static void q6_k(const MatmulArgs& a) {
-        by_tokens<Q6K>(a, [&](int64_t t0, int n) { return prepare_q8_k_acts(a, t0, n, 32); });
+        by_tokens<Q6K, pass_tokens<V>()>(
+            a, [&](int64_t t0, int n) { return prepare_q8_k_acts(a, t0, n, 32); });
     }
 };
 

@@ -132,11 +132,17 @@ void install_set(KernelSet& set, const CpuFeatures& cpu) {
     }
 
     constexpr int R = S::kPackRows;
-    set.add_packed(GgmlType::Q4_0, R, matmul<S::packed_gemv_q4_0, S::packed_gemm_q4_0, kMin>);
-    set.add_packed(GgmlType::Q8_0, R, matmul<S::packed_gemv_q8_0, S::packed_gemm_q8_0, kMin>);
-    set.add_packed(GgmlType::Q4_K, R, matmul<S::packed_gemv_q4_k, S::packed_gemm_q4_k, kMin>);
-    set.add_packed(GgmlType::Q5_K, R, matmul<S::packed_gemv_q5_k, S::packed_gemm_q5_k, kMin>);
-    set.add_packed(GgmlType::Q6_K, R, matmul<S::packed_gemv_q6_k, S::packed_gemm_q6_k, kMin>);
+    constexpr auto pmin = S::packed_gemm_min_tokens;
+    set.add_packed(GgmlType::Q4_0, R,
+                   matmul<S::packed_gemv_q4_0, S::packed_gemm_q4_0, pmin(GgmlType::Q4_0)>);
+    set.add_packed(GgmlType::Q8_0, R,
+                   matmul<S::packed_gemv_q8_0, S::packed_gemm_q8_0, pmin(GgmlType::Q8_0)>);
+    set.add_packed(GgmlType::Q4_K, R,
+                   matmul<S::packed_gemv_q4_k, S::packed_gemm_q4_k, pmin(GgmlType::Q4_K)>);
+    set.add_packed(GgmlType::Q5_K, R,
+                   matmul<S::packed_gemv_q5_k, S::packed_gemm_q5_k, pmin(GgmlType::Q5_K)>);
+    set.add_packed(GgmlType::Q6_K, R,
+                   matmul<S::packed_gemv_q6_k, S::packed_gemm_q6_k, pmin(GgmlType::Q6_K)>);
 }
 
 }  // namespace

@@ -78,6 +78,31 @@ struct Set {
     // From this many tokens on, matmul uses the prefill kernels: decoding the rows into panels
     // once costs less than re-decoding them for every 4 tokens.
     static constexpr int64_t kGemmMinTokens = I == Isa::avx512 ? 12 : I == Isa::avxvnni ? 16 : 24;
+    // The same for the packed layouts, whose decode kernels take 8 tokens a pass (so 9..16
+    // tokens read the weights twice). Measured with kernels_bench gemvk/ (4096 x 4096, one
+    // thread, weights streamed from memory, Zen 4): with AVX-512 the decode kernels stayed ahead
+    // of the GEMM up to 24 tokens and more for Q4_0, Q4_K and Q5_K, up to ~20 for Q6_K, and tied
+    // at 12 for Q8_0. With AVX2 (no VNNI) the GEMM won from 12 tokens on for Q4_0 (1.2x) and
+    // from 16 for Q4_K, while Q8_0's, Q5_K's and Q6_K's decode kernels led to 20-32 tokens.
+    // AVX-VNNI (not on that machine) keeps kGemmMinTokens.
+    static constexpr int64_t packed_gemm_min_tokens(GgmlType type) {
+        if constexpr (I == Isa::avx512) {
+            return type == GgmlType::Q8_0 ? 12 : type == GgmlType::Q6_K ? 20 : 24;
+        } else if constexpr (I == Isa::avx2) {
+            switch (type) {
+                case GgmlType::Q4_0:
+                    return 12;
+                case GgmlType::Q4_K:
+                    return 16;
+                case GgmlType::Q5_K:
+                    return 20;
+                default:  // Q8_0, Q6_K
+                    return 24;
+            }
+        } else {
+            return kGemmMinTokens;
+        }
+    }
 
     // Float weights and activation encoders (float_<set>.cpp; avxvnni uses avx2's).
     static void matmul_f32(const MatmulArgs& a);

@@ -61,6 +61,9 @@ struct V512 {
     static constexpr int kTileGroups = 2;
     static constexpr int kTileTokens = 6;
     static constexpr int kTileTokensK = 4;  // K-quants keep a super-block partial sum as well
+    // Decode kernels' tokens per pass (simd/packed.h): 9 tokens' sums fit the 32 registers, so a
+    // verification pass of 8 drafts reads the weights once.
+    static constexpr int kPassTokens = 9;
 
     static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
     static I zero() { return _mm512_setzero_si512(); }
@@ -87,6 +90,12 @@ struct V512 {
 
     static Dot dot_begin(I s) { return s; }
     static Dot dot_add(Dot d, I u8, I s8) { return _mm512_dpbusd_epi32(d, u8, s8); }
+    // dot_add(d, u8, bcast32(p)) with the broadcast in the instruction's memory operand: GCC
+    // does not fold the separate vpbroadcastd, which at 5-8 tokens a pass is half the uops.
+    static Dot dot_add_bcast(Dot d, I u8, const void* p) {
+        asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(d) : "v"(u8), "m"(*static_cast<const int*>(p)));
+        return d;
+    }
     static I dot_end(I, Dot d) { return d; }
     // s + the products of signed weight bytes w with signed x: w + 128 is unsigned, so the caller
     // subtracts 128 * sum(x) (kSignedBias).
