@@ -1040,7 +1040,7 @@ typedef struct mw_quantize_params {
     void* user_data;
     /* Search the scales exactly (default false: the fast search, as fast as llama-quantize and no
      * less accurate on any tensor; thorough is several times slower for 0.3 % to 1.5 % lower
-     * RMSE). Tensors with importance weights (imatrix_path) always get the exact search. */
+     * RMSE; with an imatrix, a slightly lower KL divergence). */
     bool thorough;
 } mw_quantize_params;
 

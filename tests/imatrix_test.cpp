@@ -238,14 +238,16 @@ double kld_from_base(const std::string& model_path, const std::string& base_path
     return r.kld_mean;
 }
 
-std::string quantize_to(const std::string& type, const std::string& imatrix) {
+std::string quantize_to(const std::string& type, const std::string& imatrix,
+                        bool thorough = false) {
     mw_quantize_params p = mw_quantize_default_params();
     p.type = type.c_str();
     p.imatrix_path = imatrix.empty() ? nullptr : imatrix.c_str();
     p.n_threads = 2;
+    p.thorough = thorough;
     mw_quantize_result r{};
-    const std::string out =
-        test::temp_dir() + "/" + type + (imatrix.empty() ? "" : "-imatrix") + ".gguf";
+    const std::string out = test::temp_dir() + "/" + type + (imatrix.empty() ? "" : "-imatrix") +
+                            (thorough ? "-thorough" : "") + ".gguf";
     EXPECT_EQ(mw_quantize(test::shared_path("reference/models/kq-tiny-F16.gguf").c_str(),
                           out.c_str(), &p, &r),
               MW_OK)
@@ -263,7 +265,7 @@ TEST(ImatrixQuality, LowersTheKlDivergenceFromF16) {
     const std::string base = test::shared_path("reference/models/kq-tiny-F16.gguf");
     const std::string eval = book_part(0, 30000);
 #ifdef MW_TEST_SANITIZED
-    // Under the sanitizers (~3x slower: 34 s) one type; the KL divergence runs are most of it.
+    // Under the sanitizers (~3x slower: ~50 s) one type; the KL divergence runs are most of it.
     const std::vector<std::string> types = {"Q4_K_M"};
 #else
     const std::vector<std::string> types = {"Q4_K_M", "Q3_K_S"};
@@ -271,9 +273,16 @@ TEST(ImatrixQuality, LowersTheKlDivergenceFromF16) {
     for (const std::string& type : types) {
         const double plain = kld_from_base(quantize_to(type, ""), base, eval);
         const double weighted = kld_from_base(quantize_to(type, imatrix), base, eval);
-        std::printf("[ kq-tiny %s ] mean KLD from F16: %.5f without imatrix, %.5f with\n",
-                    type.c_str(), plain, weighted);
-        EXPECT_LT(weighted, 0.985 * plain) << type;
+        const double exact = kld_from_base(quantize_to(type, imatrix, true), base, eval);
+        std::printf(
+            "[ kq-tiny %s ] mean KLD from F16: %.5f without imatrix, %.5f with (%.5f with "
+            "--thorough)\n",
+            type.c_str(), plain, weighted, exact);
+        // The fast search (the default) gains less from the weights than the exact one: Q4_K_M
+        // 0.6 %, Q3_K_S 2 %, against ~3 % (llama-quantize's files with the same imatrix measured
+        // 0.5 % and 2 % above memwall's without one).
+        EXPECT_LT(weighted, plain) << type;
+        EXPECT_LT(exact, 0.985 * plain) << type;
     }
 }
 

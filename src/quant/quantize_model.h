@@ -30,8 +30,7 @@ struct QuantizeOptions {
     std::vector<TensorTypeOverride> overrides;  // the last matching pattern wins (as llama.cpp)
     std::string imatrix_path;                   // empty: no importance weighting
     int n_threads = 0;                          // 0: the runtime's default
-    QuantSearch search = QuantSearch::fast;     // thorough: the exact scale searches (always with
-                                                // an imatrix)
+    QuantSearch search = QuantSearch::fast;     // thorough: the exact scale searches
 };
 
 // Reported while quantizing: after each tensor is written, and for notes (fallback types).

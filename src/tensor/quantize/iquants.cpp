@@ -30,6 +30,7 @@ struct CodeBook {
     uint8_t code[16];
     int size;
     uint8_t near_int[256];
+    float mid[15];  // mid[k]: halfway between value[k] and value[k + 1] (exact: integers / 2)
 };
 
 CodeBook make_book(const int8_t* values, int size) {
@@ -49,6 +50,7 @@ CodeBook make_book(const int8_t* values, int size) {
         }
         b.near_int[k + 128] = uint8_t(best);
     }
+    for (int i = 0; i + 1 < size; ++i) b.mid[i] = 0.5f * (b.value[i] + b.value[i + 1]);
     return b;
 }
 
@@ -84,16 +86,75 @@ inline int nearest(const CodeBook& b, float v) {
     return i;
 }
 
+// The searches' inner loop gets an AVX2 version chosen when the library loads (the rest keeps the
+// baseline ISA); bit-identical to the baseline one.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MW_BOOK_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MW_BOOK_CLONES
+#endif
+
+// nearest(b, x[i] * inv) for a group of 32 values, vectorised: the index is the number of
+// midpoints below the value (NaN: none, 0). A value exactly on a midpoint is a tie that nearest()
+// settles by its table, so those few go through it.
+MW_BOOK_CLONES
+void nearest_32(const CodeBook& b, const float* x, float inv, int* idx) {
+    float v[32];
+    int k[32], tie[32];
+    for (int i = 0; i < 32; ++i) {
+        v[i] = x[i] * inv;
+        k[i] = 0;
+        tie[i] = 0;
+    }
+    for (int m = 0; m + 1 < b.size; ++m) {
+        const float mid = b.mid[m];
+        for (int i = 0; i < 32; ++i) {
+            k[i] += v[i] > mid ? 1 : 0;
+            tie[i] |= v[i] == mid ? 1 : 0;
+        }
+    }
+    int any_tie = 0;
+    for (int i = 0; i < 32; ++i) {
+        idx[i] = k[i];
+        any_tie |= tie[i];
+    }
+    if (!any_tie) return;
+    for (int i = 0; i < 32; ++i) {
+        if (tie[i]) idx[i] = nearest(b, v[i]);
+    }
+}
+
+void nearest_all(const CodeBook& b, int n, const float* x, float inv, int* idx) {
+    if (n == 32) return nearest_32(b, x, inv, idx);
+    for (int i = 0; i < n; ++i) idx[i] = nearest(b, x[i] * inv);
+}
+
 // Nearest codes of x at scale s (indexes into the book); returns the weighted squared error.
 double round_to_book(const CodeBook& b, int n, const float* x, const float* w, float s, int* idx) {
     const float inv = s != 0.0f ? 1.0f / s : 0.0f;
+    nearest_all(b, n, x, inv, idx);
     double err = 0;
     for (int i = 0; i < n; ++i) {
-        idx[i] = nearest(b, x[i] * inv);
         const double e = double(x[i]) - double(s) * b.value[idx[i]];
         err += w[i] * e * e;
     }
     return err;
+}
+
+constexpr int kTries = 7;  // llama.cpp's ntry for the IQ4 types
+constexpr int kMaxTrials = 2 * (2 * kTries + 1);
+
+// sxq[t] = sum_i w_i x_i v[i][t], sqq[t] = sum_i w_i v[i][t]^2, each summed in order of i.
+MW_BOOK_CLONES
+void accumulate_trials(int n, int n_trials, const float* x, const float* w,
+                       const double (*v)[kMaxTrials], double* sxq, double* sqq) {
+    for (int i = 0; i < n; ++i) {
+        const double wi = w[i], wxi = wi * x[i];
+        for (int t = 0; t < n_trials; ++t) {
+            sxq[t] += wxi * v[i][t];
+            sqq[t] += wi * v[i][t] * v[i][t];
+        }
+    }
 }
 
 // The least-squares scale of a group for the book (before rounding it to its storage), with the
@@ -107,26 +168,33 @@ float fit_book_scale(const CodeBook& b, int n, const float* x, const float* w, i
         }
     }
     if (amax == 0.0f) return 0.0f;
+    tries = std::min(tries, kTries);
     const float lo = b.value[0], hi = b.value[b.size - 1];
-    float best_scale = 0.0f;
-    double best = 0.0;  // sum(w x v)^2 / sum(w v^2): the error the fit removes
-    auto trial = [&](float inv) {
-        double sxq = 0, sqq = 0;
-        for (int i = 0; i < n; ++i) {
-            const float v = b.value[nearest(b, x[i] * inv)];
-            sxq += double(w[i]) * x[i] * v;
-            sqq += double(w[i]) * v * v;
-        }
-        if (sqq > 0 && sxq * sxq > best * sqq) {
-            best = sxq * sxq / sqq;
-            best_scale = float(sxq / sqq);
-        }
-    };
     // The largest value onto either end of the book, and steps of the book's unit around
     // (llama.cpp tries the first end only).
+    float inv[kMaxTrials];
+    int n_trials = 0;
     for (int t = -tries; t <= tries; ++t) {
-        trial((lo + float(t)) / max);
-        trial((hi + float(t)) / max);
+        inv[n_trials++] = (lo + float(t)) / max;
+        inv[n_trials++] = (hi + float(t)) / max;
+    }
+    // Each trial's sums run over i in order as in a loop per trial, but all trials advance
+    // together: independent chains of additions instead of one long one (same bits).
+    double v[32][kMaxTrials];
+    int idx[32];
+    for (int t = 0; t < n_trials; ++t) {
+        nearest_all(b, n, x, inv[t], idx);
+        for (int i = 0; i < n; ++i) v[i][t] = b.value[idx[i]];
+    }
+    double sxq[kMaxTrials] = {}, sqq[kMaxTrials] = {};
+    accumulate_trials(n, n_trials, x, w, v, sxq, sqq);
+    float best_scale = 0.0f;
+    double best = 0.0;  // sum(w x v)^2 / sum(w v^2): the error the fit removes
+    for (int t = 0; t < n_trials; ++t) {
+        if (sqq[t] > 0 && sxq[t] * sxq[t] > best * sqq[t]) {
+            best = sxq[t] * sxq[t] / sqq[t];
+            best_scale = float(sxq[t] / sqq[t]);
+        }
     }
     return best_scale;
 }
@@ -143,8 +211,6 @@ int fp16_neighbours(uint16_t bits, uint16_t out[3]) {
 void put_nibbles(const CodeBook& b, const int* idx, uint8_t* qs) {
     for (int j = 0; j < 16; ++j) qs[j] = uint8_t(b.code[idx[j]] | (b.code[idx[j + 16]] << 4));
 }
-
-constexpr int kTries = 7;  // llama.cpp's ntry for the IQ4 types
 
 struct Group {
     float x[kQK_K];

@@ -5,6 +5,15 @@
 #include <cstdint>
 #include <limits>
 
+// The loops the searches spend their time in get an AVX2 version chosen when the library loads
+// (the rest keeps the baseline ISA): 15-25 % less time on the K-quants, bit-identical output
+// (partial sums per lane, no FMA). An avx512f version was no faster and changed the output.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MW_SEARCH_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MW_SEARCH_CLONES
+#endif
+
 namespace mw::qsearch {
 namespace {
 
@@ -329,6 +338,7 @@ struct QuantSums {
     double q = 0, qq = 0, xq = 0;  // sum w l, sum w l^2, sum w x l
 };
 
+MW_SEARCH_CLONES
 QuantSums quant_sums(int n, const float* x, const float* w, float origin, float s, float lo,
                      float hi) {
     float q[kLanes] = {}, qq[kLanes] = {}, xq[kLanes] = {};
@@ -365,6 +375,7 @@ float grid_point(int k, int steps, float centre, float spread, float extent) {
 
 }  // namespace
 
+MW_SEARCH_CLONES
 double quantize_with(int n, const float* x, const float* w, float scale, float offset, int qmin,
                      int qmax, int* q) {
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
@@ -593,6 +604,7 @@ Fit fit_scale_offset_grid(int n, const float* x, const float* w, int qmax, bool 
     return fit_of(best_s > 0.0f ? best_sums : QuantSums{});
 }
 
+MW_SEARCH_CLONES
 float group_error(int n, const float* x, const float* w, float scale, float offset, int qmin,
                   int qmax) {
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
