@@ -12,6 +12,7 @@
 
 #include "chat/harmony.h"
 #include "server/openai.h"
+#include "support/chat_session.h"
 #include "support/test_server.h"
 #include "support/test_support.h"
 
@@ -155,42 +156,16 @@ TEST(ServerHarmony, GptOssTinyWithThePublishedTemplate) {
 // `memwall chat`'s session on the same model and template: the answer streamed is the reply's
 // text, the second turn reuses the first turn's prompt from the cache.
 TEST(ServerHarmony, ChatSessionWithThePublishedTemplate) {
-    const std::string tmpl = mw::test::read_text(std::string(MEMWALL_TESTS_DIR) +
-                                                 "/data/chat-templates/templates/"
-                                                 "openai-gpt-oss-120b.jinja");
-    mw_model* model = nullptr;
-    const std::string path = mw::test::shared_path("reference/models/gpt-oss-tiny-F16.gguf");
-    ASSERT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
-    mw_context_params cp = mw_context_default_params();
-    cp.n_ctx = 2048;
-    cp.n_threads = 2;
-    mw_chat_params p = mw_chat_default_params();
-    p.chat_template = tmpl.c_str();
-    p.system_prompt = "Be brief.";
-    p.sampling.temperature = 0;
-    p.n_predict = 10;
-    mw_chat* chat = nullptr;
-    ASSERT_EQ(mw_chat_create(model, &cp, &p, &chat), MW_OK) << mw_last_error();
-    const auto send = [&](const std::string& text, mw_chat_reply* r) {
-        std::string out;
-        EXPECT_EQ(mw_chat_send(
-                      chat, text.data(), text.size(),
-                      [](void* user, const char* piece, size_t n) {
-                          static_cast<std::string*>(user)->append(piece, n);
-                          return true;
-                      },
-                      &out, r),
-                  MW_OK)
-            << mw_last_error();
-        return out;
-    };
-    mw_chat_reply r1{}, r2{};
-    EXPECT_FALSE(send("Tell a story.", &r1).empty());
-    EXPECT_FALSE(send("Another one.", &r2).empty());
-    EXPECT_GT(r1.n_prompt_tokens, 100);
-    EXPECT_GE(r2.n_reused_tokens, r1.n_prompt_tokens);
-    mw_chat_free(chat);
-    mw_model_free(model);
+    mw::test::ChatSession chat("reference/models/gpt-oss-tiny-F16.gguf",
+                               "openai-gpt-oss-120b.jinja", 2048,
+                               [](mw_chat_params& p) { p.system_prompt = "Be brief."; });
+    ASSERT_EQ(chat.status(), MW_OK) << mw_last_error();
+    const auto r1 = chat.send("Tell a story.");
+    const auto r2 = chat.send("Another one.");
+    EXPECT_FALSE(r1.text.empty());
+    EXPECT_FALSE(r2.text.empty());
+    EXPECT_GT(r1.reply.n_prompt_tokens, 100);
+    EXPECT_GE(r2.reply.n_reused_tokens, r1.reply.n_prompt_tokens);
 }
 
 }  // namespace

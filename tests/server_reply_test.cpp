@@ -12,6 +12,7 @@
 #include <string>
 
 #include "server/openai.h"
+#include "support/chat_session.h"
 #include "support/test_server.h"
 #include "support/test_support.h"
 
@@ -34,6 +35,12 @@ TEST(ServerReply, ToolsInRequestsChecked) {
     // The client's key order, not sorted: the template prints the schema as given.
     EXPECT_EQ(r.tools[0].begin().key(), "type");
     EXPECT_EQ(r.tools[0]["function"].begin().key(), "name");
+    // An earlier call's arguments too: the template prints them with tojson.
+    r = parse(R"({"messages": [{"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+         "function": {"name": "f", "arguments": "{\"unit\": \"C\", \"city\": \"Paris\"}"}}]}]})");
+    EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["arguments"].dump(),
+              R"({"unit":"C","city":"Paris"})");
     r = parse("{" + msgs + ", \"tools\": [" + kWeatherTool +
               "], \"tool_choice\": \"none\", \"parallel_tool_calls\": false}");
     EXPECT_TRUE(r.tools.is_null());  // "none": the template is not told of them
@@ -153,65 +160,24 @@ TEST(ServerReply, ToolsRefusedWhereTheTemplateHasNone) {
 
 }  // namespace
 
-namespace {
-
-struct Collected {
-    std::string text, reasoning;
-};
-
-bool collect_text(void* user, const char* piece, size_t n) {
-    static_cast<Collected*>(user)->text.append(piece, n);
-    return true;
-}
-bool collect_reasoning(void* user, const char* piece, size_t n) {
-    static_cast<Collected*>(user)->reasoning.append(piece, n);
-    return true;
-}
-
 // `memwall chat`'s session (the C API): the answer to on_text, the reasoning to on_reasoning;
 // template_kwargs reach the template.
-Collected chat_once(const char* template_kwargs, mw_status* status = nullptr) {
-    const std::string tmpl = mw::test::read_text(std::string(MEMWALL_TESTS_DIR) +
-                                                 "/data/chat-templates/templates/Qwen3.5-4B.jinja");
-    mw_model* model = nullptr;
-    const std::string path = mw::test::shared_path("reference/models/qwen35-tiny-F16.gguf");
-    EXPECT_EQ(mw_model_load(path.c_str(), nullptr, &model), MW_OK) << mw_last_error();
-    mw_context_params cp = mw_context_default_params();
-    cp.n_ctx = 1024;
-    cp.n_threads = 2;
-    Collected out;
-    mw_chat_params p = mw_chat_default_params();
-    p.chat_template = tmpl.c_str();
-    p.sampling.temperature = 0;
-    p.n_predict = 10;
-    p.template_kwargs = template_kwargs;
-    p.on_reasoning = collect_reasoning;
-    p.reasoning_user_data = &out;
-    mw_chat* chat = nullptr;
-    const mw_status st = mw_chat_create(model, &cp, &p, &chat);
-    if (status) *status = st;
-    if (st == MW_OK) {
-        const std::string msg = "Tell a story.";
-        EXPECT_EQ(mw_chat_send(chat, msg.data(), msg.size(), collect_text, &out, nullptr), MW_OK)
-            << mw_last_error();
-        mw_chat_free(chat);
-    }
-    mw_model_free(model);
-    return out;
-}
-
-}  // namespace
-
 TEST(ServerReply, ChatSessionStreamsReasoningApart) {
-    const Collected thinking = chat_once(nullptr);
-    EXPECT_FALSE(thinking.reasoning.empty());
-    EXPECT_EQ(thinking.text, "");
-    const Collected plain = chat_once(R"({"enable_thinking": false})");
-    EXPECT_EQ(plain.reasoning, "");
-    EXPECT_FALSE(plain.text.empty());
-    mw_status st = MW_OK;
-    chat_once("[1]", &st);
-    EXPECT_EQ(st, MW_ERR_INVALID_ARGUMENT);
+    const auto session = [](const char* template_kwargs) {
+        return [template_kwargs](mw_chat_params& p) { p.template_kwargs = template_kwargs; };
+    };
+    const char* model = "reference/models/qwen35-tiny-F16.gguf";
+    mw::test::ChatSession thinking(model, "Qwen3.5-4B.jinja", 1024, session(nullptr));
+    const auto t = thinking.send("Tell a story.");
+    EXPECT_FALSE(t.reasoning.empty());
+    EXPECT_EQ(t.text, "");
+    mw::test::ChatSession plain(model, "Qwen3.5-4B.jinja", 1024,
+                                session(R"({"enable_thinking": false})"));
+    const auto a = plain.send("Tell a story.");
+    EXPECT_EQ(a.reasoning, "");
+    EXPECT_FALSE(a.text.empty());
+    mw::test::ChatSession bad(model, "Qwen3.5-4B.jinja", 1024, session("[1]"));
+    EXPECT_EQ(bad.status(), MW_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(mw_last_error()).find("mw_chat_params.template_kwargs"),
               std::string::npos)
         << mw_last_error();

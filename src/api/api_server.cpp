@@ -148,10 +148,10 @@ mw_status mw_server_create(mw_model* model, const mw_context_params* ctx_params,
         o.takes_tools = mw::chat::template_takes_tools(template_text);
         const bool harmony = o.reply_format == mw::chat::ReplyFormat::harmony;
         o.render_chat = [render = mw::chat_renderer_full(*loaded, tmpl), harmony, defaults](
-                            const nlohmann::json& messages, const nlohmann::json& variables,
+                            const nlohmann::ordered_json& messages, const nlohmann::json& variables,
                             const nlohmann::ordered_json& tools) {
             mw::chat::ChatInputs in;
-            in.messages = nlohmann::ordered_json(messages);
+            in.messages = messages;
             // gpt-oss's template reads an answer's reasoning as "thinking" (and refuses it
             // beside a tool call's content).
             for (auto& m : in.messages) {

@@ -44,8 +44,8 @@ struct ServerOptions {
     // Renders a checked conversation (OpenAI messages) to the prompt text.
     // `variables`: more template variables (chat_template_kwargs, reasoning_effort), an object;
     // `tools`: the request's tools, or null.
-    std::function<std::string(const nlohmann::json& messages, const nlohmann::json& variables,
-                              const nlohmann::ordered_json& tools)>
+    std::function<std::string(const nlohmann::ordered_json& messages,
+                              const nlohmann::json& variables, const nlohmann::ordered_json& tools)>
         render_chat;
     // The markers of the chat template's replies (chat/reply.h): unless plain, chat replies are
     // generated with the special tokens as text and split into reasoning_content, content and

@@ -12,6 +12,9 @@ namespace mw::server {
 namespace {
 
 using nlohmann::json;
+// Requests keep the client's key order: templates print tool schemas and earlier calls'
+// arguments with tojson.
+using rjson = nlohmann::ordered_json;
 
 [[noreturn]] void bad(const std::string& param, const std::string& message) {
     ApiError e;
@@ -27,42 +30,42 @@ constexpr int kMaxJsonDepth = 128;
 
 // Parses client JSON, throwing ApiError (400) for nesting beyond kMaxJsonDepth. Throws
 // nlohmann's parse_error and out_of_range for what is not JSON.
-json parse_bounded(std::string_view text, const std::string& where) {
-    const json::parser_callback_t limit = [&](int depth, json::parse_event_t event, json&) {
-        if ((event == json::parse_event_t::object_start ||
-             event == json::parse_event_t::array_start) &&
+rjson parse_bounded(std::string_view text, const std::string& where) {
+    const rjson::parser_callback_t limit = [&](int depth, rjson::parse_event_t event, rjson&) {
+        if ((event == rjson::parse_event_t::object_start ||
+             event == rjson::parse_event_t::array_start) &&
             depth >= kMaxJsonDepth) {
             bad(where, fmt::format("{} nests deeper than {} levels", where, kMaxJsonDepth));
         }
         return true;
     };
-    return json::parse(text.begin(), text.end(), limit);
+    return rjson::parse(text.begin(), text.end(), limit);
 }
 
-const char* type_name(const json& v) {
+const char* type_name(const rjson& v) {
     switch (v.type()) {
-        case json::value_t::null:
+        case rjson::value_t::null:
             return "null";
-        case json::value_t::boolean:
+        case rjson::value_t::boolean:
             return "a boolean";
-        case json::value_t::string:
+        case rjson::value_t::string:
             return "a string";
-        case json::value_t::array:
+        case rjson::value_t::array:
             return "an array";
-        case json::value_t::object:
+        case rjson::value_t::object:
             return "an object";
-        case json::value_t::number_integer:
-        case json::value_t::number_unsigned:
+        case rjson::value_t::number_integer:
+        case rjson::value_t::number_unsigned:
             return "an integer";
-        case json::value_t::number_float:
+        case rjson::value_t::number_float:
             return "a number";
         default:
             return "something else";
     }
 }
 
-double number(const json& body, const char* key, double lo, double hi) {
-    const json& v = body.at(key);
+double number(const rjson& body, const char* key, double lo, double hi) {
+    const rjson& v = body.at(key);
     if (!v.is_number()) bad(key, fmt::format("'{}' must be a number, not {}", key, type_name(v)));
     const double d = v.get<double>();
     if (!std::isfinite(d) || d < lo || d > hi) {
@@ -71,8 +74,8 @@ double number(const json& body, const char* key, double lo, double hi) {
     return d;
 }
 
-int64_t integer(const json& body, const char* key, int64_t lo, int64_t hi) {
-    const json& v = body.at(key);
+int64_t integer(const rjson& body, const char* key, int64_t lo, int64_t hi) {
+    const rjson& v = body.at(key);
     bool whole = v.is_number_integer() || v.is_number_unsigned();
     if (v.is_number_float()) {
         const double d = v.get<double>();
@@ -91,7 +94,7 @@ int64_t integer(const json& body, const char* key, int64_t lo, int64_t hi) {
 
 // llama-server's per-request speculative decoding fields (flat keys with a dot). n_max 0 turns
 // drafting off for the request; a server that does not speculate takes only 0.
-void parse_speculative(const json& j, const RequestLimits& limits, CompletionRequest& r) {
+void parse_speculative(const rjson& j, const RequestLimits& limits, CompletionRequest& r) {
     const char* n_max = "speculative.n_max";
     const char* n_min = "speculative.n_min";
     const char* p_min = "speculative.p_min";
@@ -110,19 +113,19 @@ void parse_speculative(const json& j, const RequestLimits& limits, CompletionReq
     if (j.contains(p_min) && !j[p_min].is_null()) r.draft_p_min = float(number(j, p_min, 0.0, 1.0));
 }
 
-bool boolean(const json& body, const char* key) {
-    const json& v = body.at(key);
+bool boolean(const rjson& body, const char* key) {
+    const rjson& v = body.at(key);
     if (!v.is_boolean()) bad(key, fmt::format("'{}' must be a boolean, not {}", key, type_name(v)));
     return v.get<bool>();
 }
 
 // Message content: a string, or OpenAI's list of parts of which memwall reads text parts.
-std::string message_text(const json& content, const std::string& where) {
+std::string message_text(const rjson& content, const std::string& where) {
     if (content.is_string()) return content.get<std::string>();
     if (content.is_array()) {
         std::string text;
         for (size_t i = 0; i < content.size(); ++i) {
-            const json& part = content[i];
+            const rjson& part = content[i];
             const std::string at = fmt::format("{}[{}]", where, i);
             if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
                 bad(at, fmt::format("{} must be an object with a 'type'", at));
@@ -142,16 +145,16 @@ std::string message_text(const json& content, const std::string& where) {
                            type_name(content)));
 }
 
-json check_messages(const json& messages) {
+rjson check_messages(const rjson& messages) {
     if (!messages.is_array()) {
         bad("messages", fmt::format("'messages' must be an array, not {}", type_name(messages)));
     }
     if (messages.empty()) bad("messages", "'messages' must hold at least one message");
     static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant",
                                                  "tool"};
-    json out = json::array();
+    rjson out = rjson::array();
     for (size_t i = 0; i < messages.size(); ++i) {
-        const json& m = messages[i];
+        const rjson& m = messages[i];
         const std::string at = fmt::format("messages[{}]", i);
         if (!m.is_object()) bad(at, fmt::format("{} must be an object, not {}", at, type_name(m)));
         if (!m.contains("role")) bad(at + ".role", fmt::format("{} has no 'role'", at));
@@ -167,7 +170,7 @@ json check_messages(const json& messages) {
                                           at, role));
         }
         if (role == "developer") role = "system";  // OpenAI's newer name for it
-        json msg = {{"role", role}};
+        rjson msg = {{"role", role}};
         const bool has_calls = m.contains("tool_calls") && !m["tool_calls"].is_null();
         if (!m.contains("content") || m["content"].is_null()) {
             if (!(role == "assistant" && has_calls)) {
@@ -180,9 +183,9 @@ json check_messages(const json& messages) {
         if (has_calls) {
             if (!m["tool_calls"].is_array())
                 bad(at + ".tool_calls", at + ".tool_calls must be an array");
-            json calls = m["tool_calls"];
+            rjson calls = m["tool_calls"];
             // Templates read function.arguments as an object (the transformers convention).
-            for (json& c : calls) {
+            for (rjson& c : calls) {
                 if (c.is_object() && c.contains("function") && c["function"].is_object() &&
                     c["function"].contains("arguments") && c["function"]["arguments"].is_string()) {
                     // A string that is not JSON stays a string; one nested too deep is refused.
@@ -190,7 +193,7 @@ json check_messages(const json& messages) {
                         c["function"]["arguments"] =
                             parse_bounded(c["function"]["arguments"].get<std::string>(),
                                           at + ".tool_calls[].function.arguments");
-                    } catch (const json::exception&) {
+                    } catch (const rjson::exception&) {
                     }
                 }
             }
@@ -219,7 +222,7 @@ json check_messages(const json& messages) {
 // "tools" as OpenAI defines them (functions with a name), null when there are none or
 // tool_choice is "none". Forcing a call ("required", a named function) would need constrained
 // sampling, which memwall does not have: refused rather than ignored.
-json check_tools(const json& j) {
+rjson check_tools(const rjson& j) {
     if (j.contains("parallel_tool_calls") && !j["parallel_tool_calls"].is_null() &&
         !j["parallel_tool_calls"].is_boolean()) {
         bad("parallel_tool_calls", fmt::format("'parallel_tool_calls' must be a boolean, not {}",
@@ -227,7 +230,7 @@ json check_tools(const json& j) {
     }
     std::string choice = "auto";
     if (j.contains("tool_choice") && !j["tool_choice"].is_null()) {
-        const json& c = j["tool_choice"];
+        const rjson& c = j["tool_choice"];
         if (c.is_string() && (c == "auto" || c == "none")) {
             choice = c.get<std::string>();
         } else if (c.is_string() && c == "required") {
@@ -244,11 +247,11 @@ json check_tools(const json& j) {
         }
     }
     if (!j.contains("tools") || j["tools"].is_null()) return nullptr;
-    const json& tools = j["tools"];
+    const rjson& tools = j["tools"];
     if (!tools.is_array())
         bad("tools", fmt::format("'tools' must be an array, not {}", type_name(tools)));
     for (size_t i = 0; i < tools.size(); ++i) {
-        const json& t = tools[i];
+        const rjson& t = tools[i];
         const std::string at = fmt::format("tools[{}]", i);
         if (!t.is_object()) bad(at, fmt::format("{} must be an object, not {}", at, type_name(t)));
         if (t.contains("type") && (!t["type"].is_string() || t["type"] != "function")) {
@@ -256,7 +259,7 @@ json check_tools(const json& j) {
         }
         if (!t.contains("function") || !t["function"].is_object())
             bad(at + ".function", fmt::format("{} has no 'function' object", at));
-        const json& f = t["function"];
+        const rjson& f = t["function"];
         if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
             bad(at + ".function.name", fmt::format("{}.function has no name", at));
         if (f.contains("parameters") && !f["parameters"].is_object() && !f["parameters"].is_null())
@@ -281,15 +284,15 @@ json error_json(const ApiError& e) {
 CompletionRequest parse_completion_request(std::string_view body, bool chat,
                                            const SamplerParams& defaults,
                                            const RequestLimits& limits) {
-    json j;
+    rjson j;
     try {
         j = parse_bounded(body, "the body");
-    } catch (const json::parse_error& e) {
+    } catch (const rjson::parse_error& e) {
         ApiError err;
         err.message = fmt::format("the body is not valid JSON (at byte {}): {}", e.byte,
                                   std::string(e.what()));
         throw err;
-    } catch (const json::out_of_range& e) {  // a number beyond a double: 1e999
+    } catch (const rjson::out_of_range& e) {  // a number beyond a double: 1e999
         ApiError err;
         err.message = fmt::format("the body is not valid JSON: {}", std::string(e.what()));
         throw err;
@@ -346,7 +349,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         r.messages = check_messages(j["messages"]);
     } else {
         if (!j.contains("prompt")) bad("prompt", "'prompt' is required");
-        const json& p = j["prompt"];
+        const rjson& p = j["prompt"];
         if (p.is_string()) {
             r.prompt = p.get<std::string>();
         } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
@@ -358,7 +361,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         }
     }
     if (chat && j.contains("chat_template_kwargs") && !j["chat_template_kwargs"].is_null()) {
-        const json& k = j["chat_template_kwargs"];
+        const rjson& k = j["chat_template_kwargs"];
         if (!k.is_object()) {
             bad("chat_template_kwargs",
                 fmt::format("'chat_template_kwargs' must be an object, not {}", type_name(k)));
@@ -366,7 +369,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         r.template_variables = k;
     }
     if (chat && j.contains("reasoning_effort") && !j["reasoning_effort"].is_null()) {
-        const json& e = j["reasoning_effort"];
+        const rjson& e = j["reasoning_effort"];
         if (!e.is_string() || (e != "low" && e != "medium" && e != "high")) {
             bad("reasoning_effort",
                 fmt::format("'reasoning_effort' is {}; it must be \"low\", \"medium\" or \"high\"",
@@ -375,8 +378,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         if (!r.template_variables.contains("reasoning_effort"))
             r.template_variables["reasoning_effort"] = e;
     }
-    if (chat && !check_tools(j).is_null())
-        r.tools = nlohmann::ordered_json::parse(body)["tools"];  // checked above, depth included
+    if (chat) r.tools = check_tools(j);
     if (j.contains("model")) {
         if (!j["model"].is_string()) bad("model", "'model' must be a string");
         r.model = j["model"].get<std::string>();
@@ -420,14 +422,14 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
         r.ignore_eos = boolean(j, "ignore_eos");
     parse_speculative(j, limits, r);
     if (j.contains("response_format") && !j["response_format"].is_null()) {
-        const json& f = j["response_format"];
+        const rjson& f = j["response_format"];
         if (!f.is_object() || !f.contains("type") || f["type"] != "text") {
             bad("response_format", "only response_format {\"type\": \"text\"} is supported");
         }
     }
     if (j.contains("stop") && !j["stop"].is_null()) {
-        const json& s = j["stop"];
-        auto add = [&](const json& v, const std::string& at) {
+        const rjson& s = j["stop"];
+        auto add = [&](const rjson& v, const std::string& at) {
             if (!v.is_string())
                 bad("stop", fmt::format("{} must be a string, not {}", at, type_name(v)));
             if (v.get<std::string>().empty()) bad("stop", fmt::format("{} is empty", at));
@@ -445,7 +447,7 @@ CompletionRequest parse_completion_request(std::string_view body, bool chat,
     }
     if (j.contains("stream") && !j["stream"].is_null()) r.stream = boolean(j, "stream");
     if (j.contains("stream_options") && !j["stream_options"].is_null()) {
-        const json& o = j["stream_options"];
+        const rjson& o = j["stream_options"];
         if (!o.is_object()) bad("stream_options", "'stream_options' must be an object");
         for (const auto& item : o.items()) {
             if (item.key() != "include_usage") {

@@ -29,8 +29,8 @@ nlohmann::json error_json(const ApiError& e);
 
 struct CompletionRequest {
     bool chat = false;
-    nlohmann::json messages;  // chat: the conversation, checked
-    std::string prompt;       // completions
+    nlohmann::ordered_json messages;  // chat: the conversation, checked, keys in the client's order
+    std::string prompt;               // completions
     std::string model;
     int32_t max_tokens = -1;  // -1: not given
     SamplerParams sampling;
