@@ -133,6 +133,40 @@ TEST(Reply, Qwen35ToolCalls) {
     EXPECT_EQ(json::parse(d.tool_calls[1].arguments), json::parse(R"({"zone": "line 1\nline 2"})"));
 }
 
+// With the request's tools, a parameter whose schema says string stays a string even where
+// it reads as JSON; the others are still JSON where they read as JSON.
+TEST(Reply, Qwen35ArgumentsTypedByTheSchema) {
+    const auto tools = nlohmann::ordered_json::parse(R"([{"type": "function", "function": {
+        "name": "ship", "parameters": {"type": "object", "properties": {
+            "zip": {"type": "string"}, "note": {"type": ["string", "null"]},
+            "count": {"type": "integer"}, "any": {}}}}}])");
+    const auto strings = mw::chat::string_params_of(tools);
+    EXPECT_EQ(strings.size(), 2u);
+    const std::string reply =
+        "<tool_call>\n<function=ship>\n<parameter=zip>\n75001\n</parameter>\n"
+        "<parameter=note>\ntrue\n</parameter>\n<parameter=count>\n3\n</parameter>\n"
+        "<parameter=any>\n[1]\n</parameter>\n</function>\n</tool_call>";
+    const ReplyDelta typed = mw::chat::parse_reply(ReplyFormat::think, "", reply, strings);
+    ASSERT_EQ(typed.tool_calls.size(), 1u);
+    EXPECT_EQ(typed.tool_calls[0].arguments,
+              R"({"zip":"75001","note":"true","count":3,"any":[1]})");
+    // Streamed in pieces, the same.
+    auto p = mw::chat::make_reply_parser(ReplyFormat::think, "", strings);
+    ReplyDelta streamed;
+    for (size_t i = 0; i < reply.size(); i += 5) streamed.append(p->push(reply.substr(i, 5)));
+    streamed.append(p->finish());
+    ASSERT_EQ(streamed.tool_calls.size(), 1u);
+    EXPECT_EQ(streamed.tool_calls[0].arguments, typed.tool_calls[0].arguments);
+    // Another function's parameter of the same name is not affected.
+    const ReplyDelta other = mw::chat::parse_reply(
+        ReplyFormat::think, "",
+        "<tool_call>\n<function=post>\n<parameter=zip>\n75001\n</parameter>\n</function>\n"
+        "</tool_call>",
+        strings);
+    ASSERT_EQ(other.tool_calls.size(), 1u);
+    EXPECT_EQ(other.tool_calls[0].arguments, R"({"zip":75001})");
+}
+
 // Hermes / Qwen3 JSON calls; one that is not a call comes back as text, nothing lost.
 TEST(Reply, JsonToolCallsAndMalformedOnes) {
     const ReplyDelta d = split(ReplyFormat::think, "assistant\n",

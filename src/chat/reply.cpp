@@ -7,7 +7,8 @@
 namespace mw::chat {
 namespace {
 
-using nlohmann::json;
+// Arguments keep the order the model wrote them in.
+using json = nlohmann::ordered_json;
 
 bool is_space(char c) {
     return c == ' ' || c == '\n' || c == '\r' || c == '\t';
@@ -26,7 +27,7 @@ struct Markup {
     std::string_view call_open;
     std::string_view call_close;
     // A call's text between its markers as {"name", "arguments"}; false: not a call.
-    bool (*decode_call)(std::string_view body, ToolCall& out);
+    bool (*decode_call)(std::string_view body, const StringParams& strings, ToolCall& out);
 };
 
 // A JSON value as the model wrote it: kept as JSON when it is one, else a string.
@@ -37,7 +38,7 @@ json value_of(std::string_view text) {
 
 // Hermes/Qwen3: {"name": "f", "arguments": {...}}. Qwen3.5:
 //   <function=f>\n<parameter=city>\nParis\n</parameter>\n</function>
-bool decode_think_call(std::string_view body, ToolCall& out) {
+bool decode_think_call(std::string_view body, const StringParams& strings, ToolCall& out) {
     body = trim(body);
     if (!body.empty() && body.front() == '{') {
         const json j = json::parse(body, nullptr, false);
@@ -70,7 +71,8 @@ bool decode_think_call(std::string_view body, ToolCall& out) {
         // The template writes "\n" around each value.
         if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
         if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-        args[key] = value_of(value);
+        // Bare values: JSON where it reads as JSON, unless the schema says string ("75001").
+        args[key] = strings.count({out.name, key}) ? json(std::string(value)) : value_of(value);
         if (value_end == std::string_view::npos) break;
         rest.remove_prefix(value_end + kParamEnd.size());
     }
@@ -160,7 +162,8 @@ class GemmaArgs {
 };
 
 // Gemma 4: call:get_weather{city:<|"|>Paris<|"|>}
-bool decode_gemma4_call(std::string_view body, ToolCall& out) {
+// Gemma 4 quotes its strings: the schema is not needed.
+bool decode_gemma4_call(std::string_view body, const StringParams&, ToolCall& out) {
     body = trim(body);
     constexpr std::string_view kCall = "call:";
     if (body.substr(0, kCall.size()) != kCall) return false;
@@ -205,8 +208,10 @@ size_t trailing_space(std::string_view text) {
 // between the answer and its calls is the template's layout, not text: it is dropped.
 class MarkupParser : public ReplyParser {
   public:
-    MarkupParser(const Markup& m, bool in_reasoning)
-        : m_(m), state_(in_reasoning ? State::reasoning : State::content) {}
+    MarkupParser(const Markup& m, bool in_reasoning, StringParams strings)
+        : m_(m),
+          strings_(std::move(strings)),
+          state_(in_reasoning ? State::reasoning : State::content) {}
 
     ReplyDelta push(std::string_view text) override {
         ReplyDelta out;
@@ -260,7 +265,7 @@ class MarkupParser : public ReplyParser {
         if (state_ == State::call) {
             // Generation stopped inside a call (a limit): a call if it reads as one.
             ToolCall call;
-            if (m_.decode_call(buf_, call)) {
+            if (m_.decode_call(buf_, strings_, call)) {
                 out.tool_calls.push_back(std::move(call));
             } else {
                 out.content += space_before_call_ + std::string(m_.call_open) + buf_;
@@ -289,7 +294,7 @@ class MarkupParser : public ReplyParser {
     }
     void close_call(std::string_view body, ReplyDelta& out) {
         ToolCall call;
-        if (m_.decode_call(body, call)) {
+        if (m_.decode_call(body, strings_, call)) {
             out.tool_calls.push_back(std::move(call));
             lead_ = true;
         } else {
@@ -301,6 +306,7 @@ class MarkupParser : public ReplyParser {
     }
 
     const Markup& m_;
+    const StringParams strings_;
     State state_;
     bool lead_ = true;
     std::string buf_;
@@ -334,11 +340,38 @@ const char* reply_format_name(ReplyFormat f) {
     return "plain";
 }
 
+StringParams string_params_of(const nlohmann::ordered_json& tools) {
+    StringParams out;
+    if (!tools.is_array()) return out;
+    for (const auto& t : tools) {
+        if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) continue;
+        const auto& f = t["function"];
+        if (!f.contains("name") || !f["name"].is_string() || !f.contains("parameters")) continue;
+        const auto& params = f["parameters"];
+        if (!params.is_object() || !params.contains("properties") ||
+            !params["properties"].is_object())
+            continue;
+        for (const auto& [key, schema] : params["properties"].items()) {
+            // "string", or ["string", "null"]: a value that may be text is kept as text.
+            if (!schema.is_object() || !schema.contains("type")) continue;
+            const auto& type = schema["type"];
+            bool text = type == "string";
+            if (type.is_array()) {
+                text = true;
+                for (const auto& alt : type) text = text && (alt == "string" || alt == "null");
+            }
+            if (text) out.emplace(f["name"].get<std::string>(), key);
+        }
+    }
+    return out;
+}
+
 bool template_takes_tools(std::string_view t) {
     return t.find("tools") != std::string_view::npos;
 }
 
-std::unique_ptr<ReplyParser> make_reply_parser(ReplyFormat format, std::string_view prompt) {
+std::unique_ptr<ReplyParser> make_reply_parser(ReplyFormat format, std::string_view prompt,
+                                               StringParams strings) {
     const Markup* m = nullptr;
     switch (format) {
         case ReplyFormat::plain:
@@ -357,11 +390,12 @@ std::unique_ptr<ReplyParser> make_reply_parser(ReplyFormat format, std::string_v
     const bool in_reasoning =
         end.size() >= m->reasoning_open.size() &&
         end.substr(end.size() - m->reasoning_open.size()) == m->reasoning_open;
-    return std::make_unique<MarkupParser>(*m, in_reasoning);
+    return std::make_unique<MarkupParser>(*m, in_reasoning, std::move(strings));
 }
 
-ReplyDelta parse_reply(ReplyFormat format, std::string_view prompt, std::string_view reply) {
-    std::unique_ptr<ReplyParser> p = make_reply_parser(format, prompt);
+ReplyDelta parse_reply(ReplyFormat format, std::string_view prompt, std::string_view reply,
+                       StringParams strings) {
+    std::unique_ptr<ReplyParser> p = make_reply_parser(format, prompt, std::move(strings));
     if (!p) {
         ReplyDelta d;
         d.content = std::string(reply);

@@ -12,8 +12,11 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mw::chat {
@@ -52,11 +55,19 @@ class ReplyParser {
     virtual ReplyDelta finish() = 0;
 };
 
+// The (function, parameter) pairs whose JSON schema type is a string, from a request's `tools`.
+// Qwen3.5 writes parameter values bare: without the schema, "75001" and 75001 look alike.
+using StringParams = std::set<std::pair<std::string, std::string>>;
+StringParams string_params_of(const nlohmann::ordered_json& tools);
+
 // A parser for a reply to `prompt` (the rendered prompt: a prompt that ends inside an open
 // reasoning block, as Qwen3.5's "<think>\n" does, starts the reply there). Null for plain.
-std::unique_ptr<ReplyParser> make_reply_parser(ReplyFormat format, std::string_view prompt);
+// `strings`: the parameters to keep as strings.
+std::unique_ptr<ReplyParser> make_reply_parser(ReplyFormat format, std::string_view prompt,
+                                               StringParams strings = {});
 
 // The whole reply at once.
-ReplyDelta parse_reply(ReplyFormat format, std::string_view prompt, std::string_view reply);
+ReplyDelta parse_reply(ReplyFormat format, std::string_view prompt, std::string_view reply,
+                       StringParams strings = {});
 
 }  // namespace mw::chat

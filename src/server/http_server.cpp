@@ -452,6 +452,7 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     job.stop = r.stop;
     job.ignore_eos = r.ignore_eos;
     const chat::ReplyFormat format = chat ? opt.reply_format : chat::ReplyFormat::plain;
+    chat::StringParams string_params = chat::string_params_of(r.tools);
     job.special_text = format != chat::ReplyFormat::plain;
     job.draft_max = r.draft_max;
     job.draft_min = r.draft_min;
@@ -500,7 +501,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
                     send_error(res, api_error(503, "the request was cancelled: " + u.error,
                                               "server_error"));
                 } else if (format != chat::ReplyFormat::plain) {
-                    const chat::ReplyDelta reply = chat::parse_reply(format, prompt_text, text);
+                    const chat::ReplyDelta reply =
+                        chat::parse_reply(format, prompt_text, text, string_params);
                     res.body =
                         chat_response_split(id, created, model_name, reply, u.finish, u.usage)
                             .dump();
@@ -526,7 +528,8 @@ void HttpServer::Impl::completion(const HttpRequest& req, HttpResponse& res, boo
     res.set_header("X-Accel-Buffering", "no");
     res.content_type = "text/event-stream";
     // A marked-up reply is split as it streams; the parser holds back a marker's first bytes.
-    std::shared_ptr<chat::ReplyParser> parser = chat::make_reply_parser(format, text);
+    std::shared_ptr<chat::ReplyParser> parser =
+        chat::make_reply_parser(format, text, std::move(string_params));
     res.stream = [channel, tokens, gone, chat, id, created, model_name, include_usage, timeout_s,
                   parser](const std::function<bool(std::string_view)>& sink) {
         auto write = [&](const std::string& s) {

@@ -6,8 +6,8 @@
 
 namespace mw::test {
 
-ChatSession::ChatSession(const std::string& model, const std::string& template_file,
-                         uint32_t n_ctx, const std::function<void(mw_chat_params&)>& adjust)
+ChatSession::ChatSession(const std::string& model, const std::string& template_file, uint32_t n_ctx,
+                         const std::function<void(mw_chat_params&)>& adjust)
     : template_(read_text(std::string(MEMWALL_TESTS_DIR) + "/data/chat-templates/templates/" +
                           template_file)) {
     const std::string path = shared_path(model);

@@ -10,7 +10,7 @@
 namespace mw::test {
 
 class ChatSession {
-public:
+  public:
     struct Turn {
         std::string text, reasoning;  // what on_text and on_reasoning received
         mw_chat_reply reply{};
@@ -29,7 +29,7 @@ public:
     mw_status status() const { return status_; }
     Turn send(const std::string& message);
 
-private:
+  private:
     std::string template_;
     mw_model* model_ = nullptr;
     mw_chat* chat_ = nullptr;
