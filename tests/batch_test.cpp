@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,9 +75,11 @@ std::vector<Steps> separately(const LoadedModel& m, const std::vector<std::vecto
 }
 
 // All prompts in one batch (tokens of the sequences interleaved), then one batch per step with
-// a token of every sequence.
+// a token of every sequence: the token `follow` (the separate runs) chose, so that a near tie
+// decided the other way (tokens recorded as chosen here) does not send the two runs down
+// different texts.
 std::vector<Steps> together(const LoadedModel& m, const std::vector<std::vector<int32_t>>& ps,
-                            int n_steps, uint32_t n_batch = 512) {
+                            int n_steps, const std::vector<Steps>& follow, uint32_t n_batch = 512) {
     const uint32_t n = uint32_t(ps.size());
     const uint32_t n_vocab = m.model.hp.n_vocab;
     ContextParams cp = params(n);
@@ -106,7 +109,9 @@ std::vector<Steps> together(const LoadedModel& m, const std::vector<std::vector<
         }
         if (step + 1 == n_steps) break;
         batch.clear();
-        for (uint32_t s = 0; s < n; ++s) batch.push_back({runs[s].tokens.back(), s, -1, true});
+        for (uint32_t s = 0; s < n; ++s) {
+            batch.push_back({follow[s].tokens[size_t(step)], s, -1, true});
+        }
         ctx.decode(batch);
     }
     for (uint32_t s = 0; s < n; ++s) {
@@ -117,17 +122,39 @@ std::vector<Steps> together(const LoadedModel& m, const std::vector<std::vector<
     return runs;
 }
 
+// Two logits vectors within relative RMS `tolerance` of each other can only disagree on the
+// top token where b's top two are closer than sqrt(2) * tolerance * ||b||.
+bool near_tie(const std::vector<float>& b, double tolerance) {
+    float first = -INFINITY, second = -INFINITY;
+    double norm = 0.0;
+    for (float v : b) {
+        norm += double(v) * double(v);
+        if (v > first) {
+            second = first;
+            first = v;
+        } else if (v > second) {
+            second = v;
+        }
+    }
+    return double(first) - double(second) < std::sqrt(2.0 * norm) * tolerance;
+}
+
+// a's logits within `tolerance` of b's at every step, and the same greedy tokens but at near
+// ties (a followed b's tokens, or made the same choices).
 void expect_same(const std::vector<Steps>& a, const std::vector<Steps>& b, double tolerance) {
     ASSERT_EQ(a.size(), b.size());
     for (size_t s = 0; s < a.size(); ++s) {
         SCOPED_TRACE("sequence " + std::to_string(s));
-        EXPECT_EQ(a[s].tokens, b[s].tokens);
+        ASSERT_EQ(a[s].tokens.size(), b[s].tokens.size());
         ASSERT_EQ(a[s].logits.size(), b[s].logits.size());
         for (size_t i = 0; i < a[s].logits.size(); ++i) {
             EXPECT_LT(
                 test::rel_rms(a[s].logits[i].data(), b[s].logits[i].data(), a[s].logits[i].size()),
                 tolerance)
                 << "step " << i;
+            if (!near_tie(b[s].logits[i], tolerance)) {
+                EXPECT_EQ(a[s].tokens[i], b[s].tokens[i]) << "step " << i;
+            }
         }
     }
 }
@@ -137,9 +164,17 @@ void expect_same(const std::vector<Steps>& a, const std::vector<Steps>& b, doubl
 // text meets a near tie within 12 steps; its reference cases have the widest tolerances.)
 struct ModelCase {
     const char* path;
-    // Products of several rows run other kernels than one row's (GEMM tiles instead of GEMV,
-    // activations rounded to F16 for F16 weights): the logits differ in rounding, far below the
-    // reference tolerances, and the greedy tokens must not differ at all.
+    // Products of several rows run other kernels than one row's (GEMM tiles instead of the decode
+    // kernels, activations rounded to F16 for F16 weights): the logits differ in rounding, far
+    // below the reference tolerances. Where activations are quantized to 8 bits before each
+    // product (Q8_K for the K-quants), a rounding difference of ~1e-7 now and then moves one
+    // activation quant of the next product by a step (1/127 of its block's largest value), that
+    // product's output for the token by ~1e-3, and the random 2-layer moe-tiny amplifies it
+    // ~10x. moe-tiny-Q4_K_M, 13 prompt sets like these, the switch to the GEMM at 12, 16, 24 and
+    // 40 tokens, AVX-512 and AVX2: batched vs separate up to 2.9e-2, while either is 0.11 from
+    // the same weights with unquantized activations (an F32 copy, whose batched and separate
+    // runs agree to 3e-6); one token of another sequence in a 37- or 70-token sequence moves
+    // its logits by 0.11..1.6. Its bound lies between; moe-tiny-F16 (noise < 9e-4) keeps 3e-3.
     double tolerance;
 };
 
@@ -149,19 +184,20 @@ TEST_P(BatchedDecode, MatchesSeparateSingleSequenceRuns) {
     const auto m = load(GetParam().path);
     const auto ps = prompts(*m);
     const auto alone = separately(*m, ps, 12);
-    expect_same(together(*m, ps, 12), alone, GetParam().tolerance);
+    expect_same(together(*m, ps, 12, alone), alone, GetParam().tolerance);
     // Prompt chunks smaller than the prompts: sequences split between forward steps.
     std::vector<Steps> first_steps = alone;
     for (Steps& r : first_steps) {
         r.tokens.resize(3);
         r.logits.resize(3);
     }
-    expect_same(together(*m, ps, 3, 16), first_steps, GetParam().tolerance);
+    expect_same(together(*m, ps, 3, alone, 16), first_steps, GetParam().tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, BatchedDecode,
                          testing::Values(ModelCase{"models/stories260K.gguf", 1e-4},
-                                         ModelCase{"reference/models/moe-tiny-Q4_K_M.gguf", 3e-3},
+                                         ModelCase{"reference/models/moe-tiny-F16.gguf", 3e-3},
+                                         ModelCase{"reference/models/moe-tiny-Q4_K_M.gguf", 5e-2},
                                          ModelCase{"reference/models/qwen2-tiny-Q8_0.gguf", 3e-3},
                                          ModelCase{"reference/models/kq-tiny-F16.gguf", 3e-3},
                                          ModelCase{"reference/models/qwen35-tiny-Q8_0.gguf", 3e-3},
@@ -190,7 +226,7 @@ TEST(BatchedDecode, OnTheGpuMatchesSeparateRunsAndTheCpu) {
     const auto cpu = load("models/stories260K.gguf");
     const auto ps = prompts(*gpu);
     const auto alone = separately(*gpu, ps, 8);
-    expect_same(together(*gpu, ps, 8), alone, 1e-4);
+    expect_same(together(*gpu, ps, 8, alone), alone, 1e-4);
     expect_same(alone, separately(*cpu, ps, 8), 1e-2);
 }
 

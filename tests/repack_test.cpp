@@ -118,10 +118,11 @@ TEST(Repack, PackedMatmulMatchesReference) {
                 }
             }
             // 1..8 (9 with AVX-512): one pass of the decode kernels (a verification pass of
-            // speculative decoding), then two passes, then the GEMM where the set switches to it
-            // (12..24 tokens by set and type), whole and partial tiles.
-            for (int64_t n_tok :
-                 {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 19, 20, 23, 24, 25, 37}) {
+            // speculative decoding), then two passes (a second of every length 1..9), three,
+            // then the GEMM where the set switches to it (12..24 tokens by set and type), whole
+            // and partial tiles.
+            for (int64_t n_tok : {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
+                                  13, 14, 15, 16, 17, 18, 19, 20, 23, 24, 25, 37}) {
                 for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, n_rows},
                                       {int64_t(R / 2 + 1), n_rows - R / 2},
                                       {int64_t(R), int64_t(2 * R)},

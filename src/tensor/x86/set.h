@@ -78,22 +78,18 @@ struct Set {
     // From this many tokens on, matmul uses the prefill kernels: decoding the rows into panels
     // once costs less than re-decoding them for every 4 tokens.
     static constexpr int64_t kGemmMinTokens = I == Isa::avx512 ? 12 : I == Isa::avxvnni ? 16 : 24;
-    // The same for the packed layouts, whose decode kernels take 8 tokens a pass (so 9..16
-    // tokens read the weights twice). Measured with kernels_bench gemvk/ (4096 x 4096, one
-    // thread, weights streamed from memory, Zen 4): with AVX-512 the decode kernels stayed ahead
-    // of the GEMM up to 24 tokens and more for Q4_0, Q4_K and Q5_K, up to ~20 for Q6_K, and tied
-    // at 12 for Q8_0. With AVX2 (no VNNI) the GEMM won from 12 tokens on for Q4_0 (1.2x) and
-    // from 16 for Q4_K, while Q8_0's, Q5_K's and Q6_K's decode kernels led to 20-32 tokens.
-    // AVX-VNNI (not on that machine) keeps kGemmMinTokens.
+    // The same for the packed layouts, whose decode kernels take 9 tokens a pass with AVX-512
+    // (8 with AVX2), so 10..18 tokens read the weights twice. Measured with kernels_bench gemvk/
+    // (4096 x 4096, one thread, weights streamed from memory, Zen 4): with AVX-512 the decode
+    // kernels stayed ahead of the GEMM up to 24 tokens and more for Q4_0, Q4_K and Q5_K, up to
+    // ~20 for Q6_K, and tied at 12 for Q8_0. With AVX2 (no VNNI) the GEMM won from 12 tokens on
+    // for Q4_0 (1.2x) and from 16 for Q4_K, while Q8_0's, Q5_K's and Q6_K's decode kernels led
+    // to 20-32 tokens. AVX-VNNI (not on that machine) keeps kGemmMinTokens. The two kernels
+    // agree to float rounding (tests/repack_test.cpp), not bit for bit: where the switch falls
+    // moves the logits of models with 8-bit activations a little (tests/batch_test.cpp).
     static constexpr int64_t packed_gemm_min_tokens(GgmlType type) {
         if constexpr (I == Isa::avx512) {
-            // Measured faster up to 24 tokens for Q4_0/Q4_K/Q5_K (20 for Q6_K), but the moe-tiny
-            // Q4_K_M batched-decode test differs from its single-sequence runs (1.7e-2 relative
-            // RMS) when 12..23 tokens take the decode kernels on AVX-512: until that is
-            // understood, the GEMM takes over at 12 as before (verification passes of <= 9
-            // tokens keep the one-pass kernels).
-            (void)type;
-            return kGemmMinTokens;
+            return type == GgmlType::Q8_0 ? 12 : type == GgmlType::Q6_K ? 20 : 24;
         } else if constexpr (I == Isa::avx2) {
             switch (type) {
                 case GgmlType::Q4_0:
