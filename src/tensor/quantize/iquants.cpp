@@ -484,9 +484,12 @@ void quantize_tq2_0(const float* src, void* dst, int64_t n, const float* importa
         prepare(src + i * kQK_K, importance ? importance + i * kQK_K : nullptr, mean, kQK_K, &g);
         BlockTQ2_0& b = blocks[i];
         b.d = fit_ternary(g, q);
-        std::memset(b.qs, 0, sizeof b.qs);
-        for (int e = 0; e < kQK_K; ++e) {
-            b.qs[32 * (e / 128) + e % 32] |= uint8_t(q[e] << (2 * ((e % 128) / 32)));
+        // Element 128 h + 32 s + l is bits 2s..2s+1 of qs[32 h + l].
+        for (int h = 0; h < 2; ++h) {
+            for (int l = 0; l < 32; ++l) {
+                const int* v = q + 128 * h + l;
+                b.qs[32 * h + l] = uint8_t(v[0] | (v[32] << 2) | (v[64] << 4) | (v[96] << 6));
+            }
         }
     }
 }
