@@ -329,11 +329,13 @@ void quantize_mxfp4(const float* src, void* dst, int64_t n, const float* importa
         float amax = 0;
         for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(g.x[j]));
         // llama.cpp's exponent puts the largest value in [4, 8) units of 2^(e - 128), i.e. onto
-        // the book's top octave; its neighbours are tried as well.
+        // the book's top octave; the next exponent up is tried as well (it wins on 4-6 % of the
+        // 1B synth's blocks; the one below, which clips the largest value, on 0.1 % with an
+        // imatrix and none without, so it is not tried: a third of the time).
         const int e0 = amax > 0.0f ? int(std::floor(std::log2(amax))) - 2 + 127 : 0;
         double best = std::numeric_limits<double>::infinity();
         int best_e = std::clamp(e0, 0, 254);
-        for (int e = std::max(0, e0 - 1); e <= std::min(254, e0 + 1); ++e) {
+        for (int e = std::clamp(e0, 0, 254); e <= std::min(254, e0 + 1); ++e) {
             const double err = round_to_book(book, kQK, g.x, g.w, e8m0_half(uint8_t(e)), idx);
             if (err < best) {
                 best = err;
