@@ -360,9 +360,6 @@ namespace {
 // rounds with d = max |x|, at a few ns per value), so the scan is two-level: magnitude bins
 // first, the best "bins >= b" set, then exactly, value by value, over the bins either side of
 // its edge. The best d is then rounded to fp16 (the neighbours tried) and the codes re-rounded.
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx2", "default")))
-#endif
 uint16_t fit_ternary(const Group& g, int* q) {
     constexpr int kBins = 64;
     float mag[kQK_K];

@@ -370,8 +370,9 @@ struct QuantSums {
 
 // Inlined into the cloned grid searches (one call per grid point: the call cost as much as the
 // 16 values of a Q6_K sub-block).
-inline __attribute__((always_inline)) QuantSums quant_sums(int n, const float* x, const float* w, float origin, float s, float lo,
-                     float hi) {
+inline __attribute__((always_inline)) QuantSums quant_sums(int n, const float* x, const float* w,
+                                                           float origin, float s, float lo,
+                                                           float hi) {
     Lanes q = {}, qq = {}, xq = {};
     const Lanes vo = splat(origin), vs = splat(s), vlo = splat(lo), vhi = splat(hi);
     int i = 0;
