@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -284,7 +285,10 @@ void encode_tensor(ThreadPool& pool, const TensorPlan& p, QuantSearch search, ui
                 } else {
                     from.to_float(t.data + size_t(r0) * in_row, rows.data(), n);
                 }
-                for (int64_t i = 0; i < n; ++i) {
+                // One vectorisable pass (no exit per value); the index only when needed.
+                int bad = 0;
+                for (int64_t i = 0; i < n; ++i) bad |= !(std::fabs(rows[size_t(i)]) <= FLT_MAX);
+                for (int64_t i = 0; bad && i < n; ++i) {
                     if (!std::isfinite(rows[size_t(i)])) {
                         fail(ErrorKind::bad_file,
                              "tensor {} has a non-finite value ({}) at element {}", t.name,

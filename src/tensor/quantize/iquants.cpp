@@ -402,7 +402,13 @@ uint16_t fit_ternary(const Group& g, int* q) {
             edge[n_edge] = i;
             n_edge += unsigned(bin[i] - lo) <= unsigned(hi - lo);
         }
-        std::sort(edge, edge + n_edge, [&](int u, int v) { return mag[u] > mag[v]; });
+        // Usually a dozen or two: insertion sort, largest first.
+        for (int k = 1; k < n_edge; ++k) {
+            const int v = edge[k];
+            int j = k;
+            for (; j > 0 && mag[edge[j - 1]] < mag[v]; --j) edge[j] = edge[j - 1];
+            edge[j] = v;
+        }
         best = 0;
         if (sw > 0) {
             best = sx * sx / sw;
@@ -418,20 +424,10 @@ uint16_t fit_ternary(const Group& g, int* q) {
             }
         }
     }
-    uint16_t ds[3];
-    const int nd = fp16_neighbours(f32_to_fp16(scale), ds);
-    float best_err = std::numeric_limits<float>::infinity();
-    uint16_t best_d = 0;
-    for (int k = 0; k < nd; ++k) {
-        const float d = fp16_to_f32(ds[k]);
-        if (!std::isfinite(d)) continue;
-        const float e = qsearch::group_error(kQK_K, g.x, g.w, d, 0.0f, -1, 1);
-        if (e < best_err) {
-            best_err = e;
-            best_d = ds[k];
-        }
-    }
-    if (!(best_err < std::numeric_limits<float>::infinity())) {
+    // Only the nearest fp16 scale: trying its neighbours too changed the squared error of the
+    // 1B synth's blk.0 in the 7th digit for 5 % of the time.
+    const uint16_t best_d = f32_to_fp16(scale);
+    if (!std::isfinite(fp16_to_f32(best_d))) {
         std::fill(q, q + kQK_K, 1);
         return 0;
     }
