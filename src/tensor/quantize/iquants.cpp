@@ -335,6 +335,16 @@ void quantize_mxfp4(const float* src, void* dst, int64_t n, const float* importa
         const int e0 = amax > 0.0f ? int(std::floor(std::log2(amax))) - 2 + 127 : 0;
         double best = std::numeric_limits<double>::infinity();
         int best_e = std::clamp(e0, 0, 254);
+        // The book one exponent up, up to the top of this one, is a subset of this one: it can
+        // only win when the largest value lies beyond this book's top. Otherwise (most blocks)
+        // there is nothing to compare, so neither error is computed: the same output.
+        if (e0 + 1 > 254 || !(amax > book.value[book.size - 1] * e8m0_half(uint8_t(best_e)))) {
+            const float s0 = e8m0_half(uint8_t(best_e));
+            nearest_all(book, kQK, g.x, s0 != 0.0f ? 1.0f / s0 : 0.0f, best_idx);
+            blocks[i].e = uint8_t(best_e);
+            put_nibbles(book, best_idx, blocks[i].qs);
+            continue;
+        }
         for (int e = std::clamp(e0, 0, 254); e <= std::min(254, e0 + 1); ++e) {
             const double err = round_to_book(book, kQK, g.x, g.w, e8m0_half(uint8_t(e)), idx);
             if (err < best) {
