@@ -369,7 +369,7 @@ namespace {
 // (sum w |x|)^2 / sum(w). Sorting all 256 magnitudes to scan k was 75 % of the time (llama.cpp
 // rounds with d = max |x|, at a few ns per value), so the scan is two-level: magnitude bins
 // first, the best "bins >= b" set, then exactly, value by value, over the bins either side of
-// its edge. The best d is then rounded to fp16 (the neighbours tried) and the codes re-rounded.
+// its edge. The best d is then rounded to fp16 and the codes re-rounded.
 uint16_t fit_ternary(const Group& g, int* q) {
     constexpr int kBins = 64;
     float mag[kQK_K];
