@@ -1,8 +1,11 @@
 // Per-tensor reconstruction error of two quantizations of one model, side by side:
-//   quant_rmse SOURCE.gguf A.gguf B.gguf
+//   quant_rmse SOURCE.gguf A.gguf B.gguf [IMATRIX]
 // For every tensor quantized in both A and B (to any block type), the RMSE of A and of B against
 // SOURCE's values, and their ratio; then the worst ratio and the ratio of the total squared
-// errors. bench/quantize-compare runs it on memwall's and llama-quantize's outputs.
+// errors. With IMATRIX, each column's squared error is weighted by its mean x^2 there (the
+// diagonal of E[x x^T], what a matrix product's output error depends on; tensors the imatrix
+// lacks stay unweighted). bench/quantize-compare runs it on memwall's and llama-quantize's
+// outputs.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -10,6 +13,7 @@
 
 #include "base/error.h"
 #include "format/gguf.h"
+#include "quant/imatrix.h"
 #include "sys/mapped_file.h"
 #include "tensor/types.h"
 
@@ -33,21 +37,29 @@ std::vector<float> decode(const mw::gguf::TensorInfo& t) {
     return out;
 }
 
-double squared_error(const std::vector<float>& x, const std::vector<float>& y) {
+// Weighted by column when w is not empty: w holds ne0 values per matrix of ne0 x ne1 (one per
+// expert of a MoE tensor).
+double squared_error(const std::vector<float>& x, const std::vector<float>& y,
+                     const std::vector<float>& w, size_t ne0, size_t ne1) {
     double e = 0;
-    for (size_t i = 0; i < x.size(); ++i) e += double(x[i] - y[i]) * double(x[i] - y[i]);
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double d = double(x[i] - y[i]) * double(x[i] - y[i]);
+        e += w.empty() ? d : d * w[i / (ne0 * ne1) * ne0 + i % ne0];
+    }
     return e;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: quant_rmse SOURCE.gguf A.gguf B.gguf\n");
+    if (argc != 4 && argc != 5) {
+        std::fprintf(stderr, "usage: quant_rmse SOURCE.gguf A.gguf B.gguf [IMATRIX]\n");
         return 2;
     }
     try {
         const Parsed src = parse(argv[1]), a = parse(argv[2]), b = parse(argv[3]);
+        mw::Imatrix imatrix;
+        if (argc == 5) imatrix = mw::load_imatrix(argv[4]);
         double worst = 0, sum_a = 0, sum_b = 0;
         std::string worst_name;
         int n = 0, a_worse = 0;
@@ -59,7 +71,12 @@ int main(int argc, char** argv) {
             const auto* ra = mw::type_traits(ta.type);
             if (!tb || !ts || !ra || !ra->is_quantized) continue;
             const std::vector<float> x = decode(*ts);
-            const double ea = squared_error(x, decode(ta)), eb = squared_error(x, decode(*tb));
+            std::vector<float> w;
+            if (argc == 5) w = imatrix.means(std::string(ta.name));
+            const size_t ne0 = size_t(ts->ne[0]), ne1 = ts->n_dims > 1 ? size_t(ts->ne[1]) : 1;
+            if (!w.empty() && w.size() * ne1 != x.size()) w.clear();
+            const double ea = squared_error(x, decode(ta), w, ne0, ne1),
+                         eb = squared_error(x, decode(*tb), w, ne0, ne1);
             const double ratio = eb > 0 ? std::sqrt(ea / eb) : (ea > 0 ? INFINITY : 1.0);
             std::printf("%-36s %-6s %-6s %12.4g %12.4g %8.4f\n", std::string(ta.name).c_str(),
                         std::string(ra->name).c_str(),

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <regex>
@@ -227,6 +229,23 @@ class Planner {
     size_t n_quantized_ = 0, n_fallback_ = 0, n_with_imatrix_ = 0;
 };
 
+// F16 rows to floats: the type table's reference decoder (bit by bit) cost 1 ns per weight, about
+// a tenth of a TQ2_0 file's time; with F16C one instruction converts 8 values, exactly.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void f16_rows_to_float(
+    const uint8_t* src, float* dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        _Float16 h;
+        std::memcpy(&h, src + 2 * i, sizeof h);
+        dst[i] = float(h);
+    }
+}
+constexpr bool kFastF16 = true;
+#else
+void f16_rows_to_float(const uint8_t*, float*, int64_t) {}
+constexpr bool kFastF16 = false;
+#endif
+
 // Decodes and re-encodes one tensor into dst on all threads, in chunks of rows that stay inside
 // one matrix (experts have their own importance).
 void encode_tensor(ThreadPool& pool, const TensorPlan& p, QuantSearch search, uint8_t* dst) {
@@ -261,8 +280,15 @@ void encode_tensor(ThreadPool& pool, const TensorPlan& p, QuantSearch search, ui
             }
             try {
                 const int64_t n = (r1 - r0) * ne0;
-                from.to_float(t.data + size_t(r0) * in_row, rows.data(), n);
-                for (int64_t i = 0; i < n; ++i) {
+                if (kFastF16 && p.from == GgmlType::F16) {
+                    f16_rows_to_float(t.data + size_t(r0) * in_row, rows.data(), n);
+                } else {
+                    from.to_float(t.data + size_t(r0) * in_row, rows.data(), n);
+                }
+                // One vectorisable pass (no exit per value); the index only when needed.
+                int bad = 0;
+                for (int64_t i = 0; i < n; ++i) bad |= !(std::fabs(rows[size_t(i)]) <= FLT_MAX);
+                for (int64_t i = 0; bad && i < n; ++i) {
                     if (!std::isfinite(rows[size_t(i)])) {
                         fail(ErrorKind::bad_file,
                              "tensor {} has a non-finite value ({}) at element {}", t.name,

@@ -28,8 +28,16 @@ namespace qdetail {
 
 float mean_importance(const float* importance, int64_t n) {
     if (!importance || n <= 0) return 0.0f;
+    // Called once per row: eight independent sums, not one serial chain (the float result is
+    // the same but for a one-ulp tie of the double sums).
+    double lane[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int j = 0; j < 8; ++j) lane[j] += importance[i + j];
+    }
+    for (; i < n; ++i) lane[0] += importance[i];
     double sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += importance[i];
+    for (double v : lane) sum += v;
     return float(sum / double(n));
 }
 

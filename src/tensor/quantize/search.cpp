@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 // The loops the searches spend their time in get an AVX2 version chosen when the library loads
@@ -323,9 +324,25 @@ Fit polish_scale_offset(int n, const float* x, const float* w, int qmax, bool no
 // Re-round / re-fit rounds after a grid search (a second one gains < 0.05 % RMSE).
 constexpr int kGridPolishRounds = 1;
 
-// Partial sums kept per lane, so that the compiler vectorises the loops without reassociating
-// floating-point additions (groups are 8, 16 or 32 values).
+// Partial sums kept per lane (groups are 8, 16 or 32 values). The lanes are an explicit vector
+// (GCC's vector extension; SSE halves on the baseline build, one AVX2 register in the avx2
+// clones): left to itself GCC kept the eight partial sums on the stack as scalars. Lane j adds
+// values j, j + 8, ... in order, exactly as the scalar loops did, so the output is unchanged.
 constexpr int kLanes = 8;
+// The helpers taking Lanes by value are internal and inlined, so the ABI note GCC gives for
+// 32-byte vectors on the baseline ISA does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+inline Lanes load_lanes(const float* p) {
+    Lanes v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+inline Lanes splat(float f) {
+    return Lanes{} + f;
+}
 
 // round(clamp(v, lo, hi)) for integer bounds, to nearest even, in floats (vectorisable).
 inline float round_clamped(float v, float lo, float hi) {
@@ -333,24 +350,39 @@ inline float round_clamped(float v, float lo, float hi) {
     return (v + 12582912.0f) - 12582912.0f;
 }
 
+// The same per lane (std::max(lo, v) is lo < v ? v : lo, std::min(m, hi) is hi < m ? hi : m).
+inline Lanes round_clamped(Lanes v, Lanes lo, Lanes hi) {
+    v = lo < v ? v : lo;
+    v = hi < v ? hi : v;
+    return (v + 12582912.0f) - 12582912.0f;
+}
+
+inline double sum_lanes(Lanes v) {
+    double total = 0;
+    for (int j = 0; j < kLanes; ++j) total += v[j];
+    return total;
+}
+
 // Sums over the quants l_i = round(clamp((x_i - origin) s, lo, hi)).
 struct QuantSums {
     double q = 0, qq = 0, xq = 0;  // sum w l, sum w l^2, sum w x l
 };
 
-MW_SEARCH_CLONES
-QuantSums quant_sums(int n, const float* x, const float* w, float origin, float s, float lo,
-                     float hi) {
-    float q[kLanes] = {}, qq[kLanes] = {}, xq[kLanes] = {};
+// Inlined into the cloned grid searches (one call per grid point: the call cost as much as the
+// 16 values of a Q6_K sub-block).
+inline __attribute__((always_inline)) QuantSums quant_sums(int n, const float* x, const float* w,
+                                                           float origin, float s, float lo,
+                                                           float hi) {
+    Lanes q = {}, qq = {}, xq = {};
+    const Lanes vo = splat(origin), vs = splat(s), vlo = splat(lo), vhi = splat(hi);
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        for (int j = 0; j < kLanes; ++j) {
-            const float l = round_clamped((x[i + j] - origin) * s, lo, hi);
-            const float wl = w[i + j] * l;
-            q[j] += wl;
-            qq[j] += wl * l;
-            xq[j] += wl * x[i + j];
-        }
+        const Lanes xv = load_lanes(x + i);
+        const Lanes l = round_clamped((xv - vo) * vs, vlo, vhi);
+        const Lanes wl = load_lanes(w + i) * l;
+        q += wl;
+        qq += wl * l;
+        xq += wl * xv;
     }
     for (; i < n; ++i) {
         const float l = round_clamped((x[i] - origin) * s, lo, hi);
@@ -358,13 +390,7 @@ QuantSums quant_sums(int n, const float* x, const float* w, float origin, float 
         qq[0] += w[i] * l * l;
         xq[0] += w[i] * l * x[i];
     }
-    QuantSums r;
-    for (int j = 0; j < kLanes; ++j) {
-        r.q += q[j];
-        r.qq += qq[j];
-        r.xq += xq[j];
-    }
-    return r;
+    return {sum_lanes(q), sum_lanes(qq), sum_lanes(xq)};
 }
 
 // The grid's inverse scale k of `steps`: levels `centre` +- spread, over `extent`.
@@ -380,15 +406,16 @@ double quantize_with(int n, const float* x, const float* w, float scale, float o
                      int qmax, int* q) {
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
     const float use = std::isfinite(inv) ? inv : 0.0f;
-    float e[kLanes] = {};
+    Lanes e = {};
+    const Lanes vo = splat(offset), vu = splat(use), va = splat(scale);
+    const Lanes vlo = splat(float(qmin)), vhi = splat(float(qmax));
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        for (int j = 0; j < kLanes; ++j) {
-            const float l = round_clamped((x[i + j] - offset) * use, float(qmin), float(qmax));
-            q[i + j] = int(l);
-            const float d = x[i + j] - (scale * l + offset);
-            e[j] += w[i + j] * d * d;
-        }
+        const Lanes xv = load_lanes(x + i);
+        const Lanes l = round_clamped((xv - vo) * vu, vlo, vhi);
+        for (int j = 0; j < kLanes; ++j) q[i + j] = int(l[j]);
+        const Lanes d = xv - (va * l + vo);
+        e += load_lanes(w + i) * d * d;
     }
     for (; i < n; ++i) {
         const float l = round_clamped((x[i] - offset) * use, float(qmin), float(qmax));
@@ -396,9 +423,7 @@ double quantize_with(int n, const float* x, const float* w, float scale, float o
         const float d = x[i] - (scale * l + offset);
         e[0] += w[i] * d * d;
     }
-    double total = 0;
-    for (int j = 0; j < kLanes; ++j) total += e[j];
-    return total;
+    return sum_lanes(e);
 }
 
 Fit fit_scale(int n, const float* x, const float* w, int qmin, int qmax, bool both_signs, int* q) {
@@ -450,18 +475,18 @@ Fit fit_scale_offset(int n, const float* x, const float* w, int qmax, bool nonpo
     return polish_scale_offset(n, x, w, qmax, nonpositive_offset, best, q);
 }
 
+MW_SEARCH_CLONES
 Fit fit_scale_grid(int n, const float* x, const float* w, int qmin, int qmax, int steps,
                    float spread, int* q) {
     // The value of largest magnitude goes to the longer side of the range (-qmin of -8..7): the
     // scale takes the sign that puts it there.
-    float hi[kLanes] = {}, lo[kLanes] = {}, sxx[kLanes] = {};
+    Lanes hi = {}, lo = {}, sxx = {};
     int i0 = 0;
     for (; i0 + kLanes <= n; i0 += kLanes) {
-        for (int j = 0; j < kLanes; ++j) {
-            hi[j] = std::max(hi[j], x[i0 + j]);
-            lo[j] = std::min(lo[j], x[i0 + j]);
-            sxx[j] += w[i0 + j] * x[i0 + j] * x[i0 + j];
-        }
+        const Lanes xv = load_lanes(x + i0);
+        hi = hi < xv ? xv : hi;  // std::max, std::min
+        lo = xv < lo ? xv : lo;
+        sxx += load_lanes(w + i0) * xv * xv;
     }
     for (; i0 < n; ++i0) {
         hi[0] = std::max(hi[0], x[i0]);
@@ -515,21 +540,18 @@ Fit fit_scale_grid(int n, const float* x, const float* w, int qmin, int qmax, in
     return fit;
 }
 
+MW_SEARCH_CLONES
 Fit fit_scale_offset_grid(int n, const float* x, const float* w, int qmax, bool nonpositive_offset,
                           int steps, float spread, int* q) {
-    float hi[kLanes], lo[kLanes], sw[kLanes] = {}, sx[kLanes] = {}, sxx[kLanes] = {};
-    std::fill(hi, hi + kLanes, x[0]);
-    std::fill(lo, lo + kLanes, x[0]);
+    Lanes hi = splat(x[0]), lo = splat(x[0]), sw = {}, sx = {}, sxx = {};
     int i0 = 0;
     for (; i0 + kLanes <= n; i0 += kLanes) {
-        for (int j = 0; j < kLanes; ++j) {
-            const float v = x[i0 + j], wv = w[i0 + j];
-            hi[j] = std::max(hi[j], v);
-            lo[j] = std::min(lo[j], v);
-            sw[j] += wv;
-            sx[j] += wv * v;
-            sxx[j] += wv * v * v;
-        }
+        const Lanes v = load_lanes(x + i0), wv = load_lanes(w + i0);
+        hi = hi < v ? v : hi;  // std::max, std::min
+        lo = v < lo ? v : lo;
+        sw += wv;
+        sx += wv * v;
+        sxx += wv * v * v;
     }
     for (; i0 < n; ++i0) {
         hi[0] = std::max(hi[0], x[i0]);
@@ -609,14 +631,15 @@ float group_error(int n, const float* x, const float* w, float scale, float offs
                   int qmax) {
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
     const float use = std::isfinite(inv) ? inv : 0.0f;
-    float e[kLanes] = {};
+    Lanes e = {};
+    const Lanes vo = splat(offset), vu = splat(use), va = splat(scale);
+    const Lanes vlo = splat(float(qmin)), vhi = splat(float(qmax));
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        for (int j = 0; j < kLanes; ++j) {
-            const float l = round_clamped((x[i + j] - offset) * use, float(qmin), float(qmax));
-            const float d = x[i + j] - (scale * l + offset);
-            e[j] += w[i + j] * d * d;
-        }
+        const Lanes xv = load_lanes(x + i);
+        const Lanes l = round_clamped((xv - vo) * vu, vlo, vhi);
+        const Lanes d = xv - (va * l + vo);
+        e += load_lanes(w + i) * d * d;
     }
     for (; i < n; ++i) {
         const float l = round_clamped((x[i] - offset) * use, float(qmin), float(qmax));
