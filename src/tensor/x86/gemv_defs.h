@@ -5,7 +5,7 @@
 #include "tensor/simd/packed.h"
 #include "tensor/x86/blocks_avx512.h"
 #include "tensor/x86/gemv.h"
-#include "tensor/x86/gemv_iquants.h"
+#include "tensor/x86/gemv_lattice.h"
 #include "tensor/x86/set.h"
 
 namespace mw::x86 {

@@ -5,17 +5,17 @@
 // (the decode kernels, below 8 tokens, take one row and up to 4 tokens).
 //
 // A super-block is decoded by its decode kernels' decoder (gemv_iquants.h: signed values, integer
-// scales per 16 values, the block's factor; the lattice types through their groups), then stored as
-// unsigned codes value + offset, the offset being the type's largest magnitude, so that vpmaddubsw
-// / vpdpbusd multiply the codes with the signed quants exactly; the tiles add -offset * sum(x) per
-// sub-block (kBias). Smaller codes let AVX2 sum more vpmaddubsw results in int16 before widening
-// (DotChain): IQ3_XXS's levels are all even and are stored halved (twice the scale). Sub-blocks are
-// the scales' span: 32 values where a scale covers 32 (one float multiply-add per 32 instead of
-// 16), else 16.
+// scales per 16 values, the block's factor; the lattice types through their groups in
+// gemv_lattice.h), then stored as unsigned codes value + offset, the offset being the type's
+// largest magnitude, so that vpmaddubsw / vpdpbusd multiply the codes with the signed quants
+// exactly; the tiles add -offset * sum(x) per sub-block (kBias). Smaller codes let AVX2 sum more
+// vpmaddubsw results in int16 before widening (DotChain): IQ3_XXS's levels are all even and are
+// stored halved (twice the scale). Sub-blocks are the scales' span: 32 values where a scale covers
+// 32 (one float multiply-add per 32 instead of 16), else 16.
 #pragma once
 
 #include "tensor/simd/gemm.h"
-#include "tensor/x86/gemv_iquants.h"
+#include "tensor/x86/gemv_lattice.h"
 
 namespace mw::x86 {
 namespace {
