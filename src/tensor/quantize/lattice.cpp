@@ -537,10 +537,14 @@ float iq1_fit(const float* x, const float* w, int n, bool per_group, GroupMemo* 
     float max = 0;
     for (int i = 0; i < n; ++i) max = std::max(max, std::fabs(x[i]));
     Iq1Trial t;
-    iq1_round(x, w, n, 0.0f, per_group, memo, g0, &t);
-    std::copy(t.pts, t.pts + n / 8, pts);
-    std::copy(t.neg, t.neg + n / 8, neg);
-    if (max <= 0) return 0.0f;
+    // The points at scale 0, where no trial scale fits.
+    auto at_zero = [&] {
+        iq1_round(x, w, n, 0.0f, per_group, memo, g0, &t);
+        std::copy(t.pts, t.pts + n / 8, pts);
+        std::copy(t.neg, t.neg + n / 8, neg);
+        return 0.0f;
+    };
+    if (max <= 0) return at_zero();
     double best = INFINITY;
     float best_s = 0;
     int best_k = 0;
@@ -566,7 +570,7 @@ float iq1_fit(const float* x, const float* w, int n, bool per_group, GroupMemo* 
         if (k0 < 30) consider(scale(k0 + 1), k0 + 1);
     }
     for (int iter = 0; iter < 2 && best_s > 0; ++iter) consider(best_s, best_k);
-    return best_s;
+    return best_s > 0 ? best_s : at_zero();
 }
 
 // One IQ1 super-block: sub-blocks of `sub` values (IQ1_S 32, IQ1_M 16).
