@@ -1,8 +1,9 @@
 // File quantizers of the 32-element block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), with the
 // round-to-nearest reference as a floor, so a block is never worse than llama.cpp's encoding of
 // it without an importance matrix. The fast search refits that encoding's scale (and offset) by
-// least squares and re-rounds; the thorough one runs the scale (and offset) search of
-// tensor/quantize/search.h per block and tries the fp16 neighbours of the result.
+// least squares and re-rounds; with an importance matrix it first picks the best of trial scales
+// as llama.cpp does (Q8_0 excepted, as there). The thorough one runs the scale (and offset)
+// search of tensor/quantize/search.h per block and tries the fp16 neighbours of the result.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -62,7 +63,80 @@ BlockFit fit_block(const float* x, const float* w, int qmin, int qmax, bool has_
 // the nearest level is each value's best quant at a given scale, so the refit is better whenever
 // its least-squares error with the old quants is; its exact error then confirms it. Returns
 // false when the scale does not fit in fp16 (the caller falls back to llama.cpp's encoding).
-bool fast_block(const float* x, const float* w, int qmin, int qmax, bool has_offset,
+// With an importance matrix, the best least-squares scale over the quants of 19 trial scales
+// around `d` (the largest magnitude on qmin, as llama.cpp's make_qx_quants tries them): the
+// weights move the best scale away from the one that fits the largest value. Symmetric types.
+float weighted_scale(const float* x, const float* w, float d, int qmin, int qmax) {
+    constexpr int kLanes = 8;
+    double best = 0;
+    float best_d = d;
+    for (int k = -9; k <= 9; ++k) {
+        const float iscale = (float(qmin) + 0.1f * float(k)) / (d * float(qmin));
+        float XQ[kLanes] = {}, QQ[kLanes] = {};
+        for (int i = 0; i < kQK; i += kLanes) {
+            for (int j = 0; j < kLanes; ++j) {
+                const float l =
+                    std::min(std::max(float(qsearch::round_int(x[i + j] * iscale)), float(qmin)),
+                             float(qmax));
+                XQ[j] += w[i + j] * x[i + j] * l;
+                QQ[j] += w[i + j] * l * l;
+            }
+        }
+        double sxq = 0, sqq = 0;
+        for (int j = 0; j < kLanes; ++j) sxq += XQ[j], sqq += QQ[j];
+        // The error at the least-squares scale is sum w x^2 - sxq^2 / sqq: the largest
+        // sxq^2 / sqq wins.
+        if (sqq > 0 && sxq * sxq > best * sqq) {
+            best = sxq * sxq / sqq;
+            best_d = float(sxq / sqq);
+        }
+    }
+    return best_d;
+}
+
+// The offset types' counterpart (llama.cpp's make_qkx3_quants tries 37 scales from
+// (qmax - 0.9) / (max - min) up): the least-squares scale and offset of each trial's quants,
+// the one of least weighted error. Returns false when no trial fits.
+bool weighted_scale_offset(const float* x, const float* w, float xmin, float xmax, int qmax,
+                           float* d, float* m) {
+    constexpr int kLanes = 8;
+    double best = std::numeric_limits<double>::infinity();
+    for (int k = 0; k <= 36; ++k) {
+        const float iscale = (float(qmax) - 0.9f + 0.05f * float(k)) / (xmax - xmin);
+        float W[kLanes] = {}, X[kLanes] = {}, XX[kLanes] = {}, Q[kLanes] = {}, QQ[kLanes] = {},
+              XQ[kLanes] = {};
+        for (int i = 0; i < kQK; i += kLanes) {
+            for (int j = 0; j < kLanes; ++j) {
+                const float v = x[i + j], wv = w[i + j];
+                const float l = std::min(
+                    std::max(float(qsearch::round_int((v - xmin) * iscale)), 0.0f), float(qmax));
+                const float wl = wv * l;
+                W[j] += wv;
+                X[j] += wv * v;
+                XX[j] += wv * v * v;
+                Q[j] += wl;
+                QQ[j] += wl * l;
+                XQ[j] += wl * v;
+            }
+        }
+        double sw = 0, sx = 0, sxx = 0, sq = 0, sqq = 0, sxq = 0;
+        for (int j = 0; j < kLanes; ++j) {
+            sw += W[j], sx += X[j], sxx += XX[j], sq += Q[j], sqq += QQ[j], sxq += XQ[j];
+        }
+        const double det = sw * sqq - sq * sq;
+        if (!(det > 1e-12 * sw * sqq)) continue;
+        const double a = (sw * sxq - sq * sx) / det, c = (sqq * sx - sq * sxq) / det;
+        const double e = sxx + a * a * sqq + c * c * sw - 2 * a * sxq - 2 * c * sx + 2 * a * c * sq;
+        if (e < best) {
+            best = e;
+            *d = float(a);
+            *m = float(c);
+        }
+    }
+    return best < std::numeric_limits<double>::infinity();
+}
+
+bool fast_block(const float* x, const float* w, int qmin, int qmax, bool has_offset, bool weighted,
                 BlockFit* out) {
     constexpr int kLanes = 8;
     float hi[kLanes], lo[kLanes];
@@ -85,10 +159,16 @@ bool fast_block(const float* x, const float* w, int qmin, int qmax, bool has_off
     if (has_offset) {
         d = (xmax - xmin) / float(qmax);
         m = xmin;
+        if (weighted && xmax > xmin && weighted_scale_offset(x, w, xmin, xmax, qmax, &d, &m) &&
+            !(d > 0.0f)) {
+            d = (xmax - xmin) / float(qmax);  // a degenerate fit: llama.cpp's choice instead
+            m = xmin;
+        }
     } else if (qmin == -qmax) {
         d = std::max(xmax, -xmin) / float(qmax);
     } else {
         d = (xmax >= -xmin ? xmax : xmin) / float(qmin);
+        if (weighted && d != 0.0f) d = weighted_scale(x, w, d, qmin, qmax);
     }
     const uint16_t d0 = f32_to_fp16(d), m0 = has_offset ? f32_to_fp16(m) : 0;
     if ((d0 & 0x7c00) == 0x7c00 || (m0 & 0x7c00) == 0x7c00) return false;
@@ -185,7 +265,7 @@ void quantize_blocks(const float* src, void* dst, int64_t n, const float* import
         if (importance) qdetail::block_weights(importance + i * kQK, mean, kQK, w);
         if (search == QuantSearch::fast) {
             BlockFit f;
-            if (fast_block(x, w, qmin, qmax, has_offset, &f)) {
+            if (fast_block(x, w, qmin, qmax, has_offset, importance != nullptr, &f)) {
                 pack(f, blocks[i]);
             } else {
                 reference(x, &blocks[i], kQK);  // a scale beyond fp16: llama.cpp's encoding
