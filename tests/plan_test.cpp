@@ -222,6 +222,16 @@ TEST(QuantMix, CodeBookAndTernaryRecipes) {
         EXPECT_EQ(type(r, "blk.3.ffn_down.weight"), base);
         m.has_imatrix = false;
     }
+    // Q4_0 and Q5_0 with an imatrix: the first eighth's ffn_down takes Q4_1 / Q5_1, as
+    // llama-quantize does.
+    for (const auto& [r, more] : {std::pair{R::Q4_0, T::Q4_1}, std::pair{R::Q5_0, T::Q5_1}}) {
+        EXPECT_EQ(type(r, "blk.3.ffn_down.weight"), recipe_base_type(r));
+        m.has_imatrix = true;
+        EXPECT_EQ(type(r, "blk.3.ffn_down.weight"), more);
+        EXPECT_EQ(type(r, "blk.4.ffn_down.weight"), recipe_base_type(r));
+        EXPECT_EQ(type(r, "blk.3.ffn_up.weight"), recipe_base_type(r));
+        m.has_imatrix = false;
+    }
     // Rows of 896: IQ4_XS falls back to IQ4_NL, the ternary types to Q4_0.
     EXPECT_EQ(type(R::IQ4_XS, "blk.1.attn_q.weight", 2, 896), T::IQ4_NL);
     EXPECT_EQ(type(R::TQ1_0, "blk.1.attn_q.weight", 2, 896), T::Q4_0);

@@ -211,6 +211,12 @@ GgmlType ffn_down_type(R recipe, GgmlType t, const QuantModelInfo& m, int layer,
         case R::IQ4_NL:
         case R::IQ4_XS:
             return layer < n / 8 && !m.has_imatrix ? T::Q5_K : t;
+        // With an imatrix, llama-quantize gives the first eighth the offset type (it guards
+        // against their outliers; without one Q4_1/Q5_1 fare worse there).
+        case R::Q4_0:
+            return layer < n / 8 && m.has_imatrix ? T::Q4_1 : t;
+        case R::Q5_0:
+            return layer < n / 8 && m.has_imatrix ? T::Q5_1 : t;
         case R::IQ3_XXS:
             return m.has_imatrix ? t : layer < n / 8 ? T::Q4_K : T::Q3_K;
         case R::IQ3_M:
