@@ -329,19 +329,15 @@ constexpr int kGridPolishRounds = 1;
 // clones): left to itself GCC kept the eight partial sums on the stack as scalars. Lane j adds
 // values j, j + 8, ... in order, exactly as the scalar loops did, so the output is unchanged.
 constexpr int kLanes = 8;
-// The helpers taking Lanes by value are internal and inlined, so the ABI note GCC gives for
-// 32-byte vectors on the baseline ISA does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
+// No helper takes or returns Lanes by value: clang refuses 32-byte vector arguments and returns
+// in the baseline (non-AVX) clone, inlined or not. They go by reference.
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+typedef float UnalignedLanes
+    __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));
 
-inline Lanes load_lanes(const float* p) {
-    Lanes v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-inline Lanes splat(float f) {
-    return Lanes{} + f;
+// Eight floats at p, as Lanes (any alignment).
+inline const UnalignedLanes& lanes_at(const float* p) {
+    return *reinterpret_cast<const UnalignedLanes*>(p);
 }
 
 // round(clamp(v, lo, hi)) for integer bounds, to nearest even, in floats (vectorisable).
@@ -350,14 +346,15 @@ inline float round_clamped(float v, float lo, float hi) {
     return (v + 12582912.0f) - 12582912.0f;
 }
 
-// The same per lane (std::max(lo, v) is lo < v ? v : lo, std::min(m, hi) is hi < m ? hi : m).
-inline Lanes round_clamped(Lanes v, Lanes lo, Lanes hi) {
+// The same per lane, in place (std::max(lo, v) is lo < v ? v : lo, std::min(m, hi) is
+// hi < m ? hi : m).
+inline void round_clamp(Lanes& v, const Lanes& lo, const Lanes& hi) {
     v = lo < v ? v : lo;
     v = hi < v ? hi : v;
-    return (v + 12582912.0f) - 12582912.0f;
+    v = (v + 12582912.0f) - 12582912.0f;
 }
 
-inline double sum_lanes(Lanes v) {
+inline double sum_lanes(const Lanes& v) {
     double total = 0;
     for (int j = 0; j < kLanes; ++j) total += v[j];
     return total;
@@ -374,12 +371,14 @@ inline __attribute__((always_inline)) QuantSums quant_sums(int n, const float* x
                                                            float origin, float s, float lo,
                                                            float hi) {
     Lanes q = {}, qq = {}, xq = {};
-    const Lanes vo = splat(origin), vs = splat(s), vlo = splat(lo), vhi = splat(hi);
+    const Lanes vo = (Lanes{} + origin), vs = (Lanes{} + s), vlo = (Lanes{} + lo),
+                vhi = (Lanes{} + hi);
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        const Lanes xv = load_lanes(x + i);
-        const Lanes l = round_clamped((xv - vo) * vs, vlo, vhi);
-        const Lanes wl = load_lanes(w + i) * l;
+        const Lanes xv = lanes_at(x + i);
+        Lanes l = (xv - vo) * vs;
+        round_clamp(l, vlo, vhi);
+        const Lanes wl = lanes_at(w + i) * l;
         q += wl;
         qq += wl * l;
         xq += wl * xv;
@@ -407,15 +406,16 @@ double quantize_with(int n, const float* x, const float* w, float scale, float o
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
     const float use = std::isfinite(inv) ? inv : 0.0f;
     Lanes e = {};
-    const Lanes vo = splat(offset), vu = splat(use), va = splat(scale);
-    const Lanes vlo = splat(float(qmin)), vhi = splat(float(qmax));
+    const Lanes vo = (Lanes{} + offset), vu = (Lanes{} + use), va = (Lanes{} + scale);
+    const Lanes vlo = (Lanes{} + float(qmin)), vhi = (Lanes{} + float(qmax));
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        const Lanes xv = load_lanes(x + i);
-        const Lanes l = round_clamped((xv - vo) * vu, vlo, vhi);
+        const Lanes xv = lanes_at(x + i);
+        Lanes l = (xv - vo) * vu;
+        round_clamp(l, vlo, vhi);
         for (int j = 0; j < kLanes; ++j) q[i + j] = int(l[j]);
         const Lanes d = xv - (va * l + vo);
-        e += load_lanes(w + i) * d * d;
+        e += lanes_at(w + i) * d * d;
     }
     for (; i < n; ++i) {
         const float l = round_clamped((x[i] - offset) * use, float(qmin), float(qmax));
@@ -483,10 +483,10 @@ Fit fit_scale_grid(int n, const float* x, const float* w, int qmin, int qmax, in
     Lanes hi = {}, lo = {}, sxx = {};
     int i0 = 0;
     for (; i0 + kLanes <= n; i0 += kLanes) {
-        const Lanes xv = load_lanes(x + i0);
+        const Lanes xv = lanes_at(x + i0);
         hi = hi < xv ? xv : hi;  // std::max, std::min
         lo = xv < lo ? xv : lo;
-        sxx += load_lanes(w + i0) * xv * xv;
+        sxx += lanes_at(w + i0) * xv * xv;
     }
     for (; i0 < n; ++i0) {
         hi[0] = std::max(hi[0], x[i0]);
@@ -543,10 +543,10 @@ Fit fit_scale_grid(int n, const float* x, const float* w, int qmin, int qmax, in
 MW_SEARCH_CLONES
 Fit fit_scale_offset_grid(int n, const float* x, const float* w, int qmax, bool nonpositive_offset,
                           int steps, float spread, int* q) {
-    Lanes hi = splat(x[0]), lo = splat(x[0]), sw = {}, sx = {}, sxx = {};
+    Lanes hi = (Lanes{} + x[0]), lo = (Lanes{} + x[0]), sw = {}, sx = {}, sxx = {};
     int i0 = 0;
     for (; i0 + kLanes <= n; i0 += kLanes) {
-        const Lanes v = load_lanes(x + i0), wv = load_lanes(w + i0);
+        const Lanes v = lanes_at(x + i0), wv = lanes_at(w + i0);
         hi = hi < v ? v : hi;  // std::max, std::min
         lo = v < lo ? v : lo;
         sw += wv;
@@ -632,14 +632,15 @@ float group_error(int n, const float* x, const float* w, float scale, float offs
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
     const float use = std::isfinite(inv) ? inv : 0.0f;
     Lanes e = {};
-    const Lanes vo = splat(offset), vu = splat(use), va = splat(scale);
-    const Lanes vlo = splat(float(qmin)), vhi = splat(float(qmax));
+    const Lanes vo = (Lanes{} + offset), vu = (Lanes{} + use), va = (Lanes{} + scale);
+    const Lanes vlo = (Lanes{} + float(qmin)), vhi = (Lanes{} + float(qmax));
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        const Lanes xv = load_lanes(x + i);
-        const Lanes l = round_clamped((xv - vo) * vu, vlo, vhi);
+        const Lanes xv = lanes_at(x + i);
+        Lanes l = (xv - vo) * vu;
+        round_clamp(l, vlo, vhi);
         const Lanes d = xv - (va * l + vo);
-        e += load_lanes(w + i) * d * d;
+        e += lanes_at(w + i) * d * d;
     }
     for (; i < n; ++i) {
         const float l = round_clamped((x[i] - offset) * use, float(qmin), float(qmax));
