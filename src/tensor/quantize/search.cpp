@@ -332,12 +332,9 @@ constexpr int kLanes = 8;
 // No helper takes or returns Lanes by value: clang refuses 32-byte vector arguments and returns
 // in the baseline (non-AVX) clone, inlined or not. They go by reference.
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-typedef float UnalignedLanes
-    __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));
-
-// Eight floats at p, as Lanes (any alignment).
-inline const UnalignedLanes& lanes_at(const float* p) {
-    return *reinterpret_cast<const UnalignedLanes*>(p);
+// Eight floats at p (any alignment) into v.
+inline void load_lanes(Lanes& v, const float* p) {
+    std::memcpy(&v, p, sizeof v);
 }
 
 // round(clamp(v, lo, hi)) for integer bounds, to nearest even, in floats (vectorisable).
@@ -375,10 +372,13 @@ inline __attribute__((always_inline)) QuantSums quant_sums(int n, const float* x
                 vhi = (Lanes{} + hi);
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        const Lanes xv = lanes_at(x + i);
+        Lanes xv;
+        load_lanes(xv, x + i);
         Lanes l = (xv - vo) * vs;
         round_clamp(l, vlo, vhi);
-        const Lanes wl = lanes_at(w + i) * l;
+        Lanes wl;
+        load_lanes(wl, w + i);
+        wl *= l;
         q += wl;
         qq += wl * l;
         xq += wl * xv;
@@ -410,12 +410,15 @@ double quantize_with(int n, const float* x, const float* w, float scale, float o
     const Lanes vlo = (Lanes{} + float(qmin)), vhi = (Lanes{} + float(qmax));
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        const Lanes xv = lanes_at(x + i);
+        Lanes xv;
+        load_lanes(xv, x + i);
         Lanes l = (xv - vo) * vu;
         round_clamp(l, vlo, vhi);
         for (int j = 0; j < kLanes; ++j) q[i + j] = int(l[j]);
         const Lanes d = xv - (va * l + vo);
-        e += lanes_at(w + i) * d * d;
+        Lanes wv;
+        load_lanes(wv, w + i);
+        e += wv * d * d;
     }
     for (; i < n; ++i) {
         const float l = round_clamped((x[i] - offset) * use, float(qmin), float(qmax));
@@ -483,10 +486,13 @@ Fit fit_scale_grid(int n, const float* x, const float* w, int qmin, int qmax, in
     Lanes hi = {}, lo = {}, sxx = {};
     int i0 = 0;
     for (; i0 + kLanes <= n; i0 += kLanes) {
-        const Lanes xv = lanes_at(x + i0);
+        Lanes xv;
+        load_lanes(xv, x + i0);
         hi = hi < xv ? xv : hi;  // std::max, std::min
         lo = xv < lo ? xv : lo;
-        sxx += lanes_at(w + i0) * xv * xv;
+        Lanes wv;
+        load_lanes(wv, w + i0);
+        sxx += wv * xv * xv;
     }
     for (; i0 < n; ++i0) {
         hi[0] = std::max(hi[0], x[i0]);
@@ -546,7 +552,9 @@ Fit fit_scale_offset_grid(int n, const float* x, const float* w, int qmax, bool 
     Lanes hi = (Lanes{} + x[0]), lo = (Lanes{} + x[0]), sw = {}, sx = {}, sxx = {};
     int i0 = 0;
     for (; i0 + kLanes <= n; i0 += kLanes) {
-        const Lanes v = lanes_at(x + i0), wv = lanes_at(w + i0);
+        Lanes v, wv;
+        load_lanes(v, x + i0);
+        load_lanes(wv, w + i0);
         hi = hi < v ? v : hi;  // std::max, std::min
         lo = v < lo ? v : lo;
         sw += wv;
@@ -636,11 +644,14 @@ float group_error(int n, const float* x, const float* w, float scale, float offs
     const Lanes vlo = (Lanes{} + float(qmin)), vhi = (Lanes{} + float(qmax));
     int i = 0;
     for (; i + kLanes <= n; i += kLanes) {
-        const Lanes xv = lanes_at(x + i);
+        Lanes xv;
+        load_lanes(xv, x + i);
         Lanes l = (xv - vo) * vu;
         round_clamp(l, vlo, vhi);
         const Lanes d = xv - (va * l + vo);
-        e += lanes_at(w + i) * d * d;
+        Lanes wv;
+        load_lanes(wv, w + i);
+        e += wv * d * d;
     }
     for (; i < n; ++i) {
         const float l = round_clamped((x[i] - offset) * use, float(qmin), float(qmax));
